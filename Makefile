@@ -1,0 +1,39 @@
+# Thin wrapper: the real build is CMake. Every target bootstraps first
+# (idempotent, cached: seconds after the first run).
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+HOST ?= 127.0.0.1
+PORT ?= 8080
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap build run test unit bench format clean
+
+all: build
+
+bootstrap:
+	scripts/bootstrap
+
+build: bootstrap
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) --parallel $(JOBS)
+
+# Serve the default model on $(HOST):$(PORT); prints a curl example when ready.
+run: build
+	$(BUILD_DIR)/outpost serve --model .deps/models/default.gguf --host $(HOST) --port $(PORT)
+
+# Unit, integration (real model over HTTP) and end-to-end (official openai client) tests.
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
+
+unit: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L unit
+
+# Benchmarks against llama.cpp's own tools (not part of `make test`).
+bench: build
+	bench/run_all.sh
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,187 @@
+// HttpServer::HandleGenerate — POST /v1/chat/completions and /v1/completions:
+// parse → resolve model → template + tokenize → Submit → JSON or SSE stream.
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <optional>
+
+#include "outpost/api/errors.h"
+#include "outpost/api/http_server.h"
+#include "outpost/api/openai_request.h"
+#include "outpost/api/openai_response.h"
+#include "outpost/api/sse.h"
+
+namespace outpost::api {
+namespace {
+
+using scheduler::FinishReason;
+using scheduler::GenerationEvent;
+using scheduler::RequestHandle;
+
+constexpr std::chrono::milliseconds kPollInterval{50};
+
+// State shared by the chunked content provider calls of one stream.
+struct StreamState {
+  std::shared_ptr<RequestHandle> handle;
+  std::optional<GenerationEvent> first;
+  ResponseMeta meta;
+  bool chat = true;
+  bool include_usage = false;
+  bool role_sent = false;
+  bool finished = false;
+};
+
+}  // namespace
+
+void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib::Response& res) {
+  const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
+  auto fail = [&](const Status& st, int32_t retry_after_s = 0) {
+    res.status = HttpStatusFor(st.code());
+    if (retry_after_s > 0) res.set_header("Retry-After", std::to_string(retry_after_s));
+    res.set_content(ErrorBody(st), "application/json");
+  };
+  if (!catalog_->ready()) return fail(Status::Unavailable("the model is still loading"), 1);
+
+  auto priority = ParsePriority(req.get_header_value("X-Outpost-Priority"));
+  if (!priority.ok()) return fail(priority.status());
+
+  // The vocabulary bound for logit_bias and token prompts comes from the model
+  // the body names; peek at "model" through the default model first.
+  auto default_model = catalog_->Find("");
+  if (!default_model) return fail(Status::Unavailable("no model is loaded"));
+  auto parsed = ParseRequest(chat ? Endpoint::kChat : Endpoint::kCompletion, req.body,
+                             default_model->scheduler->model().VocabSize());
+  if (!parsed.ok()) return fail(parsed.status());
+  auto served = catalog_->Find(parsed->model);
+  if (!served) {
+    return fail(Status::NotFound("the model '" + parsed->model + "' does not exist; GET /v1/models lists the served models",
+                                 "model"));
+  }
+  if (served->id != default_model->id) {
+    parsed = ParseRequest(chat ? Endpoint::kChat : Endpoint::kCompletion, req.body,
+                          served->scheduler->model().VocabSize());
+    if (!parsed.ok()) return fail(parsed.status());
+  }
+  const engine::Model& model = served->scheduler->model();
+
+  scheduler::GenerationRequest gen;
+  gen.id = NewId(chat ? "chatcmpl-" : "cmpl-");
+  gen.priority = *priority;
+  gen.sampling = parsed->sampling;
+  gen.max_tokens = parsed->max_tokens;
+  gen.stop = parsed->stop;
+  if (chat) {
+    auto prompt = model.ApplyChatTemplate(parsed->messages);
+    if (!prompt.ok()) return fail(prompt.status());
+    gen.prompt = model.Tokenize(*prompt, /*add_special=*/true, /*parse_special=*/true);
+    for (const auto& s : model.TemplateStops()) gen.stop.push_back(s);
+  } else if (!parsed->prompt_tokens.empty()) {
+    gen.prompt = parsed->prompt_tokens;
+  } else {
+    gen.prompt = model.Tokenize(parsed->prompt, /*add_special=*/true, /*parse_special=*/true);
+  }
+
+  const std::string request_id = gen.id;
+  int32_t retry_after = 0;
+  auto submitted = served->scheduler->Submit(std::move(gen), &retry_after);
+  if (!submitted.ok()) {
+    const Status& st = submitted.status();
+    // The scheduler names chat fields; completions call the prompt "prompt".
+    if (!chat && st.param() == "messages") return fail(Status(st.code(), st.message(), "prompt"));
+    return fail(st, retry_after);
+  }
+  std::shared_ptr<RequestHandle> handle = std::move(submitted).value();
+
+  ResponseMeta meta;
+  meta.id = request_id;
+  meta.created = static_cast<int64_t>(std::time(nullptr));
+  meta.model = served->id;
+  meta.system_fingerprint = served->system_fingerprint;
+
+  // Wait for the first event before answering: a request that expires in the
+  // queue must still get a real 503, not a 200 stream with an error inside.
+  GenerationEvent first;
+  while (!handle->Pop(&first, kPollInterval)) {
+  }
+  if (first.done && first.finish == FinishReason::kError) {
+    return fail(first.error, first.retry_after_s);
+  }
+
+  if (!parsed->stream) {
+    std::string text = parsed->echo ? parsed->prompt : std::string();
+    GenerationEvent ev = std::move(first);
+    for (;;) {
+      text += ev.text;
+      if (ev.done) break;
+      while (!handle->Pop(&ev, kPollInterval)) {
+      }
+    }
+    if (ev.finish == FinishReason::kError) return fail(ev.error);
+    res.set_content(chat ? ChatCompletionBody(meta, text, ev.finish, ev.usage)
+                         : CompletionBody(meta, text, ev.finish, ev.usage),
+                    "application/json");
+    return;
+  }
+
+  auto st = std::make_shared<StreamState>();
+  st->handle = handle;
+  st->first = std::move(first);
+  st->meta = std::move(meta);
+  st->chat = chat;
+  st->include_usage = parsed->include_usage;
+  telemetry::Metrics* metrics = metrics_;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, metrics, endpoint](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+        if (st->finished) {
+          sink.done();
+          return true;
+        }
+        if (st->chat && !st->role_sent) {
+          const std::string empty;
+          if (!write(SseData(ChatChunk(st->meta, &empty, /*role_start=*/true, FinishReason::kNone)))) return false;
+          st->role_sent = true;
+        }
+        GenerationEvent ev;
+        if (st->first) {
+          ev = std::move(*st->first);
+          st->first.reset();
+        } else {
+          while (!st->handle->Pop(&ev, kPollInterval)) {
+            if (!sink.is_writable()) return false;  // client gone: releaser cancels
+          }
+        }
+        if (!ev.text.empty()) {
+          const std::string chunk = st->chat ? ChatChunk(st->meta, &ev.text, false, FinishReason::kNone)
+                                             : CompletionChunk(st->meta, ev.text, FinishReason::kNone);
+          if (!write(SseData(chunk))) return false;
+        }
+        if (!ev.done) return true;
+        st->finished = true;
+        if (ev.finish == FinishReason::kError) {
+          // Headers are gone; report in-band as OpenAI does, then end the stream.
+          write(SseData(ErrorBody(ev.error)));
+          metrics->CountRequest(endpoint, HttpStatusFor(ev.error.code()));
+        } else {
+          const std::string last = st->chat ? ChatChunk(st->meta, nullptr, false, ev.finish)
+                                            : CompletionChunk(st->meta, "", ev.finish);
+          if (!write(SseData(last))) return false;
+          if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, ev.usage)))) return false;
+          metrics->CountRequest(endpoint, 200);
+        }
+        write(SseDone());
+        sink.done();
+        return true;
+      },
+      [st](bool /*success*/) {
+        // Connection closed before the stream ended: free the sequence.
+        if (!st->finished) st->handle->Cancel();
+      });
+}
+
+}  // namespace outpost::api

@@ -1,0 +1,167 @@
+#include "outpost/api/http_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/api/errors.h"
+
+namespace outpost::api {
+
+using nlohmann::json;
+
+HttpServer::HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics)
+    : options_(std::move(options)), catalog_(catalog), metrics_(metrics),
+      server_(std::make_unique<httplib::Server>()) {
+  const int threads = options_.n_http_threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  server_->set_read_timeout(options_.idle_timeout_s, 0);
+  server_->set_write_timeout(options_.idle_timeout_s, 0);
+  server_->set_keep_alive_max_count(1000);
+  Routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+Status HttpServer::Bind() {
+  if (options_.port == 0) {
+    bound_port_ = server_->bind_to_any_port(options_.host);
+    if (bound_port_ <= 0) return Status::Unavailable("cannot listen on " + options_.host);
+    return Status::Ok();
+  }
+  if (!server_->bind_to_port(options_.host, options_.port)) {
+    return Status::Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                               " (address in use or not available)");
+  }
+  bound_port_ = options_.port;
+  return Status::Ok();
+}
+
+void HttpServer::Run() { server_->listen_after_bind(); }
+
+void HttpServer::Stop() { server_->stop(); }
+
+void HttpServer::Routes() {
+  auto& s = *server_;
+  auto send_error = [](httplib::Response& res, const Status& st) {
+    res.status = HttpStatusFor(st.code());
+    res.set_content(ErrorBody(st), "application/json");
+  };
+
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleGenerate(/*chat=*/true, req, res);
+  });
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleGenerate(/*chat=*/false, req, res);
+  });
+  s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
+  s.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  s.Get("/ready", [this](const httplib::Request&, httplib::Response& res) { HandleReady(res); });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  // Wrong method on a known path: 405 rather than a bare 404.
+  for (const char* p : {"/v1/chat/completions", "/v1/completions"}) {
+    s.Get(p, [send_error](const httplib::Request& req, httplib::Response& res) {
+      send_error(res, Status::InvalidArgument("method GET is not allowed on " + req.path + "; use POST"));
+      res.status = 405;
+      res.set_header("Allow", "POST");
+    });
+  }
+  // Errors produced by httplib itself (unknown route, body too large) get an
+  // OpenAI-shaped body too.
+  s.set_error_handler([send_error](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const int status = res.status;
+    if (status == 413) {
+      send_error(res, Status(StatusCode::kPayloadTooLarge, "the request body is larger than the limit (max_body_size)"));
+    } else if (status == 404) {
+      send_error(res, Status::NotFound("no route for " + req.method + " " + req.path));
+    } else {
+      send_error(res, Status::InvalidArgument("the request could not be processed (HTTP " + std::to_string(status) + ")"));
+    }
+    res.status = status;
+  });
+  s.set_exception_handler([send_error](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("BUG: exception while serving {} {}: {}", req.method, req.path, what);
+    send_error(res, Status::Internal("internal error: " + what));
+  });
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    // Streamed generation responses are counted when the stream ends.
+    const bool streamed = res.status == 200 && res.get_header_value("Content-Type") == "text/event-stream";
+    if (!streamed) metrics_->CountRequest(req.path.rfind("/v1/models/", 0) == 0 ? "/v1/models/{id}" : req.path, res.status);
+    spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+  });
+}
+
+void HttpServer::HandleReady(httplib::Response& res) {
+  json j;
+  if (!catalog_->ready()) {
+    j["status"] = "loading";
+    res.status = 503;
+    res.set_content(j.dump(), "application/json");
+    return;
+  }
+  j["status"] = "ready";
+  j["models"] = json::array();
+  for (const auto& m : catalog_->List()) {
+    const auto snap = m.scheduler->Snapshot();
+    const auto& p = m.plan;
+    j["models"].push_back({
+        {"id", m.id},
+        {"max_sessions", snap.max_sessions},
+        {"active", snap.active},
+        {"queued", snap.queued},
+        {"max_queue", snap.max_queue},
+        {"decode_tokens_per_second", snap.decode_tokens_per_second},
+        {"capacity",
+         {{"weight_bytes", p.weight_bytes},
+          {"kv_bytes_per_token", p.kv_bytes_per_token},
+          {"kv_bytes_per_session", p.kv_bytes_per_session},
+          {"ctx_per_session", p.ctx_per_session},
+          {"overhead_bytes", p.overhead_bytes},
+          {"memory_budget_bytes", p.budget_bytes},
+          {"usable_bytes", p.usable_bytes},
+          {"headroom_fraction", p.headroom_fraction},
+          {"max_sessions_that_fit", p.max_sessions},
+          {"sessions", p.sessions},
+          {"peak_bytes", p.peak_bytes},
+          {"required_bytes", p.required_bytes}}},
+    });
+  }
+  res.set_content(j.dump(), "application/json");
+}
+
+void HttpServer::HandleModels(const httplib::Request& req, httplib::Response& res) {
+  auto entry = [](const ServedModel& m) {
+    return json{{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "outpost"}};
+  };
+  if (req.matches.size() > 1) {
+    const std::string id = req.matches[1];
+    auto m = catalog_->Find(id);
+    if (!m || id.empty()) {
+      res.status = 404;
+      res.set_content(ErrorBody(Status::NotFound("model '" + id + "' does not exist", "model")), "application/json");
+      return;
+    }
+    res.set_content(entry(*m).dump(), "application/json");
+    return;
+  }
+  json data = json::array();
+  for (const auto& m : catalog_->List()) data.push_back(entry(m));
+  res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
+}
+
+}  // namespace outpost::api

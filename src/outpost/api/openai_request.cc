@@ -1,0 +1,301 @@
+#include "outpost/api/openai_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+const char* TypeName(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+Status WrongType(const std::string& field, const char* want, const json& got) {
+  return Status::InvalidArgument(
+      "'" + field + "' must be " + want + ", got " + TypeName(got), field);
+}
+
+// Optional number in [lo, hi]. Absent or null leaves *out unchanged.
+Status GetNumber(const json& body, const char* key, double lo, double hi, float* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number()) return WrongType(key, "a number", *it);
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    return Status::InvalidArgument(
+        "'" + std::string(key) + "' must be between " + Num(lo) + " and " + Num(hi) + ", got " + it->dump(), key);
+  }
+  *out = static_cast<float>(v);
+  return Status::Ok();
+}
+
+Status GetInt(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out, bool* given) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number_integer()) return WrongType(key, "an integer", *it);
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return Status::InvalidArgument("'" + std::string(key) + "' must be between " +
+                                       std::to_string(lo) + " and " + std::to_string(hi) +
+                                       ", got " + std::to_string(v),
+                                   key);
+  }
+  *out = v;
+  if (given) *given = true;
+  return Status::Ok();
+}
+
+Status GetBool(const json& obj, const char* key, const std::string& field, bool* out) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return Status::Ok();
+  if (!it->is_boolean()) return WrongType(field, "a boolean", *it);
+  *out = it->get<bool>();
+  return Status::Ok();
+}
+
+#define OUTPOST_RETURN_IF_ERROR(expr) \
+  do {                                \
+    Status _st = (expr);              \
+    if (!_st.ok()) return _st;        \
+  } while (0)
+
+// Message content: a string, or an array of {"type":"text","text":...} parts.
+Status ParseContent(const json& c, const std::string& field, std::string* out) {
+  if (c.is_string()) {
+    *out = c.get<std::string>();
+    return Status::Ok();
+  }
+  if (!c.is_array()) return WrongType(field, "a string or an array of content parts", c);
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string pf = field + "[" + std::to_string(i) + "]";
+    const json& part = c[i];
+    if (!part.is_object()) return WrongType(pf, "an object", part);
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) {
+      return Status::InvalidArgument("'" + pf + ".type' is required and must be a string", pf + ".type");
+    }
+    if (*type != "text") {
+      return Status::InvalidArgument("content part type '" + type->get<std::string>() +
+                                         "' is not supported by this model (only 'text')",
+                                     pf + ".type");
+    }
+    auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) {
+      return Status::InvalidArgument("'" + pf + ".text' is required and must be a string", pf + ".text");
+    }
+    if (!out->empty()) *out += "\n";
+    *out += text->get<std::string>();
+  }
+  return Status::Ok();
+}
+
+Status ParseMessages(const json& body, ParsedRequest* r) {
+  auto it = body.find("messages");
+  if (it == body.end()) return Status::InvalidArgument("'messages' is required", "messages");
+  if (!it->is_array()) return WrongType("messages", "an array", *it);
+  if (it->empty()) return Status::InvalidArgument("'messages' must not be empty", "messages");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string f = "messages[" + std::to_string(i) + "]";
+    const json& m = (*it)[i];
+    if (!m.is_object()) return WrongType(f, "an object", m);
+    auto role = m.find("role");
+    if (role == m.end()) return Status::InvalidArgument("'" + f + ".role' is required", f + ".role");
+    if (!role->is_string()) return WrongType(f + ".role", "a string", *role);
+    const std::string rs = role->get<std::string>();
+    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "developer" && rs != "tool") {
+      return Status::InvalidArgument("'" + f + ".role' must be one of system, developer, user, assistant, tool; got '" + rs + "'",
+                                     f + ".role");
+    }
+    engine::ChatMessage msg;
+    msg.role = rs == "developer" ? "system" : rs;
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      if (rs != "assistant") {
+        return Status::InvalidArgument("'" + f + ".content' is required", f + ".content");
+      }
+    } else {
+      OUTPOST_RETURN_IF_ERROR(ParseContent(*content, f + ".content", &msg.content));
+    }
+    r->messages.push_back(std::move(msg));
+  }
+  return Status::Ok();
+}
+
+Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
+  auto it = body.find("prompt");
+  if (it == body.end()) return Status::InvalidArgument("'prompt' is required", "prompt");
+  const json& p = *it;
+  if (p.is_string()) {
+    r->prompt = p.get<std::string>();
+    if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
+    return Status::Ok();
+  }
+  if (!p.is_array()) return WrongType("prompt", "a string, an array with one string, or an array of token ids", p);
+  if (p.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
+  if (p[0].is_string()) {
+    if (p.size() != 1) {
+      return Status::InvalidArgument("'prompt' with several strings (batched prompts) is not supported; send one request per prompt",
+                                     "prompt");
+    }
+    r->prompt = p[0].get<std::string>();
+    if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
+    return Status::Ok();
+  }
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string f = "prompt[" + std::to_string(i) + "]";
+    if (!p[i].is_number_integer()) return WrongType(f, "a token id (integer)", p[i]);
+    const int64_t t = p[i].get<int64_t>();
+    if (t < 0 || t >= n_vocab) {
+      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     f);
+    }
+    r->prompt_tokens.push_back(static_cast<engine::Token>(t));
+  }
+  return Status::Ok();
+}
+
+Status ParseStop(const json& body, ParsedRequest* r) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (it->is_string()) {
+    if (!it->get<std::string>().empty()) r->stop.push_back(it->get<std::string>());
+    return Status::Ok();
+  }
+  if (!it->is_array()) return WrongType("stop", "a string or an array of strings", *it);
+  if (it->size() > 16) {
+    return Status::InvalidArgument("'stop' may hold at most 16 strings, got " + std::to_string(it->size()), "stop");
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& s = (*it)[i];
+    if (!s.is_string()) return WrongType("stop[" + std::to_string(i) + "]", "a string", s);
+    if (!s.get<std::string>().empty()) r->stop.push_back(s.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status ParseLogitBias(const json& body, int32_t n_vocab, ParsedRequest* r) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return WrongType("logit_bias", "an object mapping token ids to biases", *it);
+  for (auto& [key, val] : it->items()) {
+    const std::string f = "logit_bias." + key;
+    char* end = nullptr;
+    const long long tok = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0') {
+      return Status::InvalidArgument("'logit_bias' key '" + key + "' is not a token id", "logit_bias");
+    }
+    if (tok < 0 || tok >= n_vocab) {
+      return Status::InvalidArgument("'logit_bias' token id " + key + " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     "logit_bias");
+    }
+    if (!val.is_number()) return WrongType(f, "a number", val);
+    const double b = val.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      return Status::InvalidArgument("'" + f + "' must be between -100 and 100, got " + val.dump(), f);
+    }
+    r->sampling.logit_bias.emplace_back(static_cast<engine::Token>(tok), static_cast<float>(b));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Status::InvalidArgument("the request body is not valid JSON");
+  }
+  if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
+
+  ParsedRequest r;
+  r.endpoint = endpoint;
+  if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("model", "a string", *it);
+    r.model = it->get<std::string>();
+  }
+  if (endpoint == Endpoint::kChat) {
+    OUTPOST_RETURN_IF_ERROR(ParseMessages(j, &r));
+  } else {
+    OUTPOST_RETURN_IF_ERROR(ParsePrompt(j, n_vocab, &r));
+    OUTPOST_RETURN_IF_ERROR(GetBool(j, "echo", "echo", &r.echo));
+  }
+  OUTPOST_RETURN_IF_ERROR(GetBool(j, "stream", "stream", &r.stream));
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return WrongType("stream_options", "an object", *it);
+    if (!r.stream) {
+      return Status::InvalidArgument("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    }
+    OUTPOST_RETURN_IF_ERROR(GetBool(*it, "include_usage", "stream_options.include_usage", &r.include_usage));
+  }
+
+  auto& s = r.sampling;
+  OUTPOST_RETURN_IF_ERROR(GetNumber(j, "temperature", 0.0, 2.0, &s.temperature));
+  OUTPOST_RETURN_IF_ERROR(GetNumber(j, "top_p", 0.0, 1.0, &s.top_p));
+  OUTPOST_RETURN_IF_ERROR(GetNumber(j, "min_p", 0.0, 1.0, &s.min_p));
+  OUTPOST_RETURN_IF_ERROR(GetNumber(j, "presence_penalty", -2.0, 2.0, &s.presence_penalty));
+  OUTPOST_RETURN_IF_ERROR(GetNumber(j, "frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
+  OUTPOST_RETURN_IF_ERROR(GetNumber(j, "repetition_penalty", 0.01, 10.0, &s.repeat_penalty));
+  if (j.contains("top_p") && j["top_p"].is_number() && j["top_p"].get<double>() <= 0.0) {
+    return Status::InvalidArgument("'top_p' must be greater than 0", "top_p");
+  }
+  int64_t v = 0;
+  bool given = false;
+  OUTPOST_RETURN_IF_ERROR(GetInt(j, "top_k", 0, 1 << 20, &v, &given));
+  if (given) s.top_k = static_cast<int32_t>(v);
+  given = false;
+  OUTPOST_RETURN_IF_ERROR(GetInt(j, "seed", std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::max(), &v, &given));
+  if (given) {
+    s.has_seed = true;
+    s.seed = static_cast<uint32_t>(v);
+  }
+  given = false;
+  OUTPOST_RETURN_IF_ERROR(GetInt(j, "max_tokens", 1, 1 << 30, &v, &given));
+  if (given) r.max_tokens = static_cast<int32_t>(v);
+  given = false;
+  OUTPOST_RETURN_IF_ERROR(GetInt(j, "max_completion_tokens", 1, 1 << 30, &v, &given));
+  if (given) r.max_tokens = static_cast<int32_t>(v);
+  given = false;
+  v = 1;
+  OUTPOST_RETURN_IF_ERROR(GetInt(j, "n", 1, 128, &v, &given));
+  if (v != 1) {
+    return Status::InvalidArgument("'n' must be 1 (one choice per request), got " + std::to_string(v), "n");
+  }
+  OUTPOST_RETURN_IF_ERROR(ParseStop(j, &r));
+  OUTPOST_RETURN_IF_ERROR(ParseLogitBias(j, n_vocab, &r));
+  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
+    return Status::InvalidArgument("'logprobs' is not supported yet", "logprobs");
+  }
+  if (auto it = j.find("tools"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+    return Status::InvalidArgument("'tools' is not supported by this server yet", "tools");
+  }
+  return r;
+}
+
+StatusOr<scheduler::Priority> ParsePriority(std::string_view h) {
+  if (h.empty() || h == "interactive") return scheduler::Priority::kInteractive;
+  if (h == "batch") return scheduler::Priority::kBatch;
+  return Status::InvalidArgument("header X-Outpost-Priority must be 'interactive' or 'batch', got '" +
+                                     std::string(h) + "'",
+                                 "X-Outpost-Priority");
+}
+
+}  // namespace outpost::api

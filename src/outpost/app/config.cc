@@ -1,0 +1,189 @@
+#include "outpost/app/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "outpost/util/units.h"
+
+namespace outpost::app {
+namespace {
+
+using Setter = std::function<Status(ServeConfig*, const std::string&, const std::string&)>;
+
+Status ParseInt(const std::string& key, const std::string& v, long lo, long hi, long* out) {
+  errno = 0;
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE) {
+    return Status::InvalidArgument("'" + key + "' must be an integer, got '" + v + "'", key);
+  }
+  if (n < lo || n > hi) {
+    return Status::InvalidArgument("'" + key + "' must be between " + std::to_string(lo) + " and " +
+                                       std::to_string(hi) + ", got " + v,
+                                   key);
+  }
+  *out = n;
+  return Status::Ok();
+}
+
+template <typename T>
+Setter IntField(T ServeConfig::*field, long lo, long hi) {
+  return [field, lo, hi](ServeConfig* c, const std::string& k, const std::string& v) {
+    long n = 0;
+    Status st = ParseInt(k, v, lo, hi, &n);
+    if (st.ok()) c->*field = static_cast<T>(n);
+    return st;
+  };
+}
+
+Setter StringField(std::string ServeConfig::*field, std::vector<std::string> allowed = {}) {
+  return [field, allowed](ServeConfig* c, const std::string& k, const std::string& v) {
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return Status::InvalidArgument("'" + k + "' must be one of " + list + ", got '" + v + "'", k);
+    }
+    c->*field = v;
+    return Status::Ok();
+  };
+}
+
+Setter BytesField(uint64_t ServeConfig::*field, bool allow_auto) {
+  return [field, allow_auto](ServeConfig* c, const std::string& k, const std::string& v) {
+    if (allow_auto && v == "auto") {
+      c->*field = 0;
+      return Status::Ok();
+    }
+    auto b = util::ParseBytes(v);
+    if (!b.ok()) return Status::InvalidArgument("'" + k + "': " + b.status().message(), k);
+    if (*b == 0) return Status::InvalidArgument("'" + k + "' must be greater than 0", k);
+    c->*field = *b;
+    return Status::Ok();
+  };
+}
+
+const std::map<std::string, Setter>& Setters() {
+  static const auto* m = new std::map<std::string, Setter>{
+      {"model", StringField(&ServeConfig::model)},
+      {"model_id", StringField(&ServeConfig::model_id)},
+      {"host", StringField(&ServeConfig::host)},
+      {"port", IntField(&ServeConfig::port, 0, 65535)},
+      {"threads", IntField(&ServeConfig::threads, 0, 1024)},
+      {"ctx_size", IntField(&ServeConfig::ctx_size, 16, 1 << 22)},
+      {"parallel",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         if (v == "auto") {
+           c->parallel = 0;
+           return Status::Ok();
+         }
+         long n = 0;
+         Status st = ParseInt(k, v, 1, 4096, &n);
+         if (!st.ok()) return Status::InvalidArgument("'parallel' must be 'auto' or an integer from 1 to 4096, got '" + v + "'", k);
+         c->parallel = static_cast<int>(n);
+         return Status::Ok();
+       }},
+      {"parallel_auto_max", IntField(&ServeConfig::parallel_auto_max, 1, 4096)},
+      {"memory_budget", BytesField(&ServeConfig::memory_budget, /*allow_auto=*/true)},
+      {"headroom",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         std::string t = v;
+         bool percent = !t.empty() && t.back() == '%';
+         if (percent) t.pop_back();
+         char* end = nullptr;
+         double d = std::strtod(t.c_str(), &end);
+         if (t.empty() || *end != '\0') {
+           return Status::InvalidArgument("'headroom' must be a fraction (0.2) or a percentage (20%), got '" + v + "'", k);
+         }
+         if (percent) d /= 100.0;
+         if (d < 0.0 || d > 4.0) return Status::InvalidArgument("'headroom' must be between 0% and 400%, got '" + v + "'", k);
+         c->headroom = d;
+         return Status::Ok();
+       }},
+      {"kv_type", StringField(&ServeConfig::kv_type, {"f16", "q8_0", "q4_0"})},
+      {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
+      {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
+      {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
+      {"queue_wait",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         auto ms = util::ParseDurationMs(v);
+         if (!ms.ok()) return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
+         c->queue_wait_ms = *ms;
+         return Status::Ok();
+       }},
+      {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
+      {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
+      {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
+      {"log_level", StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
+  };
+  return *m;
+}
+
+}  // namespace
+
+const std::vector<std::string>& ConfigKeys() {
+  static const auto* keys = [] {
+    auto* v = new std::vector<std::string>();
+    for (const auto& [k, _] : Setters()) v->push_back(k);
+    return v;
+  }();
+  return *keys;
+}
+
+Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string& value) {
+  auto it = Setters().find(key);
+  if (it == Setters().end()) {
+    std::string known;
+    for (const auto& k : ConfigKeys()) known += (known.empty() ? "" : ", ") + k;
+    return Status::InvalidArgument("unknown key '" + key + "' (known keys: " + known + ")", key);
+  }
+  return it->second(cfg, key, value);
+}
+
+Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::NotFound("config file '" + path + "' does not exist", "config");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(path + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) +
+                                       ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg,
+                                   "config");
+  }
+  if (root.IsNull()) return Status::Ok();  // empty file: all defaults
+  if (!root.IsMap()) return Status::InvalidArgument(path + ": the top level must be a mapping of key: value", "config");
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (!kv.second.IsScalar()) {
+      return Status::InvalidArgument(path + ": '" + key + "' (line " + std::to_string(kv.first.Mark().line + 1) +
+                                         ") must be a single value, not a list or mapping",
+                                     key);
+    }
+    Status st = ApplySetting(cfg, key, kv.second.as<std::string>());
+    if (!st.ok()) {
+      return Status::InvalidArgument(path + " line " + std::to_string(kv.first.Mark().line + 1) + ": " + st.message(),
+                                     key);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string DefaultModelPath() {
+  if (const char* env = std::getenv("OUTPOST_MODEL"); env && *env) return env;
+  std::string cache;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) cache = x;
+  else if (const char* h = std::getenv("HOME"); h && *h) cache = std::string(h) + "/.cache";
+  else cache = ".cache";
+  return cache + "/outpost/models/gemma-3-270m-q4_k_m.gguf";
+}
+
+}  // namespace outpost::app

@@ -1,0 +1,52 @@
+// ServeConfig — every setting of `outpost serve`, from a YAML file (--config)
+// with command-line flags overriding it. docs/configuration.md lists them all.
+//
+// Both sources go through ApplySetting(), so a key is validated the same way
+// whether it came from YAML or a flag; errors name the key and the problem.
+// Value type; built once at start and then read-only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "outpost/util/status.h"
+
+namespace outpost::app {
+
+struct ServeConfig {
+  std::string model;       // GGUF path; default: the bootstrap's default model
+  std::string model_id;    // id clients use; default: file name without .gguf
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 0;             // 0 = all cores
+  int ctx_size = 4096;         // tokens per session (prompt + answer)
+  int parallel = 0;            // 0 = auto (as many sessions as fit, up to parallel_auto_max)
+  int parallel_auto_max = 16;  // cap for parallel: auto
+  uint64_t memory_budget = 0;  // bytes; 0 = detect available memory
+  double headroom = 0.20;      // fraction added on top of the planned peak
+  std::string kv_type = "f16"; // f16 | q8_0 | q4_0
+  int batch_size = 512;        // max tokens per decode step
+  int prefill_chunk = 256;     // max prompt tokens per step while others decode
+  int queue_length = 16;       // requests that may wait for a session; 0 = none
+  int64_t queue_wait_ms = 30000;  // max wait in the queue before 503
+  uint64_t max_body_size = 4ull << 20;
+  int http_threads = 64;
+  int gpu_layers = 0;          // layers to offload when built with a GPU backend; -1 = all
+  std::string log_level = "info";  // trace | debug | info | warn | error
+};
+
+// All keys accepted in YAML (snake_case) and as flags (--kebab-case).
+const std::vector<std::string>& ConfigKeys();
+
+// Sets one key from its text form. Errors name the key and the allowed values.
+Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string& value);
+
+// Reads a YAML mapping of keys to scalars. Errors: NotFound (no file),
+// InvalidArgument (syntax error with line, unknown key, bad value).
+Status LoadConfigFile(const std::string& path, ServeConfig* cfg);
+
+// Default model path: $OUTPOST_MODEL, else the bootstrap's cached default model.
+std::string DefaultModelPath();
+
+}  // namespace outpost::app

@@ -1,0 +1,103 @@
+// outpost — edge inference server. Entry point: subcommand dispatch.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "outpost/app/config.h"
+#include "outpost/app/serve.h"
+#include "outpost/engine/model.h"
+#include "outpost/version.h"
+
+namespace {
+
+// Flag help, in the order shown by `outpost serve --help`. Keys match the YAML
+// keys (see docs/configuration.md).
+struct FlagDoc {
+  const char* key;
+  const char* help;
+};
+constexpr FlagDoc kServeFlags[] = {
+    {"model", "GGUF model file (default: $OUTPOST_MODEL or the bootstrap's Gemma 3 270M)"},
+    {"model_id", "model id clients send (default: the file name without .gguf)"},
+    {"host", "address to listen on (default 127.0.0.1)"},
+    {"port", "TCP port (default 8080; 0 picks a free port)"},
+    {"threads", "CPU threads for inference (default 0 = all cores)"},
+    {"ctx_size", "context tokens per session, prompt + answer (default 4096)"},
+    {"parallel", "concurrent sessions: auto or N; N that does not fit is refused (default auto)"},
+    {"parallel_auto_max", "upper bound for parallel=auto (default 16)"},
+    {"memory_budget", "memory the plan may use: auto or a size like 8GiB (default auto = available memory)"},
+    {"headroom", "safety margin on top of the planned peak, 0.2 or 20% (default 20%)"},
+    {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
+    {"batch_size", "max tokens per decode step (default 512)"},
+    {"prefill_chunk", "max prompt tokens per step while others decode (default 256)"},
+    {"queue_length", "requests that may wait for a session; more get 503 (default 16)"},
+    {"queue_wait", "max time in the queue before 503, e.g. 30s (default 30s)"},
+    {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
+    {"http_threads", "HTTP worker threads = concurrent connections (default 64)"},
+    {"gpu_layers", "layers to offload when built with a GPU backend, -1 = all (default 0)"},
+    {"log_level", "trace, debug, info, warn, error (default info)"},
+};
+
+std::string Kebab(std::string s) {
+  for (auto& c : s) {
+    if (c == '_') c = '-';
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Outpost: an edge inference server with an OpenAI-compatible API.", "outpost"};
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("-V,--version", show_version, "print Outpost's and llama.cpp's versions");
+
+  CLI::App* serve = app.add_subcommand("serve", "serve a GGUF model over the OpenAI-compatible HTTP API");
+  std::string config_path;
+  serve->add_option("-c,--config", config_path, "YAML config file; flags override its keys");
+  std::map<std::string, std::optional<std::string>> flag_values;
+  for (const auto& f : kServeFlags) flag_values[f.key];
+  for (const auto& f : kServeFlags) {
+    std::string name = "--" + Kebab(f.key);
+    if (std::string(f.key) == "model") name = "-m," + name;
+    if (std::string(f.key) == "port") name = "-p," + name;
+    serve->add_option(name, flag_values[f.key], f.help);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (show_version) {
+    std::printf("outpost %s\nllama.cpp %s\n", OUTPOST_VERSION, OUTPOST_LLAMA_VERSION);
+    return 0;
+  }
+  if (!serve->parsed()) {
+    std::printf("%s", app.help().c_str());
+    return 0;
+  }
+
+  outpost::app::ServeConfig cfg;
+  if (!config_path.empty()) {
+    if (auto st = outpost::app::LoadConfigFile(config_path, &cfg); !st.ok()) {
+      std::fprintf(stderr, "outpost: config error: %s\n", st.message().c_str());
+      return 2;
+    }
+  }
+  for (const auto& [key, value] : flag_values) {
+    if (!value) continue;
+    if (auto st = outpost::app::ApplySetting(&cfg, key, *value); !st.ok()) {
+      std::fprintf(stderr, "outpost: --%s: %s\n", Kebab(key).c_str(), st.message().c_str());
+      return 2;
+    }
+  }
+  spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+  return outpost::app::RunServe(std::move(cfg));
+}

@@ -1,0 +1,119 @@
+#include "outpost/engine/context.h"
+
+#include <llama.h>
+
+#include <thread>
+
+namespace outpost::engine {
+
+const char* KvTypeName(KvType t) {
+  switch (t) {
+    case KvType::kF16: return "f16";
+    case KvType::kQ8_0: return "q8_0";
+    case KvType::kQ4_0: return "q4_0";
+  }
+  return "?";
+}
+
+StatusOr<KvType> ParseKvType(const std::string& name) {
+  if (name == "f16") return KvType::kF16;
+  if (name == "q8_0") return KvType::kQ8_0;
+  if (name == "q4_0") return KvType::kQ4_0;
+  return Status::InvalidArgument("kv type '" + name + "' is not one of f16, q8_0, q4_0", "kv_type");
+}
+
+double KvBytesPerElement(KvType t) {
+  switch (t) {
+    case KvType::kF16: return 2.0;
+    case KvType::kQ8_0: return 34.0 / 32.0;  // 32 int8 + one f16 scale per block
+    case KvType::kQ4_0: return 18.0 / 32.0;  // 32 nibbles + one f16 scale per block
+  }
+  return 2.0;
+}
+
+namespace {
+ggml_type ToGgml(KvType t) {
+  switch (t) {
+    case KvType::kF16: return GGML_TYPE_F16;
+    case KvType::kQ8_0: return GGML_TYPE_Q8_0;
+    case KvType::kQ4_0: return GGML_TYPE_Q4_0;
+  }
+  return GGML_TYPE_F16;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextOptions& o) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_seq_max = static_cast<uint32_t>(o.n_seq);
+  cp.n_ctx = static_cast<uint32_t>(o.n_seq) * static_cast<uint32_t>(o.n_ctx_per_seq);
+  cp.n_batch = static_cast<uint32_t>(o.n_batch);
+  cp.n_ubatch = static_cast<uint32_t>(o.n_batch);
+  const int threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  cp.n_threads = threads;
+  cp.n_threads_batch = threads;
+  cp.kv_unified = false;  // one KV stream per sequence: n_ctx_per_seq each, no sharing
+  cp.type_k = ToGgml(o.kv_type);
+  cp.type_v = ToGgml(o.kv_type);
+  // Quantised V needs flash attention in llama.cpp.
+  if (o.kv_type != KvType::kF16) cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+  cp.no_perf = true;
+  // Outpost asks for at most one output (logits row) per sequence per step, so
+  // reserve logits for n_seq rows, not n_batch: for a 262k vocabulary and a
+  // 512-token batch that is the difference between 512 MiB and a few MiB.
+  cp.n_outputs_max = static_cast<uint32_t>(o.n_seq);
+
+  llama_context* ctx = llama_init_from_model(model.raw(), cp);
+  if (ctx == nullptr) {
+    return Status::ResourceExhausted("llama.cpp could not create a context for " +
+                                     std::to_string(o.n_seq) + " sequences x " +
+                                     std::to_string(o.n_ctx_per_seq) + " tokens");
+  }
+  std::unique_ptr<Context> c(new Context());
+  c->options_ = o;
+  c->ctx_ = ctx;
+  c->batch_ = std::make_unique<llama_batch>(llama_batch_init(o.n_batch, 0, 1));
+  c->batch_->n_tokens = 0;
+  // KV bytes = the full-attention formula, capped by what the cache holds.
+  const auto& mi = model.info();
+  c->kv_bytes_ = static_cast<uint64_t>(
+      static_cast<double>(mi.n_layers) * mi.n_kv_heads * (mi.head_dim_k + mi.head_dim_v) *
+      KvBytesPerElement(o.kv_type) * static_cast<double>(cp.n_ctx));
+  return c;
+}
+
+Context::~Context() {
+  if (batch_) llama_batch_free(*batch_);
+  if (ctx_) llama_free(ctx_);
+}
+
+void Context::ClearBatch() { batch_->n_tokens = 0; }
+
+int32_t Context::Add(Token token, int32_t pos, SeqId seq, bool want_logits) {
+  const int32_t i = batch_->n_tokens;
+  batch_->token[i] = token;
+  batch_->pos[i] = pos;
+  batch_->n_seq_id[i] = 1;
+  batch_->seq_id[i][0] = seq;
+  batch_->logits[i] = want_logits ? 1 : 0;
+  batch_->n_tokens = i + 1;
+  return i;
+}
+
+int32_t Context::BatchSize() const { return batch_->n_tokens; }
+
+Status Context::Decode() {
+  const int32_t rc = llama_decode(ctx_, *batch_);
+  switch (rc) {
+    case 0: return Status::Ok();
+    case 1: return Status::ResourceExhausted("no KV cache slot for the batch");
+    case 2: return Status::Cancelled("decode aborted");
+    case -1: return Status::InvalidArgument("invalid batch");
+    default: return Status::Internal("llama_decode failed with code " + std::to_string(rc));
+  }
+}
+
+void Context::RemoveSequence(SeqId seq) {
+  llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1);
+}
+
+}  // namespace outpost::engine

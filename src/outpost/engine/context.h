@@ -1,0 +1,86 @@
+// Context — the decoding state for one model: llama.cpp context, KV cache with
+// one stream per sequence, and the batch being assembled for the next step.
+//
+// Owned by the scheduler; engine thread only (llama.cpp contexts are not
+// thread-safe). Memory for the KV cache of all sequences is allocated once at
+// Create(), so running sequences can never push the process past its plan.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "outpost/engine/model.h"
+#include "outpost/engine/types.h"
+#include "outpost/util/status.h"
+
+struct llama_context;
+struct llama_batch;
+
+namespace outpost::engine {
+
+enum class KvType { kF16, kQ8_0, kQ4_0 };
+const char* KvTypeName(KvType t);
+StatusOr<KvType> ParseKvType(const std::string& name);
+// Bytes per element of K/V (block-averaged for quantised types).
+double KvBytesPerElement(KvType t);
+
+struct ContextOptions {
+  int32_t n_seq = 1;            // concurrent sequences (sessions)
+  int32_t n_ctx_per_seq = 4096; // tokens of context each sequence may hold
+  int32_t n_batch = 512;        // max tokens per decode step (decode + prefill chunk)
+  int32_t n_threads = 0;        // 0 = all cores
+  KvType kv_type = KvType::kF16;
+};
+
+// Bytes llama.cpp allocated, summed over its buffer types (CPU, GPU...).
+struct MemoryBreakdown {
+  uint64_t model_bytes = 0;    // weights (mmapped pages count once touched)
+  uint64_t context_bytes = 0;  // KV cache + output (logits) buffers
+  uint64_t compute_bytes = 0;  // scratch for the largest graph
+  uint64_t total() const { return model_bytes + context_bytes + compute_bytes; }
+};
+
+// Planned bytes beyond weights and KV for a context: compute scratch for a
+// batch of n_batch tokens attending over ctx_per_session, logits for one output
+// per sequence, and a fixed runtime allowance. Deliberately on the high side.
+uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t n_batch, int32_t n_seq,
+                               int32_t ctx_per_session);
+
+class Context {
+ public:
+  // Errors: ResourceExhausted when llama.cpp cannot allocate the KV cache.
+  static StatusOr<std::unique_ptr<Context>> Create(const Model& model, const ContextOptions& options);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Batch assembly for one decode step. Add returns the token's index in the
+  // batch (use it with Sampler::Sample when want_logits).
+  // REQUIRES: BatchSize() < options.n_batch.
+  void ClearBatch();
+  int32_t Add(Token token, int32_t pos, SeqId seq, bool want_logits);
+  int32_t BatchSize() const;
+
+  // Runs the model on the batch. Errors: ResourceExhausted (no KV slot),
+  // Cancelled (aborted), Internal (other llama.cpp failures).
+  Status Decode();
+
+  // Frees the KV cells of `seq` at once.
+  void RemoveSequence(SeqId seq);
+
+  // Bytes of KV cache allocated by llama.cpp for all sequences.
+  uint64_t KvBytesAllocated() const { return kv_bytes_; }
+  // What llama.cpp actually allocated (from its memory breakdown).
+  MemoryBreakdown MeasuredMemory() const;
+  const ContextOptions& options() const { return options_; }
+  llama_context* raw() const { return ctx_; }
+
+ private:
+  Context() = default;
+  ContextOptions options_;
+  llama_context* ctx_ = nullptr;
+  std::unique_ptr<llama_batch> batch_;
+  uint64_t kv_bytes_ = 0;
+};
+
+}  // namespace outpost::engine

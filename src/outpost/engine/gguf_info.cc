@@ -1,0 +1,152 @@
+// Reads GGUF metadata through ggml's gguf API (no weights are loaded).
+#include <gguf.h>
+#include <ggml.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "outpost/engine/model_info.h"
+
+namespace outpost::engine {
+namespace {
+
+struct GgufDeleter {
+  void operator()(gguf_context* c) const { gguf_free(c); }
+};
+struct GgmlDeleter {
+  void operator()(ggml_context* c) const { ggml_free(c); }
+};
+
+// Reads an integer key that may be stored as any integer type or (per layer) as
+// an array; arrays yield their maximum. Returns -1 when absent.
+int64_t GetInt(const gguf_context* g, const std::string& key) {
+  const int64_t id = gguf_find_key(g, key.c_str());
+  if (id < 0) return -1;
+  auto scalar = [&](enum gguf_type t, const void* data, size_t i) -> int64_t {
+    switch (t) {
+      case GGUF_TYPE_UINT8: return static_cast<const uint8_t*>(data)[i];
+      case GGUF_TYPE_INT8: return static_cast<const int8_t*>(data)[i];
+      case GGUF_TYPE_UINT16: return static_cast<const uint16_t*>(data)[i];
+      case GGUF_TYPE_INT16: return static_cast<const int16_t*>(data)[i];
+      case GGUF_TYPE_UINT32: return static_cast<const uint32_t*>(data)[i];
+      case GGUF_TYPE_INT32: return static_cast<const int32_t*>(data)[i];
+      case GGUF_TYPE_UINT64: return static_cast<int64_t>(static_cast<const uint64_t*>(data)[i]);
+      case GGUF_TYPE_INT64: return static_cast<const int64_t*>(data)[i];
+      default: return -1;
+    }
+  };
+  const enum gguf_type t = gguf_get_kv_type(g, id);
+  if (t == GGUF_TYPE_ARRAY) {
+    const enum gguf_type at = gguf_get_arr_type(g, id);
+    const size_t n = gguf_get_arr_n(g, id);
+    if (at == GGUF_TYPE_STRING || at == GGUF_TYPE_ARRAY) return static_cast<int64_t>(n);
+    const void* data = gguf_get_arr_data(g, id);
+    int64_t best = -1;
+    for (size_t i = 0; i < n; ++i) best = std::max(best, scalar(at, data, i));
+    return best;
+  }
+  switch (t) {
+    case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
+    case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
+    case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
+    case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
+    case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
+    case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
+    case GGUF_TYPE_UINT64: return static_cast<int64_t>(gguf_get_val_u64(g, id));
+    case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
+    default: return -1;
+  }
+}
+
+std::string GetString(const gguf_context* g, const std::string& key) {
+  const int64_t id = gguf_find_key(g, key.c_str());
+  if (id < 0 || gguf_get_kv_type(g, id) != GGUF_TYPE_STRING) return {};
+  return gguf_get_val_str(g, id);
+}
+
+}  // namespace
+
+StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::NotFound("model file '" + path + "' does not exist or is not a file", "model");
+  }
+  ModelInfo info;
+  info.path = path;
+  info.file_bytes = std::filesystem::file_size(path, ec);
+
+  // Check the magic ourselves so the common mistake gets a plain message.
+  {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    char magic[4] = {0, 0, 0, 0};
+    const size_t got = f ? std::fread(magic, 1, 4, f) : 0;
+    if (f) std::fclose(f);
+    if (got != 4 || std::string(magic, 4) != "GGUF") {
+      return Status::InvalidArgument("'" + path + "' is not a GGUF file (bad magic)", "model");
+    }
+  }
+
+  ggml_context* meta_raw = nullptr;
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
+  std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(path.c_str(), params));
+  std::unique_ptr<ggml_context, GgmlDeleter> meta(meta_raw);
+  if (!g) {
+    return Status::InvalidArgument(
+        "'" + path + "' could not be parsed as GGUF (truncated or corrupt header)", "model");
+  }
+
+  // Tensor data must lie inside the file: a truncated download fails here.
+  const size_t data_offset = gguf_get_data_offset(g.get());
+  const int64_t n_tensors = gguf_get_n_tensors(g.get());
+  for (int64_t i = 0; i < n_tensors; ++i) {
+    const size_t size = gguf_get_tensor_size(g.get(), i);
+    const size_t end = data_offset + gguf_get_tensor_offset(g.get(), i) + size;
+    if (end > info.file_bytes) {
+      return Status::InvalidArgument("'" + path + "' is truncated: tensor '" +
+                                         gguf_get_tensor_name(g.get(), i) + "' ends at byte " +
+                                         std::to_string(end) + " but the file has " +
+                                         std::to_string(info.file_bytes) + " bytes",
+                                     "model");
+    }
+    info.weight_bytes += size;
+  }
+  for (ggml_tensor* t = ggml_get_first_tensor(meta.get()); t; t = ggml_get_next_tensor(meta.get(), t)) {
+    info.n_params += static_cast<uint64_t>(ggml_nelements(t));
+  }
+
+  info.architecture = GetString(g.get(), "general.architecture");
+  if (info.architecture.empty()) {
+    return Status::InvalidArgument("'" + path + "' lacks general.architecture", "model");
+  }
+  const std::string a = info.architecture + ".";
+  info.name = GetString(g.get(), "general.name");
+  if (info.name.empty()) info.name = std::filesystem::path(path).stem().string();
+  info.n_layers = static_cast<int32_t>(GetInt(g.get(), a + "block_count"));
+  info.n_embd = static_cast<int32_t>(GetInt(g.get(), a + "embedding_length"));
+  info.n_heads = static_cast<int32_t>(GetInt(g.get(), a + "attention.head_count"));
+  info.n_kv_heads = static_cast<int32_t>(GetInt(g.get(), a + "attention.head_count_kv"));
+  if (info.n_kv_heads <= 0) info.n_kv_heads = info.n_heads;
+  info.head_dim_k = static_cast<int32_t>(GetInt(g.get(), a + "attention.key_length"));
+  info.head_dim_v = static_cast<int32_t>(GetInt(g.get(), a + "attention.value_length"));
+  if (info.head_dim_k <= 0 && info.n_heads > 0) info.head_dim_k = info.n_embd / info.n_heads;
+  if (info.head_dim_v <= 0) info.head_dim_v = info.head_dim_k;
+  info.n_ctx_train = static_cast<int32_t>(GetInt(g.get(), a + "context_length"));
+  info.sliding_window = std::max<int32_t>(0, static_cast<int32_t>(GetInt(g.get(), a + "attention.sliding_window")));
+  info.n_vocab = static_cast<int32_t>(GetInt(g.get(), "tokenizer.ggml.tokens"));
+  const int64_t ftype = GetInt(g.get(), "general.file_type");
+  info.file_type = ftype >= 0 ? "ftype " + std::to_string(ftype) : "unknown";
+
+  const char* missing = info.n_layers <= 0       ? "block_count"
+                        : info.n_embd <= 0       ? "embedding_length"
+                        : info.n_heads <= 0      ? "attention.head_count"
+                        : info.head_dim_k <= 0   ? "attention.key_length"
+                                                 : nullptr;
+  if (missing) {
+    return Status::InvalidArgument("'" + path + "' lacks " + a + missing + ", needed for memory planning",
+                                   "model");
+  }
+  return info;
+}
+
+}  // namespace outpost::engine

@@ -1,0 +1,175 @@
+#include "outpost/engine/model.h"
+
+#include <llama.h>
+#include <chat.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <exception>
+
+#include "outpost/version.h"
+
+namespace outpost::engine {
+namespace {
+
+// Gemma's chat format, for Gemma GGUFs that ship without tokenizer.chat_template
+// (llama.cpp would otherwise fall back to ChatML, which Gemma was not trained on).
+// Same rendering as the template Google publishes with the instruction-tuned models.
+constexpr const char* kGemmaTemplate =
+    "{{ bos_token }}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}"
+    "{%- set loop_messages = messages[1:] -%}"
+    "{%- else -%}{%- set first_user_prefix = \"\" -%}{%- set loop_messages = messages -%}{%- endif -%}"
+    "{%- for message in loop_messages -%}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{%- endif -%}"
+    "{%- if message['role'] == 'assistant' -%}{%- set role = 'model' -%}"
+    "{%- else -%}{%- set role = message['role'] -%}{%- endif -%}"
+    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') + "
+    "(message['content'] | trim) + '<end_of_turn>\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<start_of_turn>model\n' }}{%- endif -%}";
+
+// The template to use instead of the GGUF's, or "" to use the GGUF's own.
+std::string TemplateOverride(const llama_model* model, const std::string& arch) {
+  if (llama_model_chat_template(model, nullptr) != nullptr) return "";
+  if (arch.rfind("gemma", 0) == 0) return kGemmaTemplate;
+  return "";
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
+  // Read and check the metadata first: clear errors for missing, non-GGUF and
+  // truncated files before llama.cpp sees them.
+  auto info = ReadModelInfo(options.path);
+  if (!info.ok()) return info.status();
+
+  llama_model_params mp = llama_model_default_params();
+  mp.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  mp.n_gpu_layers = options.n_gpu_layers;
+  llama_model* raw = llama_model_load_from_file(options.path.c_str(), mp);
+  if (raw == nullptr) {
+    return Status::InvalidArgument("llama.cpp could not load '" + options.path +
+                                       "' (architecture '" + info->architecture +
+                                       "' unsupported by this build, or the file is damaged)",
+                                   "model");
+  }
+  std::unique_ptr<Model> m(new Model());
+  m->info_ = std::move(info).value();
+  m->model_ = raw;
+  m->vocab_ = llama_model_get_vocab(raw);
+  m->info_.n_vocab = llama_vocab_n_tokens(m->vocab_);
+
+  try {
+    const std::string override_tmpl = TemplateOverride(raw, m->info_.architecture);
+    if (!override_tmpl.empty()) {
+      spdlog::warn("'{}' has no chat template; using the built-in {} template", options.path,
+                   m->info_.architecture);
+    }
+    m->templates_ = common_chat_templates_init(raw, override_tmpl).release();
+    m->add_bos_ = llama_vocab_get_add_bos(m->vocab_);
+    m->add_eos_ = llama_vocab_get_add_eos(m->vocab_);
+    // Probe the template once: learn the format's extra stop strings and fail
+    // at start (not per request) when the template cannot render.
+    common_chat_templates_inputs probe;
+    probe.use_jinja = true;
+    probe.add_bos = m->add_bos_;
+    probe.add_eos = m->add_eos_;
+    probe.messages.push_back({"user", "hi", {}, {}, {}, {}, {}});
+    auto params = common_chat_templates_apply(m->templates_, probe);
+    m->template_stops_ = params.additional_stops;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("chat template of '") + options.path +
+                                       "' cannot be used: " + e.what(),
+                                   "model");
+  }
+  return m;
+}
+
+Model::~Model() {
+  if (templates_) common_chat_templates_free(templates_);
+  if (model_) llama_model_free(model_);
+}
+
+std::vector<Token> Model::Tokenize(std::string_view text, bool add_special,
+                                   bool parse_special) const {
+  std::vector<Token> out(text.size() + 8);
+  int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                             static_cast<int32_t>(out.size()), add_special, parse_special);
+  if (n < 0) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), out.data(),
+                       static_cast<int32_t>(out.size()), add_special, parse_special);
+  }
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+std::string Model::TokenPiece(Token token) const {
+  char buf[256];
+  int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, /*special=*/false);
+  if (n >= 0) return std::string(buf, static_cast<size_t>(n));
+  std::string big(static_cast<size_t>(-n), '\0');
+  n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
+  big.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return big;
+}
+
+bool Model::IsEndOfGeneration(Token token) const { return llama_vocab_is_eog(vocab_, token); }
+
+int32_t Model::VocabSize() const { return llama_vocab_n_tokens(vocab_); }
+
+StatusOr<std::string> Model::ApplyChatTemplate(const std::vector<ChatMessage>& messages) const {
+  common_chat_templates_inputs in;
+  in.use_jinja = true;
+  in.add_generation_prompt = true;
+  // The tokenizer adds BOS/EOS itself; strip them from the rendered text.
+  in.add_bos = add_bos_;
+  in.add_eos = add_eos_;
+  in.messages.reserve(messages.size());
+  for (const auto& msg : messages) {
+    common_chat_msg cm;
+    cm.role = msg.role;
+    cm.content = msg.content;
+    in.messages.push_back(std::move(cm));
+  }
+  try {
+    std::lock_guard<std::mutex> lock(template_mu_);
+    return common_chat_templates_apply(templates_, in).prompt;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the model's chat template rejected the messages: ") +
+                                       e.what(),
+                                   "messages");
+  }
+}
+
+std::string LlamaCppVersion() { return OUTPOST_LLAMA_VERSION; }
+
+std::string LlamaSystemInfo() { return llama_print_system_info(); }
+
+namespace {
+void LogCallback(ggml_log_level level, const char* text, void* user_data) {
+  const bool verbose = user_data != nullptr;
+  if (!verbose && level != GGML_LOG_LEVEL_ERROR && level != GGML_LOG_LEVEL_WARN) return;
+  std::string s(text);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (s.empty()) return;
+  switch (level) {
+    case GGML_LOG_LEVEL_ERROR: spdlog::error("llama.cpp: {}", s); break;
+    case GGML_LOG_LEVEL_WARN: spdlog::warn("llama.cpp: {}", s); break;
+    default: spdlog::debug("llama.cpp: {}", s); break;
+  }
+}
+}  // namespace
+
+void InstallLlamaLogger(bool verbose) {
+  static int kVerboseTag = 1;
+  llama_log_set(LogCallback, verbose ? &kVerboseTag : nullptr);
+  llama_backend_init();
+}
+
+}  // namespace outpost::engine

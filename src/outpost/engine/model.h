@@ -1,0 +1,87 @@
+// Model — one loaded GGUF model: weights (mmap), vocabulary and chat template.
+//
+// Owned by the app (one per served model; several may be loaded side by side).
+// Loading happens once at start. After Load() returns, every const method is
+// safe to call from any thread (HTTP workers tokenize and apply templates while
+// the engine thread decodes): the vocabulary is immutable and template
+// rendering is serialised internally.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "outpost/engine/model_info.h"
+#include "outpost/engine/types.h"
+#include "outpost/util/status.h"
+
+struct llama_model;
+struct llama_vocab;
+struct common_chat_templates;
+
+namespace outpost::engine {
+
+struct ModelOptions {
+  std::string path;
+  bool use_mmap = true;      // weights are paged from the file; shared with the page cache
+  int32_t n_gpu_layers = 0;  // layers to offload when a GPU backend is built in; -1 = all
+};
+
+class Model {
+ public:
+  // Loads weights and vocabulary. Errors: NotFound (no such file),
+  // InvalidArgument (not a GGUF / unsupported architecture).
+  static StatusOr<std::unique_ptr<Model>> Load(const ModelOptions& options);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelInfo& info() const { return info_; }
+
+  // Text → tokens. add_special adds BOS where the model wants it; parse_special
+  // turns "<start_of_turn>"-style text into control tokens (true for templated
+  // chat prompts, false for raw user text).
+  std::vector<Token> Tokenize(std::string_view text, bool add_special, bool parse_special) const;
+
+  // The raw bytes of one token (may be part of a UTF-8 character). Control
+  // tokens render as empty.
+  std::string TokenPiece(Token token) const;
+
+  // True for end-of-generation tokens (EOS, EOT, <end_of_turn>...).
+  bool IsEndOfGeneration(Token token) const;
+  int32_t VocabSize() const;
+
+  // Renders messages with the model's own chat template (jinja), adding the
+  // assistant prefix. Errors: InvalidArgument when the template rejects the
+  // conversation (e.g. roles out of order); the message says why.
+  StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages) const;
+
+  // Stop strings the chat format adds (e.g. "<|im_end|>" for ChatML).
+  const std::vector<std::string>& TemplateStops() const { return template_stops_; }
+
+  // For engine/ only: the llama.cpp handle.
+  llama_model* raw() const { return model_; }
+
+ private:
+  Model() = default;
+
+  ModelInfo info_;
+  llama_model* model_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+  common_chat_templates* templates_ = nullptr;
+  std::vector<std::string> template_stops_;
+  bool add_bos_ = false;  // the tokenizer adds BOS (so templates must not)
+  bool add_eos_ = false;
+  mutable std::mutex template_mu_;  // guards rendering through templates_
+};
+
+// Version strings for --version.
+std::string LlamaCppVersion();
+std::string LlamaSystemInfo();
+
+// Routes llama.cpp's own logging to Outpost's logger (call once at start).
+void InstallLlamaLogger(bool verbose);
+
+}  // namespace outpost::engine

@@ -1,0 +1,38 @@
+// ModelInfo — what Outpost needs to know about a GGUF model to plan memory,
+// read from the file's metadata without loading the weights.
+//
+// Plain value type; no llama.cpp types leak out. Thread-safe to copy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "outpost/util/status.h"
+
+namespace outpost::engine {
+
+struct ModelInfo {
+  std::string path;
+  std::string name;          // general.name, or the file stem
+  std::string architecture;  // general.architecture ("gemma3", "llama", ...)
+  std::string file_type;     // quantization as written by llama.cpp ("Q4_K - Medium")
+  uint64_t file_bytes = 0;
+  uint64_t weight_bytes = 0;  // sum of tensor data sizes
+  uint64_t n_params = 0;
+  int32_t n_layers = 0;
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;     // max over layers when per-layer
+  int32_t head_dim_k = 0;     // key length per head
+  int32_t head_dim_v = 0;     // value length per head
+  int32_t n_embd = 0;
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t sliding_window = 0;  // 0 when the model has no sliding-window layers
+};
+
+// Reads the metadata of the GGUF at `path`. Errors: NotFound when the file is
+// missing, InvalidArgument when it is not a GGUF, is truncated, or lacks the
+// architecture keys needed for planning (the message names the key).
+StatusOr<ModelInfo> ReadModelInfo(const std::string& path);
+
+}  // namespace outpost::engine

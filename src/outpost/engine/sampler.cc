@@ -1,0 +1,53 @@
+#include "outpost/engine/sampler.h"
+
+#include <llama.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace outpost::engine {
+
+Sampler::Sampler(const Model& model, const SamplingParams& p) {
+  chain_ = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  const int32_t n_vocab = model.VocabSize();
+  if (!p.logit_bias.empty()) {
+    std::vector<llama_logit_bias> bias;
+    bias.reserve(p.logit_bias.size());
+    for (const auto& [tok, b] : p.logit_bias) {
+      // OpenAI: -100 effectively bans, +100 effectively forces.
+      const float v = b <= -100.0f ? -INFINITY : b;
+      bias.push_back({tok, v});
+    }
+    llama_sampler_chain_add(chain_, llama_sampler_init_logit_bias(
+                                        n_vocab, static_cast<int32_t>(bias.size()), bias.data()));
+  }
+  if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    llama_sampler_chain_add(chain_, llama_sampler_init_penalties(n_vocab, p.penalty_last_n, p.repeat_penalty,
+                                                                 p.frequency_penalty,
+                                                                 p.presence_penalty));
+  }
+  if (p.temperature <= 0.0f) {
+    llama_sampler_chain_add(chain_, llama_sampler_init_greedy());
+    return;
+  }
+  if (p.top_k > 0) llama_sampler_chain_add(chain_, llama_sampler_init_top_k(p.top_k));
+  if (p.top_p < 1.0f) llama_sampler_chain_add(chain_, llama_sampler_init_top_p(p.top_p, 1));
+  if (p.min_p > 0.0f) llama_sampler_chain_add(chain_, llama_sampler_init_min_p(p.min_p, 1));
+  llama_sampler_chain_add(chain_, llama_sampler_init_temp(p.temperature));
+  const uint32_t seed = p.has_seed ? p.seed : std::random_device{}();
+  llama_sampler_chain_add(chain_, llama_sampler_init_dist(seed));
+}
+
+Sampler::~Sampler() {
+  if (chain_) llama_sampler_free(chain_);
+}
+
+Token Sampler::Sample(Context& ctx, int32_t idx) {
+  // llama_sampler_sample also accepts the token into the chain.
+  return llama_sampler_sample(chain_, ctx.raw(), idx);
+}
+
+void Sampler::Accept(Token token) { llama_sampler_accept(chain_, token); }
+
+}  // namespace outpost::engine

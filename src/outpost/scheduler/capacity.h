@@ -1,0 +1,64 @@
+// Capacity planning — how many concurrent sessions fit in memory.
+//
+// Gate 1 of every edge deployment: memory = weights + KV per session × PEAK
+// sessions + overhead (compute buffers, runtime), plus headroom. Count the
+// peak: when memory runs out requests fail, they do not slow down.
+//
+// Headroom is added on top of the peak use: required = use × (1 + headroom).
+// With the default 20% a 10.4 GB peak needs a 12.5 GB ("12 GB class") box, and
+// a budget B admits use up to B / 1.2. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "outpost/util/status.h"
+
+namespace outpost::scheduler {
+
+// KV bytes one token occupies: layers × KV heads × (K dim + V dim) × element size.
+// With K dim = V dim = head_dim this is the familiar layers × heads × dim × 2 × size.
+uint64_t KvBytesPerToken(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim_k,
+                         int32_t head_dim_v, double bytes_per_element);
+
+// Memory a workload needs including headroom: use × (1 + headroom_fraction).
+uint64_t RequiredWithHeadroom(uint64_t peak_use_bytes, double headroom_fraction);
+
+struct CapacityInputs {
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes_per_token = 0;
+  int32_t ctx_per_session = 0;
+  uint64_t overhead_bytes = 0;       // compute buffers, logits, runtime
+  uint64_t memory_budget_bytes = 0;  // configured or detected available memory
+  double headroom_fraction = 0.2;
+};
+
+struct CapacityPlan {
+  uint64_t weight_bytes = 0;
+  uint64_t kv_bytes_per_token = 0;
+  uint64_t kv_bytes_per_session = 0;
+  uint64_t overhead_bytes = 0;
+  uint64_t budget_bytes = 0;
+  uint64_t usable_bytes = 0;  // budget / (1 + headroom)
+  double headroom_fraction = 0.2;
+  int32_t ctx_per_session = 0;
+  int32_t max_sessions = 0;  // largest count that fits
+  int32_t sessions = 0;      // what will run (requested or auto)
+  uint64_t peak_bytes = 0;   // weights + overhead + KV × sessions
+  uint64_t required_bytes = 0;  // peak with headroom
+
+  // One readable block for the start-up log.
+  std::string ToText() const;
+};
+
+// Plans capacity. requested_sessions: 0 = auto (max that fits, capped at
+// auto_cap). Errors: ResourceExhausted with the numbers when the weights alone
+// do not fit, or when an explicit request does not fit.
+StatusOr<CapacityPlan> PlanCapacity(const CapacityInputs& in, int32_t requested_sessions,
+                                    int32_t auto_cap);
+
+// Memory the process may use: cgroup v2 memory.max if set, else MemAvailable
+// from /proc/meminfo plus this process's own resident set. 0 when unknown.
+uint64_t DetectAvailableMemory();
+
+}  // namespace outpost::scheduler

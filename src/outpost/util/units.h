@@ -1,0 +1,22 @@
+// Parsing and printing of byte sizes and durations as people write them in
+// config files and flags ("8GiB", "512MB", "30s", "250ms"). Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "outpost/util/status.h"
+
+namespace outpost::util {
+
+// "1024", "64KiB", "1.5GiB", "512MB", "2G" (G = GiB, as in free(1)). Errors name the input.
+StatusOr<uint64_t> ParseBytes(std::string_view text);
+
+// "250ms", "30s", "5m", "1h", bare number = seconds. Returns milliseconds.
+StatusOr<int64_t> ParseDurationMs(std::string_view text);
+
+// 1536 → "1.50 KiB"; uses binary units.
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace outpost::util

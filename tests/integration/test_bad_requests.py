@@ -1,0 +1,80 @@
+"""A table of bad requests: each gets the right status and a message naming the
+field or limit, and the server keeps serving after every one."""
+import json
+
+import httpx
+import pytest
+from outpost_harness import chat_body
+
+CHAT = "/v1/chat/completions"
+COMP = "/v1/completions"
+LONG = "word " * 1500  # far more than the 1024-token session context
+
+CASES = [
+    # (method, path, body (str/dict/None), headers, status, param, message part)
+    ("POST", CHAT, "{not json", {}, 400, None, "not valid JSON"),
+    ("POST", CHAT, "[]", {}, 400, None, "must be a JSON object"),
+    ("POST", CHAT, {}, {}, 400, "messages", "'messages' is required"),
+    ("POST", CHAT, {"messages": []}, {}, 400, "messages", "must not be empty"),
+    ("POST", CHAT, {"messages": "hello"}, {}, 400, "messages", "must be an array"),
+    ("POST", CHAT, {"messages": [{"role": "robot", "content": "x"}]}, {}, 400, "messages[0].role", "robot"),
+    ("POST", CHAT, {"messages": [{"role": "user", "content": 7}]}, {}, 400, "messages[0].content", "got a number"),
+    ("POST", CHAT, chat_body(model="no-such-model"), {}, 404, "model", "does not exist"),
+    ("POST", CHAT, chat_body(temperature=5), {}, 400, "temperature", "between 0 and 2"),
+    ("POST", CHAT, chat_body(temperature="warm"), {}, 400, "temperature", "must be a number"),
+    ("POST", CHAT, chat_body(top_p=2), {}, 400, "top_p", "between 0 and 1"),
+    ("POST", CHAT, chat_body(top_k=-3), {}, 400, "top_k", "between 0"),
+    ("POST", CHAT, chat_body(max_tokens=-1), {}, 400, "max_tokens", "between 1"),
+    ("POST", CHAT, chat_body(max_tokens=5000), {}, 400, "max_tokens", "context per session is 1024"),
+    ("POST", CHAT, chat_body(n=3), {}, 400, "n", "must be 1"),
+    ("POST", CHAT, chat_body(stop=42), {}, 400, "stop", "string or an array"),
+    ("POST", CHAT, chat_body(logit_bias={"x": 1}), {}, 400, "logit_bias", "not a token id"),
+    ("POST", CHAT, chat_body(logit_bias={"5": 500}), {}, 400, "logit_bias.5", "between -100 and 100"),
+    ("POST", CHAT, chat_body(logit_bias={"99999999": 1}), {}, 400, "logit_bias", "outside the vocabulary"),
+    ("POST", CHAT, chat_body(presence_penalty=9), {}, 400, "presence_penalty", "between -2 and 2"),
+    ("POST", CHAT, chat_body(stream="yes"), {}, 400, "stream", "must be a boolean"),
+    ("POST", CHAT, chat_body(stream_options={"include_usage": True}), {}, 400, "stream_options", "only allowed"),
+    ("POST", CHAT, chat_body(content=LONG), {}, 400, "messages", "context per session is 1024"),
+    ("POST", CHAT, chat_body(), {"X-Outpost-Priority": "urgent"}, 400, "X-Outpost-Priority", "interactive"),
+    ("POST", CHAT, {"messages": [{"role": "user", "content": "x" * 70000}]}, {}, 413, None, "larger than the limit"),
+    ("POST", COMP, {}, {}, 400, "prompt", "'prompt' is required"),
+    ("POST", COMP, {"prompt": ""}, {}, 400, "prompt", "must not be empty"),
+    ("POST", COMP, {"prompt": [1, 2, 99999999]}, {}, 400, "prompt[2]", "outside the vocabulary"),
+    ("POST", COMP, {"prompt": LONG}, {}, 400, "prompt", "context per session is 1024"),
+    ("GET", CHAT, None, {}, 405, None, "use POST"),
+    ("GET", "/v1/nothing-here", None, {}, 404, None, "no route"),
+    ("GET", "/v1/models/no-such-model", None, {}, 404, "model", "does not exist"),
+]
+
+
+@pytest.mark.parametrize("method,path,body,headers,status,param,part", CASES,
+                         ids=[f"{i:02d}-{c[5] or c[4]}" for i, c in enumerate(CASES)])
+def test_bad_request(server, method, path, body, headers, status, param, part):
+    content = body if isinstance(body, str) else (json.dumps(body) if body is not None else None)
+    r = httpx.request(method, server.base + path, content=content,
+                      headers={"Content-Type": "application/json", **headers}, timeout=60)
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert part in err["message"], err
+    assert err["param"] == param, err
+    assert err["type"] in ("invalid_request_error", "server_error")
+    # ... and the server keeps serving.
+    ok = server.post(CHAT, json=chat_body(max_tokens=2))
+    assert ok.status_code == 200, ok.text
+
+
+def test_at_least_twenty_cases():
+    assert len(CASES) >= 20
+
+
+def test_bad_requests_are_counted_by_status(server):
+    before = _count(server, 400)
+    server.post(CHAT, content="{bad")
+    assert _count(server, 400) == before + 1
+
+
+def _count(server, status):
+    for line in server.get("/metrics").text.splitlines():
+        if line.startswith(f'outpost_requests_total{{endpoint="/v1/chat/completions",status="{status}"}}'):
+            return float(line.split()[1])
+    return 0.0

@@ -1,0 +1,118 @@
+"""Starts a real `outpost serve` process for tests and talks to it over HTTP.
+
+Shared by tests/integration and tests/e2e (both add this directory to sys.path
+through their conftest.py). Uses httpx, which the openai client depends on.
+"""
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import httpx
+
+BIN = os.environ.get("OUTPOST_BIN", "build/outpost")
+MODEL = os.environ.get("OUTPOST_MODEL", ".deps/models/default.gguf")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, proc, port, log_path):
+        self.proc = proc
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def get(self, path, **kw):
+        return httpx.get(self.base + path, timeout=kw.pop("timeout", 60), **kw)
+
+    def post(self, path, **kw):
+        return httpx.post(self.base + path, timeout=kw.pop("timeout", 300), **kw)
+
+    def ready(self):
+        return self.get("/ready").json()
+
+    def metric(self, name):
+        """Value of an unlabelled metric from /metrics."""
+        for line in self.get("/metrics").text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise KeyError(name)
+
+    def rss_peak_bytes(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM")
+
+
+@contextlib.contextmanager
+def serve(*flags, wait_ready=True, timeout=120):
+    """Runs `outpost serve --model MODEL --port P *flags` until the block ends."""
+    port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="outpost-", suffix=".log", delete=False)
+    cmd = [BIN, "serve", "--model", MODEL, "--port", str(port), "--threads", "2", *flags]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    server = Server(proc, port, log.name)
+    try:
+        if wait_ready:
+            deadline = time.time() + timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"outpost exited with {proc.returncode}:\n{server.log()}")
+                try:
+                    if httpx.get(server.base + "/ready", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.time() > deadline:
+                    raise RuntimeError(f"outpost not ready after {timeout}s:\n{server.log()}")
+                time.sleep(0.2)
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        os.unlink(log.name)
+
+
+def chat_body(content="Name three colors.", **kw):
+    body = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 24}
+    body.update(kw)
+    return body
+
+
+def stream_events(server, path, body, timeout=300):
+    """POSTs a streaming request; returns the parsed JSON events and whether [DONE] came."""
+    import json
+
+    events, done = [], False
+    with httpx.stream("POST", server.base + path, json=body, timeout=timeout) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if not line:
+                continue
+            assert line.startswith("data: "), line
+            data = line[len("data: "):]
+            if data == "[DONE]":
+                done = True
+                continue
+            events.append(json.loads(data))
+    return events, done

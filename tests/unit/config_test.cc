@@ -1,0 +1,88 @@
+#include "outpost/app/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace outpost::app {
+namespace {
+
+std::string WriteTemp(const std::string& text) {
+  static int n = 0;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("outpost_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(Config, YamlSetsEveryKindOfValue) {
+  ServeConfig c;
+  const auto path = WriteTemp(
+      "model: /m.gguf\nport: 9000\nparallel: 4\nmemory_budget: 2GiB\nheadroom: 25%\n"
+      "kv_type: q8_0\nqueue_wait: 5s\nmax_body_size: 1MiB\nctx_size: 2048\n");
+  ASSERT_TRUE(LoadConfigFile(path, &c).ok());
+  EXPECT_EQ(c.model, "/m.gguf");
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_EQ(c.parallel, 4);
+  EXPECT_EQ(c.memory_budget, 2ull << 30);
+  EXPECT_DOUBLE_EQ(c.headroom, 0.25);
+  EXPECT_EQ(c.kv_type, "q8_0");
+  EXPECT_EQ(c.queue_wait_ms, 5000);
+  EXPECT_EQ(c.max_body_size, 1u << 20);
+  EXPECT_EQ(c.ctx_size, 2048);
+}
+
+TEST(Config, FlagsOverrideFileThroughTheSameValidation) {
+  ServeConfig c;
+  ASSERT_TRUE(LoadConfigFile(WriteTemp("parallel: 4\n"), &c).ok());
+  ASSERT_TRUE(ApplySetting(&c, "parallel", "auto").ok());
+  EXPECT_EQ(c.parallel, 0);
+  EXPECT_TRUE(LoadConfigFile(WriteTemp(""), &c).ok());  // empty file: defaults
+}
+
+struct BadConfig {
+  const char* yaml;
+  const char* key;
+  const char* message_part;
+};
+
+void PrintTo(const BadConfig& c, std::ostream* os) { *os << c.yaml; }
+
+class BadConfigs : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadConfigs, NameKeyAndProblem) {
+  ServeConfig c;
+  Status st = LoadConfigFile(WriteTemp(GetParam().yaml), &c);
+  ASSERT_FALSE(st.ok()) << GetParam().yaml;
+  EXPECT_EQ(st.param(), GetParam().key);
+  EXPECT_NE(st.message().find(GetParam().message_part), std::string::npos) << st.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadConfigs,
+    ::testing::Values(BadConfig{"prot: 80\n", "prot", "unknown key 'prot'"},
+                      BadConfig{"port: 99999\n", "port", "between 0 and 65535"},
+                      BadConfig{"port: eighty\n", "port", "must be an integer"},
+                      BadConfig{"parallel: many\n", "parallel", "'auto' or an integer"},
+                      BadConfig{"parallel: 0\n", "parallel", "'auto' or an integer"},
+                      BadConfig{"memory_budget: lots\n", "memory_budget", "not a size"},
+                      BadConfig{"headroom: -5%\n", "headroom", "between 0% and 400%"},
+                      BadConfig{"kv_type: f8\n", "kv_type", "one of f16, q8_0, q4_0"},
+                      BadConfig{"queue_wait: soon\n", "queue_wait", "not a duration"},
+                      BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
+                      BadConfig{"log_level: loud\n", "log_level", "one of trace"},
+                      BadConfig{"port: [1, 2]\n", "port", "single value"},
+                      BadConfig{"port: 1\n  bad: indent: here\n", "config", "YAML syntax error"},
+                      BadConfig{"- a\n- b\n", "config", "must be a mapping"}));
+
+TEST(Config, MissingFile) {
+  ServeConfig c;
+  Status st = LoadConfigFile("/nonexistent/outpost.yaml", &c);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("/nonexistent/outpost.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace outpost::app

@@ -1,0 +1,74 @@
+#include "outpost/engine/model_info.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace outpost::engine {
+namespace {
+
+std::string DefaultModel() {
+  const char* env = std::getenv("OUTPOST_MODEL");
+  return env ? env : "";
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("outpost_gguf_" + std::to_string(::getpid()) + name)).string();
+}
+
+TEST(ReadModelInfo, MissingFileIsNotFound) {
+  auto r = ReadModelInfo("/nonexistent/model.gguf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+}
+
+TEST(ReadModelInfo, NotAGguf) {
+  const auto p = TempPath("text.gguf");
+  std::ofstream(p) << "this is not a model";
+  auto r = ReadModelInfo(p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not a GGUF file"), std::string::npos);
+}
+
+TEST(ReadModelInfo, EmptyFile) {
+  const auto p = TempPath("empty.gguf");
+  std::ofstream(p).flush();
+  EXPECT_FALSE(ReadModelInfo(p).ok());
+}
+
+TEST(ReadModelInfo, DefaultModelExactFigures) {
+  const std::string path = DefaultModel();
+  if (path.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  auto r = ReadModelInfo(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->architecture, "gemma3");
+  EXPECT_EQ(r->n_layers, 18);
+  EXPECT_EQ(r->n_kv_heads, 1);
+  EXPECT_EQ(r->head_dim_k, 256);
+  EXPECT_EQ(r->head_dim_v, 256);
+  EXPECT_EQ(r->n_vocab, 262144);
+  EXPECT_EQ(r->weight_bytes, 246587904u);  // 235.16 MiB of tensor data in a 241.39 MiB file
+}
+
+TEST(ReadModelInfo, TruncatedDefaultModelIsRefusedWithNumbers) {
+  const std::string path = DefaultModel();
+  if (path.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  const auto p = TempPath("truncated.gguf");
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::ofstream out(p, std::ios::binary);
+    std::vector<char> buf(8 << 20);
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    out.write(buf.data(), in.gcount());
+  }
+  auto r = ReadModelInfo(p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().message();
+  std::filesystem::remove(p);
+}
+
+}  // namespace
+}  // namespace outpost::engine

@@ -1,0 +1,130 @@
+#include "outpost/api/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace outpost::api {
+namespace {
+
+constexpr int32_t kVocab = 1000;
+
+TEST(ParseRequest, ChatDefaultsAndFields) {
+  auto r = ParseRequest(Endpoint::kChat, R"({
+    "model": "m", "messages": [{"role": "system", "content": "be brief"},
+                               {"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    "temperature": 0, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7,
+    "presence_penalty": 0.5, "frequency_penalty": -0.5, "max_tokens": 12,
+    "stop": ["\n\n", "END"], "logit_bias": {"42": -100, "7": 2.5},
+    "stream": true, "stream_options": {"include_usage": true}})",
+                        kVocab);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->model, "m");
+  ASSERT_EQ(r->messages.size(), 2u);
+  EXPECT_EQ(r->messages[1].content, "hi");
+  EXPECT_EQ(r->sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r->sampling.top_p, 0.9f);
+  EXPECT_EQ(r->sampling.top_k, 40);
+  EXPECT_TRUE(r->sampling.has_seed);
+  EXPECT_EQ(r->sampling.seed, 7u);
+  EXPECT_EQ(r->max_tokens, 12);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_EQ(r->sampling.logit_bias.size(), 2u);
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+}
+
+TEST(ParseRequest, CompletionPromptForms) {
+  auto text = ParseRequest(Endpoint::kCompletion, R"({"prompt": "Once"})", kVocab);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->prompt, "Once");
+  auto one = ParseRequest(Endpoint::kCompletion, R"({"prompt": ["Once"]})", kVocab);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->prompt, "Once");
+  auto toks = ParseRequest(Endpoint::kCompletion, R"({"prompt": [1, 2, 3]})", kVocab);
+  ASSERT_TRUE(toks.ok());
+  EXPECT_EQ(toks->prompt_tokens, (std::vector<engine::Token>{1, 2, 3}));
+  auto mct = ParseRequest(Endpoint::kCompletion, R"({"prompt": "x", "max_completion_tokens": 5})", kVocab);
+  ASSERT_TRUE(mct.ok());
+  EXPECT_EQ(mct->max_tokens, 5);
+}
+
+struct BadCase {
+  Endpoint endpoint;
+  const char* body;
+  const char* param;         // expected param ("" = none)
+  const char* message_part;  // must appear in the message
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.body; }
+
+class BadRequests : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadRequests, NameTheFieldAndTheProblem) {
+  const BadCase& c = GetParam();
+  auto r = ParseRequest(c.endpoint, c.body, kVocab);
+  ASSERT_FALSE(r.ok()) << c.body;
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().param(), c.param) << r.status().message();
+  EXPECT_NE(r.status().message().find(c.message_part), std::string::npos)
+      << "message: " << r.status().message() << "\nwanted: " << c.message_part;
+}
+
+const auto kChat = Endpoint::kChat;
+const auto kComp = Endpoint::kCompletion;
+#define MSGS R"("messages":[{"role":"user","content":"hi"}])"
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadRequests,
+    ::testing::Values(
+        BadCase{kChat, "{not json", "", "not valid JSON"},
+        BadCase{kChat, "[1,2]", "", "must be a JSON object"},
+        BadCase{kChat, "{}", "messages", "'messages' is required"},
+        BadCase{kChat, R"({"messages": "hi"})", "messages", "must be an array"},
+        BadCase{kChat, R"({"messages": []})", "messages", "must not be empty"},
+        BadCase{kChat, R"({"messages": [42]})", "messages[0]", "must be an object"},
+        BadCase{kChat, R"({"messages": [{"content": "x"}]})", "messages[0].role", "is required"},
+        BadCase{kChat, R"({"messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role", "got 'wizard'"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content", "got a number"},
+        BadCase{kChat, R"({"messages": [{"role": "user"}]})", "messages[0].content", "is required"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+                "messages[0].content[0].type", "not supported"},
+        BadCase{kChat, R"({"model": 3, )" MSGS "}", "model", "must be a string"},
+        BadCase{kChat, R"({"temperature": 2.5, )" MSGS "}", "temperature", "between 0 and 2"},
+        BadCase{kChat, R"({"temperature": "hot", )" MSGS "}", "temperature", "must be a number"},
+        BadCase{kChat, R"({"top_p": 1.5, )" MSGS "}", "top_p", "between 0 and 1"},
+        BadCase{kChat, R"({"top_p": 0, )" MSGS "}", "top_p", "greater than 0"},
+        BadCase{kChat, R"({"top_k": -1, )" MSGS "}", "top_k", "between 0"},
+        BadCase{kChat, R"({"min_p": -0.1, )" MSGS "}", "min_p", "between 0 and 1"},
+        BadCase{kChat, R"({"presence_penalty": 3, )" MSGS "}", "presence_penalty", "between -2 and 2"},
+        BadCase{kChat, R"({"frequency_penalty": -2.5, )" MSGS "}", "frequency_penalty", "between -2 and 2"},
+        BadCase{kChat, R"({"max_tokens": 0, )" MSGS "}", "max_tokens", "between 1"},
+        BadCase{kChat, R"({"max_tokens": 1.5, )" MSGS "}", "max_tokens", "must be an integer"},
+        BadCase{kChat, R"({"n": 2, )" MSGS "}", "n", "must be 1"},
+        BadCase{kChat, R"({"stop": 5, )" MSGS "}", "stop", "string or an array"},
+        BadCase{kChat, R"({"stop": ["a", 1], )" MSGS "}", "stop[1]", "must be a string"},
+        BadCase{kChat, R"({"logit_bias": {"abc": 1}, )" MSGS "}", "logit_bias", "not a token id"},
+        BadCase{kChat, R"({"logit_bias": {"5000": 1}, )" MSGS "}", "logit_bias", "outside the vocabulary"},
+        BadCase{kChat, R"({"logit_bias": {"5": 101}, )" MSGS "}", "logit_bias.5", "between -100 and 100"},
+        BadCase{kChat, R"({"seed": "x", )" MSGS "}", "seed", "must be an integer"},
+        BadCase{kChat, R"({"stream": "yes", )" MSGS "}", "stream", "must be a boolean"},
+        BadCase{kChat, R"({"stream_options": {"include_usage": true}, )" MSGS "}", "stream_options",
+                "only allowed when 'stream' is true"},
+        BadCase{kChat, R"({"stream": true, "stream_options": {"include_usage": 1}, )" MSGS "}",
+                "stream_options.include_usage", "must be a boolean"},
+        BadCase{kChat, R"({"tools": [{"type": "function"}], )" MSGS "}", "tools", "not supported"},
+        BadCase{kComp, "{}", "prompt", "'prompt' is required"},
+        BadCase{kComp, R"({"prompt": ""})", "prompt", "must not be empty"},
+        BadCase{kComp, R"({"prompt": 12})", "prompt", "must be a string"},
+        BadCase{kComp, R"({"prompt": ["a", "b"]})", "prompt", "not supported"},
+        BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]", "outside the vocabulary"},
+        BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
+
+TEST(ParsePriority, Values) {
+  EXPECT_EQ(*ParsePriority(""), scheduler::Priority::kInteractive);
+  EXPECT_EQ(*ParsePriority("batch"), scheduler::Priority::kBatch);
+  auto bad = ParsePriority("urgent");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().param(), "X-Outpost-Priority");
+}
+
+}  // namespace
+}  // namespace outpost::api

@@ -1,0 +1,43 @@
+#include "outpost/util/units.h"
+
+#include <gtest/gtest.h>
+
+namespace outpost::util {
+namespace {
+
+TEST(ParseBytes, Units) {
+  EXPECT_EQ(*ParseBytes("1024"), 1024u);
+  EXPECT_EQ(*ParseBytes("4KiB"), 4096u);
+  EXPECT_EQ(*ParseBytes("1.5GiB"), 1610612736u);
+  EXPECT_EQ(*ParseBytes("8G"), 8589934592u);
+  EXPECT_EQ(*ParseBytes("512MB"), 512000000u);
+  EXPECT_EQ(*ParseBytes(" 2 mib "), 2097152u);
+}
+
+TEST(ParseBytes, Errors) {
+  EXPECT_FALSE(ParseBytes("").ok());
+  EXPECT_FALSE(ParseBytes("lots").ok());
+  EXPECT_FALSE(ParseBytes("-1GiB").ok());
+  auto bad = ParseBytes("3 parsecs");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown size unit 'parsecs'"), std::string::npos);
+}
+
+TEST(ParseDurationMs, Units) {
+  EXPECT_EQ(*ParseDurationMs("250ms"), 250);
+  EXPECT_EQ(*ParseDurationMs("30s"), 30000);
+  EXPECT_EQ(*ParseDurationMs("30"), 30000);
+  EXPECT_EQ(*ParseDurationMs("2m"), 120000);
+  EXPECT_EQ(*ParseDurationMs("1h"), 3600000);
+  EXPECT_FALSE(ParseDurationMs("soon").ok());
+  EXPECT_FALSE(ParseDurationMs("5 fortnights").ok());
+}
+
+TEST(FormatBytes, Binary) {
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(FormatBytes(72ull << 20), "72.00 MiB");
+}
+
+}  // namespace
+}  // namespace outpost::util
