@@ -51,7 +51,7 @@ def test_queue_wait_expiry_gives_503():
 
 
 def test_parallel_that_does_not_fit_is_refused_at_start():
-    p = subprocess.run([BIN, "serve", "--model", MODEL, "--port", "0", "--memory-budget", "600MiB",
+    p = subprocess.run([BIN, "serve", "--model", MODEL, "--port", "0", "--memory-budget", "1GiB",
                         "--parallel", "64", "--ctx-size", "4096"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode != 0

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "outpost/api/errors.h"
 
 namespace outpost::api {
@@ -41,7 +44,14 @@ Status HttpServer::Bind() {
 
 void HttpServer::Run() { server_->listen_after_bind(); }
 
-void HttpServer::Stop() { server_->stop(); }
+void HttpServer::Stop() {
+  // stop() is a no-op until the listen loop runs; wait for it (bounded) so a
+  // Stop() right after Run() was spawned still takes effect.
+  for (int i = 0; i < 2000 && !server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  server_->stop();
+}
 
 void HttpServer::Routes() {
   auto& s = *server_;

@@ -64,15 +64,16 @@ StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationRequest req
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status::Unavailable("the server is shutting down");
-    const size_t queued = queue_[0].size() + queue_[1].size();
-    const bool slot_free = active_ + static_cast<int32_t>(queued) < options_.n_seq;
-    if (!slot_free && static_cast<int32_t>(queued) >= options_.max_queue) {
+    // Requests in the queue that a free slot will take at the next step are not
+    // waiting; only those beyond the sessions count against max_queue.
+    const auto in_system = active_ + static_cast<int32_t>(queue_[0].size() + queue_[1].size());
+    if (in_system >= options_.n_seq + options_.max_queue) {
       *retry_after_s = RetryAfterLocked();
       metrics_->rejected_total++;
       return Status::ResourceExhausted(
           "over capacity: all " + std::to_string(options_.n_seq) + " sessions are busy and the queue holds " +
-          std::to_string(queued) + " of " + std::to_string(options_.max_queue) + " requests; retry after " +
-          std::to_string(*retry_after_s) + " s");
+          std::to_string(in_system - options_.n_seq) + " of " + std::to_string(options_.max_queue) +
+          " requests; retry after " + std::to_string(*retry_after_s) + " s");
     }
     const int p = req.priority == Priority::kBatch ? 1 : 0;
     queue_[p].push_back(Queued{std::move(req), handle, handle->submitted_at});
