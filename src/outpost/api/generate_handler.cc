@@ -72,6 +72,9 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
   gen.sampling = parsed->sampling;
   gen.max_tokens = parsed->max_tokens;
   gen.stop = parsed->stop;
+  if (parsed->ignore_eos) {
+    for (engine::Token t : model.EndOfGenerationTokens()) gen.sampling.logit_bias.emplace_back(t, -100.0f);
+  }
   if (chat) {
     auto prompt = model.ApplyChatTemplate(parsed->messages);
     if (!prompt.ok()) return fail(prompt.status());

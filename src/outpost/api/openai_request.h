@@ -32,6 +32,7 @@ struct ParsedRequest {
   int32_t max_tokens = -1;  // -1: not given
   std::vector<std::string> stop;
   bool echo = false;  // completions only
+  bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
 };
 
 // Parses a /v1/chat/completions or /v1/completions body. `n_vocab` bounds

@@ -63,6 +63,9 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
   m->model_ = raw;
   m->vocab_ = llama_model_get_vocab(raw);
   m->info_.n_vocab = llama_vocab_n_tokens(m->vocab_);
+  for (Token t = 0; t < m->info_.n_vocab; ++t) {
+    if (llama_vocab_is_eog(m->vocab_, t)) m->eog_tokens_.push_back(t);
+  }
 
   try {
     const std::string override_tmpl = TemplateOverride(raw, m->info_.architecture);

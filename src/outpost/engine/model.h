@@ -51,6 +51,8 @@ class Model {
 
   // True for end-of-generation tokens (EOS, EOT, <end_of_turn>...).
   bool IsEndOfGeneration(Token token) const;
+  // Every end-of-generation token id (for ignore_eos, which bans them all).
+  const std::vector<Token>& EndOfGenerationTokens() const { return eog_tokens_; }
   int32_t VocabSize() const;
 
   // Renders messages with the model's own chat template (jinja), adding the
@@ -72,6 +74,7 @@ class Model {
   const llama_vocab* vocab_ = nullptr;
   common_chat_templates* templates_ = nullptr;
   std::vector<std::string> template_stops_;
+  std::vector<Token> eog_tokens_;
   bool add_bos_ = false;  // the tokenizer adds BOS (so templates must not)
   bool add_eos_ = false;
   mutable std::mutex template_mu_;  // guards rendering through templates_

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Outpost vs llama.cpp, same model, same threads, same slots, same prompts.
+
+1. memory bandwidth (build/membw) — the decode ceiling for context
+2. single stream: llama-bench token generation vs Outpost's HTTP streaming path
+3. concurrency sweep (clients 1,4,8,16): Outpost vs llama-server, aggregate
+   tokens/s and time-to-first-token p50/p99, median of --rounds rounds
+
+Writes bench/results/<date>.json, prints a markdown table for
+docs/performance.md and draws bench/results/<date>-sweep.svg.
+"""
+import argparse
+import concurrent.futures as cf
+import datetime
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import httpx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROMPT = "Write a short story about a lighthouse keeper"  # 8 words
+
+
+def log(msg):
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd, port, ready_path):
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}{ready_path}", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"{cmd[0]} not ready")
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def stream_one(base, n_tokens):
+    """One streaming /v1/completions request. Returns (ttft_s, tokens, t_first, t_last, t_start)."""
+    body = {"prompt": PROMPT, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}}
+    t0 = time.perf_counter()
+    first = last = None
+    tokens = None
+    with httpx.stream("POST", base + "/v1/completions", json=body, timeout=600) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            now = time.perf_counter()
+            if '"usage"' in line:
+                usage = json.loads(line[6:]).get("usage")
+                if usage:
+                    tokens = usage["completion_tokens"]
+            if '"text":""' in line.replace(" ", "") or '"text"' not in line:
+                continue
+            if first is None:
+                first = now
+            last = now
+    if tokens is None:
+        raise RuntimeError("no usage chunk")
+    return first - t0, tokens, first, last, t0
+
+
+def sweep_point(base, clients, n_tokens):
+    with cf.ThreadPoolExecutor(clients) as ex:
+        t0 = time.perf_counter()
+        results = list(ex.map(lambda _: stream_one(base, n_tokens), range(clients)))
+        wall = time.perf_counter() - t0
+    total = sum(r[1] for r in results)
+    ttfts = sorted(r[0] for r in results)
+    return {"agg_tps": total / wall, "ttft_p50": percentile(ttfts, 50), "ttft_p99": percentile(ttfts, 99)}
+
+
+def percentile(xs, p):
+    if len(xs) == 1:
+        return xs[0]
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def median_of(rounds, key):
+    return statistics.median(r[key] for r in rounds)
+
+
+def run_sweep(name, base, clients_list, n_tokens, rounds):
+    out = {}
+    stream_one(base, 8)  # warm-up
+    for c in clients_list:
+        rs = []
+        for i in range(rounds):
+            rs.append(sweep_point(base, c, n_tokens))
+            log(f"{name} clients={c} round {i + 1}/{rounds}: {rs[-1]['agg_tps']:.1f} tok/s, "
+                f"TTFT p50 {rs[-1]['ttft_p50'] * 1000:.0f} ms")
+        out[c] = {k: median_of(rs, k) for k in ("agg_tps", "ttft_p50", "ttft_p99")}
+    return out
+
+
+def single_stream(base, n_tokens, rounds):
+    rates = []
+    stream_one(base, 8)
+    for _ in range(rounds):
+        _, tokens, first, last, _ = stream_one(base, n_tokens)
+        rates.append((tokens - 1) / (last - first))
+    return statistics.median(rates)
+
+
+def svg_sweep(path, res, clients_list):
+    w, h, pad = 640, 360, 50
+    ymax = max(max(v["agg_tps"] for v in res[s].values()) for s in res) * 1.15
+    xs = {c: pad + i * (w - 2 * pad) / max(1, len(clients_list) - 1) for i, c in enumerate(clients_list)}
+    y = lambda v: h - pad - v / ymax * (h - 2 * pad)
+    colors = {"outpost": "#1f77b4", "llama-server": "#d62728"}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+             f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">Aggregate decode tokens/s vs concurrent clients</text>',
+             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
+             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>']
+    for c, x in xs.items():
+        parts.append(f'<text x="{x}" y="{h - pad + 18}" text-anchor="middle">{c}</text>')
+    for i in range(5):
+        v = ymax * i / 4
+        parts.append(f'<text x="{pad - 6}" y="{y(v) + 4}" text-anchor="end">{v:.0f}</text>')
+    for k, (name, series) in enumerate(res.items()):
+        pts = " ".join(f"{xs[c]},{y(series[c]['agg_tps'])}" for c in clients_list)
+        parts.append(f'<polyline fill="none" stroke="{colors.get(name, "gray")}" stroke-width="2" points="{pts}"/>')
+        parts.append(f'<text x="{w - pad - 100}" y="{pad + 16 * k}" fill="{colors.get(name, "gray")}">{name}</text>')
+    parts.append(f'<text x="{w / 2}" y="{h - 10}" text-anchor="middle">clients</text></svg>')
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
+    ap.add_argument("--llama-bin", default=os.path.join(ROOT, ".deps/llama.cpp-build/bin"))
+    ap.add_argument("--membw", default=os.path.join(ROOT, "build/membw"))
+    ap.add_argument("--model", default=os.path.join(ROOT, ".deps/models/default.gguf"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--clients", default="1,4,8,16")
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    args = ap.parse_args()
+    clients_list = [int(c) for c in args.clients.split(",")]
+    slots = max(clients_list)
+    ctx = 512
+    os.makedirs(args.out, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d")
+    result = {"date": stamp, "machine": platform.node(), "cpu": cpu_name(), "threads": args.threads,
+              "model": os.path.realpath(args.model), "tokens": args.tokens, "rounds": args.rounds}
+
+    log("memory bandwidth (membw)")
+    result["membw"] = json.loads(subprocess.check_output([args.membw, "--threads", str(args.threads)]))
+
+    log("llama-bench token generation")
+    lb = json.loads(subprocess.check_output(
+        [os.path.join(args.llama_bin, "llama-bench"), "-m", args.model, "-t", str(args.threads),
+         "-p", "0", "-n", str(args.tokens), "-r", str(args.rounds), "-o", "json"], stderr=subprocess.DEVNULL))
+    result["llama_bench_tg_tps"] = lb[0]["avg_ts"]
+
+    port = free_port()
+    proc = start([args.outpost, "serve", "--model", args.model, "--port", str(port), "--threads",
+                  str(args.threads), "--parallel", str(slots), "--ctx-size", str(ctx)], port, "/ready")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        log("outpost single stream")
+        result["outpost_single_tps"] = single_stream(base, args.tokens, args.rounds)
+        sweep = {"outpost": run_sweep("outpost", base, clients_list, args.tokens, args.rounds)}
+    finally:
+        stop(proc)
+
+    port = free_port()
+    proc = start([os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
+                  "-t", str(args.threads), "-tb", str(args.threads), "-np", str(slots), "-c", str(ctx * slots),
+                  "--no-webui"], port, "/health")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        log("llama-server single stream")
+        result["llama_server_single_tps"] = single_stream(base, args.tokens, args.rounds)
+        sweep["llama-server"] = run_sweep("llama-server", base, clients_list, args.tokens, args.rounds)
+    finally:
+        stop(proc)
+    result["sweep"] = sweep
+
+    with open(os.path.join(args.out, f"{stamp}.json"), "w") as f:
+        json.dump(result, f, indent=2)
+    svg_sweep(os.path.join(args.out, f"{stamp}-sweep.svg"), sweep, clients_list)
+    print(markdown(result, clients_list))
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def markdown(r, clients_list):
+    o, l = r["sweep"]["outpost"], r["sweep"]["llama-server"]
+    lines = [
+        f"Machine: {r['cpu']}, {r['threads']} threads; model {os.path.basename(r['model'])}; "
+        f"{r['tokens']} new tokens; median of {r['rounds']} rounds; {r['date']}.",
+        "",
+        f"Memory bandwidth (membw, {r['membw']['threads']} threads): read {r['membw']['read_gbps']:.1f} GB/s, "
+        f"triad {r['membw']['triad_gbps']:.1f} GB/s.",
+        "",
+        "| single stream | tokens/s | ratio to llama-bench |",
+        "|---|---|---|",
+        f"| llama-bench tg{r['tokens']} | {r['llama_bench_tg_tps']:.1f} | 1.00 |",
+        f"| Outpost (HTTP streaming) | {r['outpost_single_tps']:.1f} | {r['outpost_single_tps'] / r['llama_bench_tg_tps']:.2f} |",
+        f"| llama-server (HTTP streaming) | {r['llama_server_single_tps']:.1f} | {r['llama_server_single_tps'] / r['llama_bench_tg_tps']:.2f} |",
+        "",
+        "| clients | Outpost tok/s | llama-server tok/s | ratio | Outpost TTFT p50 / p99 ms | llama-server TTFT p50 / p99 ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in clients_list:
+        lines.append(f"| {c} | {o[c]['agg_tps']:.1f} | {l[c]['agg_tps']:.1f} | {o[c]['agg_tps'] / l[c]['agg_tps']:.2f} | "
+                     f"{o[c]['ttft_p50'] * 1000:.0f} / {o[c]['ttft_p99'] * 1000:.0f} | "
+                     f"{l[c]['ttft_p50'] * 1000:.0f} / {l[c]['ttft_p99'] * 1000:.0f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
