@@ -20,6 +20,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -62,6 +63,12 @@ def stop(proc):
         proc.kill()
 
 
+# One client with a connection pool shared by all bench threads: creating an
+# httpx client per request costs tens of ms of CPU (TLS context) and would
+# stagger the "simultaneous" clients.
+CLIENT = httpx.Client(timeout=600, limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
+
+
 def stream_one(base, n_tokens):
     """One streaming /v1/completions request. Returns (ttft_s, tokens, t_first, t_last, t_start)."""
     body = {"prompt": PROMPT, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
@@ -69,7 +76,7 @@ def stream_one(base, n_tokens):
     t0 = time.perf_counter()
     first = last = None
     tokens = None
-    with httpx.stream("POST", base + "/v1/completions", json=body, timeout=600) as r:
+    with CLIENT.stream("POST", base + "/v1/completions", json=body) as r:
         r.raise_for_status()
         for line in r.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -91,8 +98,17 @@ def stream_one(base, n_tokens):
 
 def sweep_point(base, clients, n_tokens):
     with cf.ThreadPoolExecutor(clients) as ex:
+        # Threads start first and wait on a barrier, so all requests leave together.
+        barrier = threading.Barrier(clients + 1)
+
+        def client(_):
+            barrier.wait()
+            return stream_one(base, n_tokens)
+
+        futures = [ex.submit(client, i) for i in range(clients)]
+        barrier.wait()
         t0 = time.perf_counter()
-        results = list(ex.map(lambda _: stream_one(base, n_tokens), range(clients)))
+        results = [f.result() for f in futures]
         wall = time.perf_counter() - t0
     total = sum(r[1] for r in results)
     ttfts = sorted(r[0] for r in results)

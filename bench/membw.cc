@@ -44,14 +44,21 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--mib")) mib = std::strtoul(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--mib"))
+      mib = std::strtoul(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--threads"))
+      threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps"))
+      reps = std::atoi(argv[i + 1]);
   }
   const size_t n = mib * 1024 * 1024 / sizeof(double) / 3;  // three arrays share the budget
   std::vector<double> a(n), b(n), c(n);
   Parallel(threads, n, [&](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i) { a[i] = 1.0; b[i] = 2.0; c[i] = 0.5; }
+    for (size_t i = lo; i < hi; ++i) {
+      a[i] = 1.0;
+      b[i] = 2.0;
+      c[i] = 0.5;
+    }
   });
 
   std::vector<double> partial(static_cast<size_t>(threads));
@@ -59,7 +66,12 @@ int main(int argc, char** argv) {
     Parallel(threads, n, [&](size_t lo, size_t hi) {
       double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       size_t i = lo;
-      for (; i + 4 <= hi; i += 4) { s0 += b[i]; s1 += b[i + 1]; s2 += b[i + 2]; s3 += b[i + 3]; }
+      for (; i + 4 <= hi; i += 4) {
+        s0 += b[i];
+        s1 += b[i + 1];
+        s2 += b[i + 2];
+        s3 += b[i + 3];
+      }
       for (; i < hi; ++i) s0 += b[i];
       partial[lo * threads / n] = s0 + s1 + s2 + s3;
     });
@@ -72,7 +84,10 @@ int main(int argc, char** argv) {
   double check = 0;
   for (double p : partial) check += p;
   const double bytes = static_cast<double>(n * sizeof(double));
-  std::printf("{\"threads\": %d, \"array_mib\": %.0f, \"read_gbps\": %.2f, \"triad_gbps\": %.2f, \"check\": %.0f}\n",
-              threads, bytes / (1 << 20), bytes / read_s / 1e9, 3 * bytes / triad_s / 1e9, check + a[n / 2]);
+  std::printf(
+      "{\"threads\": %d, \"array_mib\": %.0f, \"read_gbps\": %.2f, \"triad_gbps\": %.2f, "
+      "\"check\": %.0f}\n",
+      threads, bytes / (1 << 20), bytes / read_s / 1e9, 3 * bytes / triad_s / 1e9,
+      check + a[n / 2]);
   return 0;
 }

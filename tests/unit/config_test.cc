@@ -11,8 +11,9 @@ namespace {
 
 std::string WriteTemp(const std::string& text) {
   static int n = 0;
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("outpost_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
+  const auto path =
+      std::filesystem::temp_directory_path() /
+      ("outpost_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
   std::ofstream(path) << text;
   return path.string();
 }
@@ -48,7 +49,9 @@ struct BadConfig {
   const char* message_part;
 };
 
-void PrintTo(const BadConfig& c, std::ostream* os) { *os << c.yaml; }
+void PrintTo(const BadConfig& c, std::ostream* os) {
+  *os << c.yaml;
+}
 
 class BadConfigs : public ::testing::TestWithParam<BadConfig> {};
 

@@ -15,7 +15,9 @@ std::string DefaultModel() {
 }
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("outpost_gguf_" + std::to_string(::getpid()) + name)).string();
+  return (std::filesystem::temp_directory_path() /
+          ("outpost_gguf_" + std::to_string(::getpid()) + name))
+      .string();
 }
 
 TEST(ReadModelInfo, MissingFileIsNotFound) {

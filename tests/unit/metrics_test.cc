@@ -20,8 +20,10 @@ TEST(Metrics, RendersDeclaredSeriesWithPrometheusNames) {
             std::string::npos);
   EXPECT_NE(text.find("outpost_prompt_tokens_total 12"), std::string::npos);
   EXPECT_NE(text.find("# TYPE outpost_time_to_first_token_seconds histogram"), std::string::npos);
-  EXPECT_NE(text.find("outpost_time_to_first_token_seconds_bucket{le=\"0.05\"} 1"), std::string::npos);
-  EXPECT_NE(text.find("outpost_time_to_first_token_seconds_bucket{le=\"0.025\"} 0"), std::string::npos);
+  EXPECT_NE(text.find("outpost_time_to_first_token_seconds_bucket{le=\"0.05\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("outpost_time_to_first_token_seconds_bucket{le=\"0.025\"} 0"),
+            std::string::npos);
   EXPECT_NE(text.find("outpost_time_to_first_token_seconds_count 1"), std::string::npos);
   EXPECT_NE(text.find("outpost_queue_depth 3"), std::string::npos);
   for (const char* name : {"outpost_inter_token_latency_seconds", "outpost_active_sequences",

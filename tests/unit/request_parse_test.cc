@@ -42,7 +42,8 @@ TEST(ParseRequest, CompletionPromptForms) {
   auto toks = ParseRequest(Endpoint::kCompletion, R"({"prompt": [1, 2, 3]})", kVocab);
   ASSERT_TRUE(toks.ok());
   EXPECT_EQ(toks->prompt_tokens, (std::vector<engine::Token>{1, 2, 3}));
-  auto mct = ParseRequest(Endpoint::kCompletion, R"({"prompt": "x", "max_completion_tokens": 5})", kVocab);
+  auto mct =
+      ParseRequest(Endpoint::kCompletion, R"({"prompt": "x", "max_completion_tokens": 5})", kVocab);
   ASSERT_TRUE(mct.ok());
   EXPECT_EQ(mct->max_tokens, 5);
 }
@@ -54,7 +55,9 @@ struct BadCase {
   const char* message_part;  // must appear in the message
 };
 
-void PrintTo(const BadCase& c, std::ostream* os) { *os << c.body; }
+void PrintTo(const BadCase& c, std::ostream* os) {
+  *os << c.body;
+}
 
 class BadRequests : public ::testing::TestWithParam<BadCase> {};
 
@@ -82,8 +85,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"messages": []})", "messages", "must not be empty"},
         BadCase{kChat, R"({"messages": [42]})", "messages[0]", "must be an object"},
         BadCase{kChat, R"({"messages": [{"content": "x"}]})", "messages[0].role", "is required"},
-        BadCase{kChat, R"({"messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role", "got 'wizard'"},
-        BadCase{kChat, R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content", "got a number"},
+        BadCase{kChat, R"({"messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role",
+                "got 'wizard'"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content",
+                "got a number"},
         BadCase{kChat, R"({"messages": [{"role": "user"}]})", "messages[0].content", "is required"},
         BadCase{kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
                 "messages[0].content[0].type", "not supported"},
@@ -94,16 +99,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"top_p": 0, )" MSGS "}", "top_p", "greater than 0"},
         BadCase{kChat, R"({"top_k": -1, )" MSGS "}", "top_k", "between 0"},
         BadCase{kChat, R"({"min_p": -0.1, )" MSGS "}", "min_p", "between 0 and 1"},
-        BadCase{kChat, R"({"presence_penalty": 3, )" MSGS "}", "presence_penalty", "between -2 and 2"},
-        BadCase{kChat, R"({"frequency_penalty": -2.5, )" MSGS "}", "frequency_penalty", "between -2 and 2"},
+        BadCase{kChat, R"({"presence_penalty": 3, )" MSGS "}", "presence_penalty",
+                "between -2 and 2"},
+        BadCase{kChat, R"({"frequency_penalty": -2.5, )" MSGS "}", "frequency_penalty",
+                "between -2 and 2"},
         BadCase{kChat, R"({"max_tokens": 0, )" MSGS "}", "max_tokens", "between 1"},
         BadCase{kChat, R"({"max_tokens": 1.5, )" MSGS "}", "max_tokens", "must be an integer"},
         BadCase{kChat, R"({"n": 2, )" MSGS "}", "n", "must be 1"},
         BadCase{kChat, R"({"stop": 5, )" MSGS "}", "stop", "string or an array"},
         BadCase{kChat, R"({"stop": ["a", 1], )" MSGS "}", "stop[1]", "must be a string"},
         BadCase{kChat, R"({"logit_bias": {"abc": 1}, )" MSGS "}", "logit_bias", "not a token id"},
-        BadCase{kChat, R"({"logit_bias": {"5000": 1}, )" MSGS "}", "logit_bias", "outside the vocabulary"},
-        BadCase{kChat, R"({"logit_bias": {"5": 101}, )" MSGS "}", "logit_bias.5", "between -100 and 100"},
+        BadCase{kChat, R"({"logit_bias": {"5000": 1}, )" MSGS "}", "logit_bias",
+                "outside the vocabulary"},
+        BadCase{kChat, R"({"logit_bias": {"5": 101}, )" MSGS "}", "logit_bias.5",
+                "between -100 and 100"},
         BadCase{kChat, R"({"seed": "x", )" MSGS "}", "seed", "must be an integer"},
         BadCase{kChat, R"({"stream": "yes", )" MSGS "}", "stream", "must be a boolean"},
         BadCase{kChat, R"({"stream_options": {"include_usage": true}, )" MSGS "}", "stream_options",

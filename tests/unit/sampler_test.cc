@@ -19,7 +19,9 @@ class SamplerTest : public ::testing::Test {
     const char* path = std::getenv("OUTPOST_MODEL");
     if (!path || !std::filesystem::exists(path)) return;
     InstallLlamaLogger(false);
-    auto m = Model::Load({path});
+    ModelOptions o;
+    o.path = path;
+    auto m = Model::Load(o);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value().release();
   }
@@ -45,7 +47,8 @@ class SamplerTest : public ::testing::Test {
     auto prompt = model_->Tokenize("The three primary colours are", true, false);
     (*ctx)->ClearBatch();
     int32_t idx = 0;
-    for (size_t i = 0; i < prompt.size(); ++i) idx = (*ctx)->Add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i)
+      idx = (*ctx)->Add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
     ASSERT_TRUE((*ctx)->Decode().ok());
     int32_t pos = static_cast<int32_t>(prompt.size());
     for (int k = 0; k < n; ++k) {

@@ -37,10 +37,10 @@ TEST(StopMatcher, StopAcrossTokenBoundaries) {
 
 TEST(StopMatcher, HoldsBackOnlyWhatCouldStartAStop) {
   StopMatcher m({"</s>"});
-  EXPECT_EQ(m.Feed("a<"), "a");     // "<" may start "</s>"
-  EXPECT_EQ(m.Feed("b"), "<b");     // ruled out: released
-  EXPECT_EQ(m.Feed("</"), "");      // held
-  EXPECT_EQ(m.Feed("x"), "</x");    // ruled out
+  EXPECT_EQ(m.Feed("a<"), "a");   // "<" may start "</s>"
+  EXPECT_EQ(m.Feed("b"), "<b");   // ruled out: released
+  EXPECT_EQ(m.Feed("</"), "");    // held
+  EXPECT_EQ(m.Feed("x"), "</x");  // ruled out
   EXPECT_FALSE(m.stopped());
 }
 

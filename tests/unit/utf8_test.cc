@@ -13,8 +13,8 @@ TEST(IncompleteUtf8Tail, AsciiIsComplete) {
 }
 
 TEST(IncompleteUtf8Tail, HoldsBackPartialCharacters) {
-  const std::string euro = "\xE2\x82\xAC";           // 3 bytes
-  const std::string emoji = "\xF0\x9F\x98\x80";      // 4 bytes
+  const std::string euro = "\xE2\x82\xAC";       // 3 bytes
+  const std::string emoji = "\xF0\x9F\x98\x80";  // 4 bytes
   EXPECT_EQ(IncompleteUtf8Tail("a" + euro), 0u);
   EXPECT_EQ(IncompleteUtf8Tail("a" + euro.substr(0, 1)), 1u);
   EXPECT_EQ(IncompleteUtf8Tail("a" + euro.substr(0, 2)), 2u);

@@ -6,14 +6,22 @@ namespace outpost::api {
 
 int HttpStatusFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kPayloadTooLarge: return 413;
-    case StatusCode::kResourceExhausted: return 503;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kCancelled: return 499;
-    case StatusCode::kInternal: return 500;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kPayloadTooLarge:
+      return 413;
+    case StatusCode::kResourceExhausted:
+      return 503;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kCancelled:
+      return 499;
+    case StatusCode::kInternal:
+      return 500;
   }
   return 500;
 }
@@ -22,18 +30,36 @@ std::string ErrorBody(const Status& status) {
   const char* type = "invalid_request_error";
   const char* code = nullptr;
   switch (status.code()) {
-    case StatusCode::kNotFound: code = status.param() == "model" ? "model_not_found" : "not_found"; break;
-    case StatusCode::kPayloadTooLarge: code = "payload_too_large"; break;
-    case StatusCode::kResourceExhausted: type = "server_error"; code = "over_capacity"; break;
-    case StatusCode::kUnavailable: type = "server_error"; code = "unavailable"; break;
-    case StatusCode::kInternal: type = "server_error"; code = "internal_error"; break;
-    case StatusCode::kCancelled: type = "server_error"; code = "cancelled"; break;
-    default: break;
+    case StatusCode::kNotFound:
+      code = status.param() == "model" ? "model_not_found" : "not_found";
+      break;
+    case StatusCode::kPayloadTooLarge:
+      code = "payload_too_large";
+      break;
+    case StatusCode::kResourceExhausted:
+      type = "server_error";
+      code = "over_capacity";
+      break;
+    case StatusCode::kUnavailable:
+      type = "server_error";
+      code = "unavailable";
+      break;
+    case StatusCode::kInternal:
+      type = "server_error";
+      code = "internal_error";
+      break;
+    case StatusCode::kCancelled:
+      type = "server_error";
+      code = "cancelled";
+      break;
+    default:
+      break;
   }
   nlohmann::json err = {{"message", status.message()}, {"type", type}};
   err["param"] = status.param().empty() ? nlohmann::json(nullptr) : nlohmann::json(status.param());
   err["code"] = code ? nlohmann::json(code) : nlohmann::json(nullptr);
-  return nlohmann::json{{"error", err}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json{{"error", err}}.dump(-1, ' ', false,
+                                             nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace outpost::api

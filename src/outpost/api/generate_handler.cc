@@ -56,8 +56,9 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
   if (!parsed.ok()) return fail(parsed.status());
   auto served = catalog_->Find(parsed->model);
   if (!served) {
-    return fail(Status::NotFound("the model '" + parsed->model + "' does not exist; GET /v1/models lists the served models",
-                                 "model"));
+    return fail(Status::NotFound(
+        "the model '" + parsed->model + "' does not exist; GET /v1/models lists the served models",
+        "model"));
   }
   if (served->id != default_model->id) {
     parsed = ParseRequest(chat ? Endpoint::kChat : Endpoint::kCompletion, req.body,
@@ -73,7 +74,8 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
   gen.max_tokens = parsed->max_tokens;
   gen.stop = parsed->stop;
   if (parsed->ignore_eos) {
-    for (engine::Token t : model.EndOfGenerationTokens()) gen.sampling.logit_bias.emplace_back(t, -100.0f);
+    for (engine::Token t : model.EndOfGenerationTokens())
+      gen.sampling.logit_bias.emplace_back(t, -100.0f);
   }
   if (chat) {
     auto prompt = model.ApplyChatTemplate(parsed->messages);
@@ -147,7 +149,9 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
         }
         if (st->chat && !st->role_sent) {
           const std::string empty;
-          if (!write(SseData(ChatChunk(st->meta, &empty, /*role_start=*/true, FinishReason::kNone)))) return false;
+          if (!write(
+                  SseData(ChatChunk(st->meta, &empty, /*role_start=*/true, FinishReason::kNone))))
+            return false;
           st->role_sent = true;
         }
         GenerationEvent ev;
@@ -160,8 +164,9 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
           }
         }
         if (!ev.text.empty()) {
-          const std::string chunk = st->chat ? ChatChunk(st->meta, &ev.text, false, FinishReason::kNone)
-                                             : CompletionChunk(st->meta, ev.text, FinishReason::kNone);
+          const std::string chunk = st->chat
+                                        ? ChatChunk(st->meta, &ev.text, false, FinishReason::kNone)
+                                        : CompletionChunk(st->meta, ev.text, FinishReason::kNone);
           if (!write(SseData(chunk))) return false;
         }
         if (!ev.done) return true;
@@ -174,7 +179,8 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
           const std::string last = st->chat ? ChatChunk(st->meta, nullptr, false, ev.finish)
                                             : CompletionChunk(st->meta, "", ev.finish);
           if (!write(SseData(last))) return false;
-          if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, ev.usage)))) return false;
+          if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, ev.usage))))
+            return false;
           metrics->CountRequest(endpoint, 200);
         }
         write(SseDone());

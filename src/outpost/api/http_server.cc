@@ -15,10 +15,14 @@ namespace outpost::api {
 using nlohmann::json;
 
 HttpServer::HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics)
-    : options_(std::move(options)), catalog_(catalog), metrics_(metrics),
+    : options_(std::move(options)),
+      catalog_(catalog),
+      metrics_(metrics),
       server_(std::make_unique<httplib::Server>()) {
   const int threads = options_.n_http_threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_->new_task_queue = [threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(threads));
+  };
   server_->set_payload_max_length(options_.max_body_bytes);
   server_->set_read_timeout(options_.idle_timeout_s, 0);
   server_->set_write_timeout(options_.idle_timeout_s, 0);
@@ -35,14 +39,17 @@ Status HttpServer::Bind() {
     return Status::Ok();
   }
   if (!server_->bind_to_port(options_.host, options_.port)) {
-    return Status::Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+    return Status::Unavailable("cannot listen on " + options_.host + ":" +
+                               std::to_string(options_.port) +
                                " (address in use or not available)");
   }
   bound_port_ = options_.port;
   return Status::Ok();
 }
 
-void HttpServer::Run() { server_->listen_after_bind(); }
+void HttpServer::Run() {
+  server_->listen_after_bind();
+}
 
 void HttpServer::Stop() {
   // stop() is a no-op until the listen loop runs; wait for it (bounded) so a
@@ -66,8 +73,10 @@ void HttpServer::Routes() {
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     HandleGenerate(/*chat=*/false, req, res);
   });
-  s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
-  s.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
+  s.Get("/v1/models",
+        [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
+  s.Get(R"(/v1/models/(.+))",
+        [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
   s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -78,7 +87,8 @@ void HttpServer::Routes() {
   // Wrong method on a known path: 405 rather than a bare 404.
   for (const char* p : {"/v1/chat/completions", "/v1/completions"}) {
     s.Get(p, [send_error](const httplib::Request& req, httplib::Response& res) {
-      send_error(res, Status::InvalidArgument("method GET is not allowed on " + req.path + "; use POST"));
+      send_error(
+          res, Status::InvalidArgument("method GET is not allowed on " + req.path + "; use POST"));
       res.status = 405;
       res.set_header("Allow", "POST");
     });
@@ -89,29 +99,35 @@ void HttpServer::Routes() {
     if (!res.body.empty()) return;
     const int status = res.status;
     if (status == 413) {
-      send_error(res, Status(StatusCode::kPayloadTooLarge, "the request body is larger than the limit (max_body_size)"));
+      send_error(res, Status(StatusCode::kPayloadTooLarge,
+                             "the request body is larger than the limit (max_body_size)"));
     } else if (status == 404) {
       send_error(res, Status::NotFound("no route for " + req.method + " " + req.path));
     } else {
-      send_error(res, Status::InvalidArgument("the request could not be processed (HTTP " + std::to_string(status) + ")"));
+      send_error(res, Status::InvalidArgument("the request could not be processed (HTTP " +
+                                              std::to_string(status) + ")"));
     }
     res.status = status;
   });
-  s.set_exception_handler([send_error](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    spdlog::error("BUG: exception while serving {} {}: {}", req.method, req.path, what);
-    send_error(res, Status::Internal("internal error: " + what));
-  });
+  s.set_exception_handler(
+      [send_error](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("BUG: exception while serving {} {}: {}", req.method, req.path, what);
+        send_error(res, Status::Internal("internal error: " + what));
+      });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     // Streamed generation responses are counted when the stream ends.
-    const bool streamed = res.status == 200 && res.get_header_value("Content-Type") == "text/event-stream";
-    if (!streamed) metrics_->CountRequest(req.path.rfind("/v1/models/", 0) == 0 ? "/v1/models/{id}" : req.path, res.status);
+    const bool streamed =
+        res.status == 200 && res.get_header_value("Content-Type") == "text/event-stream";
+    if (!streamed)
+      metrics_->CountRequest(req.path.rfind("/v1/models/", 0) == 0 ? "/v1/models/{id}" : req.path,
+                             res.status);
     spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
   });
 }
@@ -163,7 +179,8 @@ void HttpServer::HandleModels(const httplib::Request& req, httplib::Response& re
     auto m = catalog_->Find(id);
     if (!m || id.empty()) {
       res.status = 404;
-      res.set_content(ErrorBody(Status::NotFound("model '" + id + "' does not exist", "model")), "application/json");
+      res.set_content(ErrorBody(Status::NotFound("model '" + id + "' does not exist", "model")),
+                      "application/json");
       return;
     }
     res.set_content(entry(*m).dump(), "application/json");

@@ -27,8 +27,8 @@ const char* TypeName(const json& v) {
 }
 
 Status WrongType(const std::string& field, const char* want, const json& got) {
-  return Status::InvalidArgument(
-      "'" + field + "' must be " + want + ", got " + TypeName(got), field);
+  return Status::InvalidArgument("'" + field + "' must be " + want + ", got " + TypeName(got),
+                                 field);
 }
 
 // Optional number in [lo, hi]. Absent or null leaves *out unchanged.
@@ -38,14 +38,16 @@ Status GetNumber(const json& body, const char* key, double lo, double hi, float*
   if (!it->is_number()) return WrongType(key, "a number", *it);
   const double v = it->get<double>();
   if (!std::isfinite(v) || v < lo || v > hi) {
-    return Status::InvalidArgument(
-        "'" + std::string(key) + "' must be between " + Num(lo) + " and " + Num(hi) + ", got " + it->dump(), key);
+    return Status::InvalidArgument("'" + std::string(key) + "' must be between " + Num(lo) +
+                                       " and " + Num(hi) + ", got " + it->dump(),
+                                   key);
   }
   *out = static_cast<float>(v);
   return Status::Ok();
 }
 
-Status GetInt(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out, bool* given) {
+Status GetInt(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out,
+              bool* given) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return Status::Ok();
   if (!it->is_number_integer()) return WrongType(key, "an integer", *it);
@@ -88,7 +90,8 @@ Status ParseContent(const json& c, const std::string& field, std::string* out) {
     if (!part.is_object()) return WrongType(pf, "an object", part);
     auto type = part.find("type");
     if (type == part.end() || !type->is_string()) {
-      return Status::InvalidArgument("'" + pf + ".type' is required and must be a string", pf + ".type");
+      return Status::InvalidArgument("'" + pf + ".type' is required and must be a string",
+                                     pf + ".type");
     }
     if (*type != "text") {
       return Status::InvalidArgument("content part type '" + type->get<std::string>() +
@@ -97,7 +100,8 @@ Status ParseContent(const json& c, const std::string& field, std::string* out) {
     }
     auto text = part.find("text");
     if (text == part.end() || !text->is_string()) {
-      return Status::InvalidArgument("'" + pf + ".text' is required and must be a string", pf + ".text");
+      return Status::InvalidArgument("'" + pf + ".text' is required and must be a string",
+                                     pf + ".text");
     }
     if (!out->empty()) *out += "\n";
     *out += text->get<std::string>();
@@ -115,12 +119,15 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
     const json& m = (*it)[i];
     if (!m.is_object()) return WrongType(f, "an object", m);
     auto role = m.find("role");
-    if (role == m.end()) return Status::InvalidArgument("'" + f + ".role' is required", f + ".role");
+    if (role == m.end())
+      return Status::InvalidArgument("'" + f + ".role' is required", f + ".role");
     if (!role->is_string()) return WrongType(f + ".role", "a string", *role);
     const std::string rs = role->get<std::string>();
     if (rs != "system" && rs != "user" && rs != "assistant" && rs != "developer" && rs != "tool") {
-      return Status::InvalidArgument("'" + f + ".role' must be one of system, developer, user, assistant, tool; got '" + rs + "'",
-                                     f + ".role");
+      return Status::InvalidArgument(
+          "'" + f + ".role' must be one of system, developer, user, assistant, tool; got '" + rs +
+              "'",
+          f + ".role");
     }
     engine::ChatMessage msg;
     msg.role = rs == "developer" ? "system" : rs;
@@ -146,12 +153,15 @@ Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
     if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
     return Status::Ok();
   }
-  if (!p.is_array()) return WrongType("prompt", "a string, an array with one string, or an array of token ids", p);
+  if (!p.is_array())
+    return WrongType("prompt", "a string, an array with one string, or an array of token ids", p);
   if (p.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
   if (p[0].is_string()) {
     if (p.size() != 1) {
-      return Status::InvalidArgument("'prompt' with several strings (batched prompts) is not supported; send one request per prompt",
-                                     "prompt");
+      return Status::InvalidArgument(
+          "'prompt' with several strings (batched prompts) is not supported; send one request per "
+          "prompt",
+          "prompt");
     }
     r->prompt = p[0].get<std::string>();
     if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
@@ -162,7 +172,8 @@ Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
     if (!p[i].is_number_integer()) return WrongType(f, "a token id (integer)", p[i]);
     const int64_t t = p[i].get<int64_t>();
     if (t < 0 || t >= n_vocab) {
-      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) +
+                                         " is outside the vocabulary [0, " +
                                          std::to_string(n_vocab) + ")",
                                      f);
     }
@@ -180,7 +191,8 @@ Status ParseStop(const json& body, ParsedRequest* r) {
   }
   if (!it->is_array()) return WrongType("stop", "a string or an array of strings", *it);
   if (it->size() > 16) {
-    return Status::InvalidArgument("'stop' may hold at most 16 strings, got " + std::to_string(it->size()), "stop");
+    return Status::InvalidArgument(
+        "'stop' may hold at most 16 strings, got " + std::to_string(it->size()), "stop");
   }
   for (size_t i = 0; i < it->size(); ++i) {
     const json& s = (*it)[i];
@@ -193,23 +205,27 @@ Status ParseStop(const json& body, ParsedRequest* r) {
 Status ParseLogitBias(const json& body, int32_t n_vocab, ParsedRequest* r) {
   auto it = body.find("logit_bias");
   if (it == body.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object()) return WrongType("logit_bias", "an object mapping token ids to biases", *it);
+  if (!it->is_object())
+    return WrongType("logit_bias", "an object mapping token ids to biases", *it);
   for (auto& [key, val] : it->items()) {
     const std::string f = "logit_bias." + key;
     char* end = nullptr;
     const long long tok = std::strtoll(key.c_str(), &end, 10);
     if (key.empty() || *end != '\0') {
-      return Status::InvalidArgument("'logit_bias' key '" + key + "' is not a token id", "logit_bias");
+      return Status::InvalidArgument("'logit_bias' key '" + key + "' is not a token id",
+                                     "logit_bias");
     }
     if (tok < 0 || tok >= n_vocab) {
-      return Status::InvalidArgument("'logit_bias' token id " + key + " is outside the vocabulary [0, " +
+      return Status::InvalidArgument("'logit_bias' token id " + key +
+                                         " is outside the vocabulary [0, " +
                                          std::to_string(n_vocab) + ")",
                                      "logit_bias");
     }
     if (!val.is_number()) return WrongType(f, "a number", val);
     const double b = val.get<double>();
     if (!(b >= -100.0 && b <= 100.0)) {
-      return Status::InvalidArgument("'" + f + "' must be between -100 and 100, got " + val.dump(), f);
+      return Status::InvalidArgument("'" + f + "' must be between -100 and 100, got " + val.dump(),
+                                     f);
     }
     r->sampling.logit_bias.emplace_back(static_cast<engine::Token>(tok), static_cast<float>(b));
   }
@@ -242,9 +258,11 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return WrongType("stream_options", "an object", *it);
     if (!r.stream) {
-      return Status::InvalidArgument("'stream_options' is only allowed when 'stream' is true", "stream_options");
+      return Status::InvalidArgument("'stream_options' is only allowed when 'stream' is true",
+                                     "stream_options");
     }
-    OUTPOST_RETURN_IF_ERROR(GetBool(*it, "include_usage", "stream_options.include_usage", &r.include_usage));
+    OUTPOST_RETURN_IF_ERROR(
+        GetBool(*it, "include_usage", "stream_options.include_usage", &r.include_usage));
   }
 
   auto& s = r.sampling;
@@ -278,14 +296,17 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   v = 1;
   OUTPOST_RETURN_IF_ERROR(GetInt(j, "n", 1, 128, &v, &given));
   if (v != 1) {
-    return Status::InvalidArgument("'n' must be 1 (one choice per request), got " + std::to_string(v), "n");
+    return Status::InvalidArgument(
+        "'n' must be 1 (one choice per request), got " + std::to_string(v), "n");
   }
   OUTPOST_RETURN_IF_ERROR(ParseStop(j, &r));
   OUTPOST_RETURN_IF_ERROR(ParseLogitBias(j, n_vocab, &r));
-  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
+  if (auto it = j.find("logprobs");
+      it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
     return Status::InvalidArgument("'logprobs' is not supported yet", "logprobs");
   }
-  if (auto it = j.find("tools"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+  if (auto it = j.find("tools");
+      it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
     return Status::InvalidArgument("'tools' is not supported by this server yet", "tools");
   }
   return r;
@@ -294,9 +315,9 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
 StatusOr<scheduler::Priority> ParsePriority(std::string_view h) {
   if (h.empty() || h == "interactive") return scheduler::Priority::kInteractive;
   if (h == "batch") return scheduler::Priority::kBatch;
-  return Status::InvalidArgument("header X-Outpost-Priority must be 'interactive' or 'batch', got '" +
-                                     std::string(h) + "'",
-                                 "X-Outpost-Priority");
+  return Status::InvalidArgument(
+      "header X-Outpost-Priority must be 'interactive' or 'batch', got '" + std::string(h) + "'",
+      "X-Outpost-Priority");
 }
 
 }  // namespace outpost::api

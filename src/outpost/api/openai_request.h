@@ -22,7 +22,7 @@ enum class Endpoint { kChat, kCompletion };
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::kChat;
-  std::string model;  // empty: the default model
+  std::string model;                          // empty: the default model
   std::vector<engine::ChatMessage> messages;  // chat
   std::string prompt;                         // completions (text)
   std::vector<engine::Token> prompt_tokens;   // completions given as token ids
@@ -31,7 +31,7 @@ struct ParsedRequest {
   engine::SamplingParams sampling;
   int32_t max_tokens = -1;  // -1: not given
   std::vector<std::string> stop;
-  bool echo = false;  // completions only
+  bool echo = false;        // completions only
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
 };
 

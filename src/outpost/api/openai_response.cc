@@ -16,9 +16,12 @@ std::string Dump(const json& j) {
 
 json Finish(scheduler::FinishReason f) {
   switch (f) {
-    case scheduler::FinishReason::kStop: return "stop";
-    case scheduler::FinishReason::kLength: return "length";
-    default: return nullptr;
+    case scheduler::FinishReason::kStop:
+      return "stop";
+    case scheduler::FinishReason::kLength:
+      return "length";
+    default:
+      return nullptr;
   }
 }
 

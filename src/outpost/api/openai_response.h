@@ -12,8 +12,8 @@ namespace outpost::api {
 
 // Fields every response of one request shares.
 struct ResponseMeta {
-  std::string id;                  // "chatcmpl-..." / "cmpl-..."
-  int64_t created = 0;             // unix seconds
+  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;  // unix seconds
   std::string model;
   std::string system_fingerprint;  // identifies model file + build
 };

@@ -9,7 +9,8 @@ std::string SseData(std::string_view payload) {
   for (;;) {
     const size_t nl = payload.find('\n', start);
     out += "data: ";
-    out.append(payload.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    out.append(
+        payload.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
     out += '\n';
     if (nl == std::string_view::npos) break;
     start = nl + 1;

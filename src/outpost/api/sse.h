@@ -10,6 +10,8 @@ namespace outpost::api {
 // Frames one payload. Payloads containing newlines are split into several
 // "data:" lines as the SSE spec requires (JSON from Outpost never has any).
 std::string SseData(std::string_view payload);
-inline std::string SseDone() { return "data: [DONE]\n\n"; }
+inline std::string SseDone() {
+  return "data: [DONE]\n\n";
+}
 
 }  // namespace outpost::api

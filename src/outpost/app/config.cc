@@ -73,6 +73,7 @@ const std::map<std::string, Setter>& Setters() {
   static const auto* m = new std::map<std::string, Setter>{
       {"model", StringField(&ServeConfig::model)},
       {"model_id", StringField(&ServeConfig::model_id)},
+      {"chat_template_file", StringField(&ServeConfig::chat_template_file)},
       {"host", StringField(&ServeConfig::host)},
       {"port", IntField(&ServeConfig::port, 0, 65535)},
       {"threads", IntField(&ServeConfig::threads, 0, 1024)},
@@ -85,7 +86,9 @@ const std::map<std::string, Setter>& Setters() {
          }
          long n = 0;
          Status st = ParseInt(k, v, 1, 4096, &n);
-         if (!st.ok()) return Status::InvalidArgument("'parallel' must be 'auto' or an integer from 1 to 4096, got '" + v + "'", k);
+         if (!st.ok())
+           return Status::InvalidArgument(
+               "'parallel' must be 'auto' or an integer from 1 to 4096, got '" + v + "'", k);
          c->parallel = static_cast<int>(n);
          return Status::Ok();
        }},
@@ -99,10 +102,13 @@ const std::map<std::string, Setter>& Setters() {
          char* end = nullptr;
          double d = std::strtod(t.c_str(), &end);
          if (t.empty() || *end != '\0') {
-           return Status::InvalidArgument("'headroom' must be a fraction (0.2) or a percentage (20%), got '" + v + "'", k);
+           return Status::InvalidArgument(
+               "'headroom' must be a fraction (0.2) or a percentage (20%), got '" + v + "'", k);
          }
          if (percent) d /= 100.0;
-         if (d < 0.0 || d > 4.0) return Status::InvalidArgument("'headroom' must be between 0% and 400%, got '" + v + "'", k);
+         if (d < 0.0 || d > 4.0)
+           return Status::InvalidArgument("'headroom' must be between 0% and 400%, got '" + v + "'",
+                                          k);
          c->headroom = d;
          return Status::Ok();
        }},
@@ -120,7 +126,8 @@ const std::map<std::string, Setter>& Setters() {
       {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
       {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
       {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
-      {"log_level", StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
+      {"log_level",
+       StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
   };
   return *m;
 }
@@ -155,23 +162,27 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(path + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) +
-                                       ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg,
+    return Status::InvalidArgument(path + ": YAML syntax error at line " +
+                                       std::to_string(e.mark.line + 1) + ", column " +
+                                       std::to_string(e.mark.column + 1) + ": " + e.msg,
                                    "config");
   }
   if (root.IsNull()) return Status::Ok();  // empty file: all defaults
-  if (!root.IsMap()) return Status::InvalidArgument(path + ": the top level must be a mapping of key: value", "config");
+  if (!root.IsMap())
+    return Status::InvalidArgument(path + ": the top level must be a mapping of key: value",
+                                   "config");
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     if (!kv.second.IsScalar()) {
-      return Status::InvalidArgument(path + ": '" + key + "' (line " + std::to_string(kv.first.Mark().line + 1) +
+      return Status::InvalidArgument(path + ": '" + key + "' (line " +
+                                         std::to_string(kv.first.Mark().line + 1) +
                                          ") must be a single value, not a list or mapping",
                                      key);
     }
     Status st = ApplySetting(cfg, key, kv.second.as<std::string>());
     if (!st.ok()) {
-      return Status::InvalidArgument(path + " line " + std::to_string(kv.first.Mark().line + 1) + ": " + st.message(),
-                                     key);
+      return Status::InvalidArgument(
+          path + " line " + std::to_string(kv.first.Mark().line + 1) + ": " + st.message(), key);
     }
   }
   return Status::Ok();
@@ -180,9 +191,12 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
 std::string DefaultModelPath() {
   if (const char* env = std::getenv("OUTPOST_MODEL"); env && *env) return env;
   std::string cache;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) cache = x;
-  else if (const char* h = std::getenv("HOME"); h && *h) cache = std::string(h) + "/.cache";
-  else cache = ".cache";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    cache = x;
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    cache = std::string(h) + "/.cache";
+  else
+    cache = ".cache";
   return cache + "/outpost/models/gemma-3-270m-q4_k_m.gguf";
 }
 

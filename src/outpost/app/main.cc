@@ -1,6 +1,6 @@
 // outpost — edge inference server. Entry point: subcommand dispatch.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <map>
@@ -23,13 +23,15 @@ struct FlagDoc {
 constexpr FlagDoc kServeFlags[] = {
     {"model", "GGUF model file (default: $OUTPOST_MODEL or the bootstrap's Gemma 3 270M)"},
     {"model_id", "model id clients send (default: the file name without .gguf)"},
+    {"chat_template_file", "jinja chat template to use instead of the model's own"},
     {"host", "address to listen on (default 127.0.0.1)"},
     {"port", "TCP port (default 8080; 0 picks a free port)"},
     {"threads", "CPU threads for inference (default 0 = all cores)"},
     {"ctx_size", "context tokens per session, prompt + answer (default 4096)"},
     {"parallel", "concurrent sessions: auto or N; N that does not fit is refused (default auto)"},
     {"parallel_auto_max", "upper bound for parallel=auto (default 16)"},
-    {"memory_budget", "memory the plan may use: auto or a size like 8GiB (default auto = available memory)"},
+    {"memory_budget",
+     "memory the plan may use: auto or a size like 8GiB (default auto = available memory)"},
     {"headroom", "safety margin on top of the planned peak, 0.2 or 20% (default 20%)"},
     {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
     {"batch_size", "max tokens per decode step (default 512)"},
@@ -57,7 +59,8 @@ int main(int argc, char** argv) {
   bool show_version = false;
   app.add_flag("-V,--version", show_version, "print Outpost's and llama.cpp's versions");
 
-  CLI::App* serve = app.add_subcommand("serve", "serve a GGUF model over the OpenAI-compatible HTTP API");
+  CLI::App* serve =
+      app.add_subcommand("serve", "serve a GGUF model over the OpenAI-compatible HTTP API");
   std::string config_path;
   serve->add_option("-c,--config", config_path, "YAML config file; flags override its keys");
   std::map<std::string, std::optional<std::string>> flag_values;

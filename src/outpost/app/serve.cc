@@ -5,7 +5,9 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 #include "outpost/api/http_server.h"
@@ -33,29 +35,43 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   scheduler::CapacityInputs in;
   in.weight_bytes = info->weight_bytes;
   in.kv_bytes_per_token =
-      scheduler::KvBytesPerToken(info->n_layers, info->n_kv_heads, info->head_dim_k, info->head_dim_v,
-                                 engine::KvBytesPerElement(*kv_type));
+      scheduler::KvBytesPerToken(info->n_layers, info->n_kv_heads, info->head_dim_k,
+                                 info->head_dim_v, engine::KvBytesPerElement(*kv_type));
   in.ctx_per_session = cfg.ctx_size;
-  in.overhead_bytes = engine::EstimateOverheadBytes(*info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max, cfg.ctx_size);
-  in.memory_budget_bytes = cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
+  in.overhead_bytes = engine::EstimateOverheadBytes(
+      *info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max, cfg.ctx_size);
+  in.memory_budget_bytes =
+      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
   in.headroom_fraction = cfg.headroom;
   if (in.memory_budget_bytes == 0) {
-    return Status::InvalidArgument("cannot detect available memory; set memory_budget", "memory_budget");
+    return Status::InvalidArgument("cannot detect available memory; set memory_budget",
+                                   "memory_budget");
   }
   if (cfg.ctx_size > info->n_ctx_train && info->n_ctx_train > 0) {
-    spdlog::warn("ctx_size {} exceeds the model's training context {}", cfg.ctx_size, info->n_ctx_train);
+    spdlog::warn("ctx_size {} exceeds the model's training context {}", cfg.ctx_size,
+                 info->n_ctx_train);
   }
   auto plan = scheduler::PlanCapacity(in, cfg.parallel, cfg.parallel_auto_max);
   if (!plan.ok()) return plan.status();
 
-  spdlog::info("model {}: {} ({}), {} layers, {} KV heads x {} dim, vocab {}, {} parameters", info->name,
-               info->architecture, util::FormatBytes(info->file_bytes), info->n_layers, info->n_kv_heads,
-               info->head_dim_k, info->n_vocab, info->n_params);
+  spdlog::info("model {}: {} ({}), {} layers, {} KV heads x {} dim, vocab {}, {} parameters",
+               info->name, info->architecture, util::FormatBytes(info->file_bytes), info->n_layers,
+               info->n_kv_heads, info->head_dim_k, info->n_vocab, info->n_params);
   spdlog::info("{}", plan->ToText());
 
   engine::ModelOptions mo;
   mo.path = cfg.model;
   mo.n_gpu_layers = cfg.gpu_layers;
+  if (!cfg.chat_template_file.empty()) {
+    std::ifstream in(cfg.chat_template_file);
+    if (!in) {
+      return Status::NotFound("chat template file '" + cfg.chat_template_file + "' cannot be read",
+                              "chat_template_file");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    mo.chat_template = text.str();
+  }
   auto model = engine::Model::Load(mo);
   if (!model.ok()) return model.status();
 
@@ -68,18 +84,21 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   auto ctx = engine::Context::Create(**model, co);
   if (!ctx.ok()) return ctx.status();
   const auto actual = (*ctx)->MeasuredMemory();
-  spdlog::info("allocated by llama.cpp: weights {}, KV and outputs {}, compute {} (planned KV {}, overhead {})",
-               util::FormatBytes(actual.model_bytes), util::FormatBytes(actual.context_bytes),
-               util::FormatBytes(actual.compute_bytes),
-               util::FormatBytes(plan->kv_bytes_per_session * static_cast<uint64_t>(plan->sessions)),
-               util::FormatBytes(plan->overhead_bytes));
+  spdlog::info(
+      "allocated by llama.cpp: weights {}, KV and outputs {}, compute {} (planned KV {}, overhead "
+      "{})",
+      util::FormatBytes(actual.model_bytes), util::FormatBytes(actual.context_bytes),
+      util::FormatBytes(actual.compute_bytes),
+      util::FormatBytes(plan->kv_bytes_per_session * static_cast<uint64_t>(plan->sessions)),
+      util::FormatBytes(plan->overhead_bytes));
 
   // The plan is an estimate; what llama.cpp really allocated must fit too.
   if (actual.total() > plan->usable_bytes) {
-    return Status::ResourceExhausted(
-        "llama.cpp allocated " + util::FormatBytes(actual.total()) + " for " + std::to_string(plan->sessions) +
-        " sessions, more than the usable " + util::FormatBytes(plan->usable_bytes) +
-        "; lower parallel or ctx_size, or raise memory_budget");
+    return Status::ResourceExhausted("llama.cpp allocated " + util::FormatBytes(actual.total()) +
+                                     " for " + std::to_string(plan->sessions) +
+                                     " sessions, more than the usable " +
+                                     util::FormatBytes(plan->usable_bytes) +
+                                     "; lower parallel or ctx_size, or raise memory_budget");
   }
 
   scheduler::SchedulerOptions so;
@@ -99,17 +118,19 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   // Id from the real file name (the bootstrap's default.gguf is a symlink).
   std::error_code ec;
   const auto real = std::filesystem::canonical(cfg.model, ec);
-  served.id = !cfg.model_id.empty() ? cfg.model_id
-                                    : (ec ? std::filesystem::path(cfg.model) : real).stem().string();
+  served.id = !cfg.model_id.empty()
+                  ? cfg.model_id
+                  : (ec ? std::filesystem::path(cfg.model) : real).stem().string();
   served.created = static_cast<int64_t>(std::time(nullptr));
-  const size_t h = std::hash<std::string>{}(info->name + "|" + std::to_string(info->file_bytes) + "|" +
-                                            OUTPOST_VERSION + "|" + OUTPOST_LLAMA_VERSION);
+  const size_t h = std::hash<std::string>{}(info->name + "|" + std::to_string(info->file_bytes) +
+                                            "|" + OUTPOST_VERSION + "|" + OUTPOST_LLAMA_VERSION);
   char fp[32];
   std::snprintf(fp, sizeof fp, "fp_%010llx", static_cast<unsigned long long>(h & 0xffffffffffULL));
   served.system_fingerprint = fp;
   served.plan = *plan;
   std::shared_ptr<engine::Model> shared_model = std::move(model).value();
-  served.scheduler = std::make_shared<scheduler::Scheduler>(shared_model, std::move(ctx).value(), so, metrics);
+  served.scheduler =
+      std::make_shared<scheduler::Scheduler>(shared_model, std::move(ctx).value(), so, metrics);
   served.scheduler->Start();
   *model_out = std::move(shared_model);
   return served;
@@ -143,8 +164,8 @@ int RunServe(ServeConfig cfg) {
   }
   // /health answers at once; /ready says "loading" until the model is in.
   std::thread http_thread([&] { http.Run(); });
-  spdlog::info("outpost {} (llama.cpp {}) listening on http://{}:{}", OUTPOST_VERSION, OUTPOST_LLAMA_VERSION,
-               cfg.host, http.port());
+  spdlog::info("outpost {} (llama.cpp {}) listening on http://{}:{}", OUTPOST_VERSION,
+               OUTPOST_LLAMA_VERSION, cfg.host, http.port());
 
   std::shared_ptr<engine::Model> model;
   auto served = LoadServedModel(cfg, &metrics, &model);
@@ -159,9 +180,10 @@ int RunServe(ServeConfig cfg) {
   catalog.Add(std::move(served).value());
   catalog.SetReady(true);
   spdlog::info("ready: model '{}' on http://{}:{}/v1", id, cfg.host, http.port());
-  spdlog::info("try: curl http://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
-               "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}]}}'",
-               cfg.host, http.port());
+  spdlog::info(
+      "try: curl http://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
+      "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}]}}'",
+      cfg.host, http.port());
 
   int sig = 0;
   sigwait(&sigs, &sig);

@@ -8,9 +8,12 @@ namespace outpost::engine {
 
 const char* KvTypeName(KvType t) {
   switch (t) {
-    case KvType::kF16: return "f16";
-    case KvType::kQ8_0: return "q8_0";
-    case KvType::kQ4_0: return "q4_0";
+    case KvType::kF16:
+      return "f16";
+    case KvType::kQ8_0:
+      return "q8_0";
+    case KvType::kQ4_0:
+      return "q4_0";
   }
   return "?";
 }
@@ -24,9 +27,12 @@ StatusOr<KvType> ParseKvType(const std::string& name) {
 
 double KvBytesPerElement(KvType t) {
   switch (t) {
-    case KvType::kF16: return 2.0;
-    case KvType::kQ8_0: return 34.0 / 32.0;  // 32 int8 + one f16 scale per block
-    case KvType::kQ4_0: return 18.0 / 32.0;  // 32 nibbles + one f16 scale per block
+    case KvType::kF16:
+      return 2.0;
+    case KvType::kQ8_0:
+      return 34.0 / 32.0;  // 32 int8 + one f16 scale per block
+    case KvType::kQ4_0:
+      return 18.0 / 32.0;  // 32 nibbles + one f16 scale per block
   }
   return 2.0;
 }
@@ -34,9 +40,12 @@ double KvBytesPerElement(KvType t) {
 namespace {
 ggml_type ToGgml(KvType t) {
   switch (t) {
-    case KvType::kF16: return GGML_TYPE_F16;
-    case KvType::kQ8_0: return GGML_TYPE_Q8_0;
-    case KvType::kQ4_0: return GGML_TYPE_Q4_0;
+    case KvType::kF16:
+      return GGML_TYPE_F16;
+    case KvType::kQ8_0:
+      return GGML_TYPE_Q8_0;
+    case KvType::kQ4_0:
+      return GGML_TYPE_Q4_0;
   }
   return GGML_TYPE_F16;
 }
@@ -48,7 +57,8 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const Con
   cp.n_ctx = static_cast<uint32_t>(o.n_seq) * static_cast<uint32_t>(o.n_ctx_per_seq);
   cp.n_batch = static_cast<uint32_t>(o.n_batch);
   cp.n_ubatch = static_cast<uint32_t>(o.n_batch);
-  const int threads = o.n_threads > 0 ? o.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      o.n_threads > 0 ? o.n_threads : static_cast<int>(std::thread::hardware_concurrency());
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.kv_unified = false;  // one KV stream per sequence: n_ctx_per_seq each, no sharing
@@ -86,7 +96,9 @@ Context::~Context() {
   if (ctx_) llama_free(ctx_);
 }
 
-void Context::ClearBatch() { batch_->n_tokens = 0; }
+void Context::ClearBatch() {
+  batch_->n_tokens = 0;
+}
 
 int32_t Context::Add(Token token, int32_t pos, SeqId seq, bool want_logits) {
   const int32_t i = batch_->n_tokens;
@@ -99,16 +111,23 @@ int32_t Context::Add(Token token, int32_t pos, SeqId seq, bool want_logits) {
   return i;
 }
 
-int32_t Context::BatchSize() const { return batch_->n_tokens; }
+int32_t Context::BatchSize() const {
+  return batch_->n_tokens;
+}
 
 Status Context::Decode() {
   const int32_t rc = llama_decode(ctx_, *batch_);
   switch (rc) {
-    case 0: return Status::Ok();
-    case 1: return Status::ResourceExhausted("no KV cache slot for the batch");
-    case 2: return Status::Cancelled("decode aborted");
-    case -1: return Status::InvalidArgument("invalid batch");
-    default: return Status::Internal("llama_decode failed with code " + std::to_string(rc));
+    case 0:
+      return Status::Ok();
+    case 1:
+      return Status::ResourceExhausted("no KV cache slot for the batch");
+    case 2:
+      return Status::Cancelled("decode aborted");
+    case -1:
+      return Status::InvalidArgument("invalid batch");
+    default:
+      return Status::Internal("llama_decode failed with code " + std::to_string(rc));
   }
 }
 

@@ -25,10 +25,10 @@ StatusOr<KvType> ParseKvType(const std::string& name);
 double KvBytesPerElement(KvType t);
 
 struct ContextOptions {
-  int32_t n_seq = 1;            // concurrent sequences (sessions)
-  int32_t n_ctx_per_seq = 4096; // tokens of context each sequence may hold
-  int32_t n_batch = 512;        // max tokens per decode step (decode + prefill chunk)
-  int32_t n_threads = 0;        // 0 = all cores
+  int32_t n_seq = 1;             // concurrent sequences (sessions)
+  int32_t n_ctx_per_seq = 4096;  // tokens of context each sequence may hold
+  int32_t n_batch = 512;         // max tokens per decode step (decode + prefill chunk)
+  int32_t n_threads = 0;         // 0 = all cores
   KvType kv_type = KvType::kF16;
 };
 
@@ -49,7 +49,8 @@ uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t n_batch, int32_t n
 class Context {
  public:
   // Errors: ResourceExhausted when llama.cpp cannot allocate the KV cache.
-  static StatusOr<std::unique_ptr<Context>> Create(const Model& model, const ContextOptions& options);
+  static StatusOr<std::unique_ptr<Context>> Create(const Model& model,
+                                                   const ContextOptions& options);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -1,6 +1,6 @@
 // Reads GGUF metadata through ggml's gguf API (no weights are loaded).
-#include <gguf.h>
 #include <ggml.h>
+#include <gguf.h>
 
 #include <filesystem>
 #include <memory>
@@ -25,15 +25,24 @@ int64_t GetInt(const gguf_context* g, const std::string& key) {
   if (id < 0) return -1;
   auto scalar = [&](enum gguf_type t, const void* data, size_t i) -> int64_t {
     switch (t) {
-      case GGUF_TYPE_UINT8: return static_cast<const uint8_t*>(data)[i];
-      case GGUF_TYPE_INT8: return static_cast<const int8_t*>(data)[i];
-      case GGUF_TYPE_UINT16: return static_cast<const uint16_t*>(data)[i];
-      case GGUF_TYPE_INT16: return static_cast<const int16_t*>(data)[i];
-      case GGUF_TYPE_UINT32: return static_cast<const uint32_t*>(data)[i];
-      case GGUF_TYPE_INT32: return static_cast<const int32_t*>(data)[i];
-      case GGUF_TYPE_UINT64: return static_cast<int64_t>(static_cast<const uint64_t*>(data)[i]);
-      case GGUF_TYPE_INT64: return static_cast<const int64_t*>(data)[i];
-      default: return -1;
+      case GGUF_TYPE_UINT8:
+        return static_cast<const uint8_t*>(data)[i];
+      case GGUF_TYPE_INT8:
+        return static_cast<const int8_t*>(data)[i];
+      case GGUF_TYPE_UINT16:
+        return static_cast<const uint16_t*>(data)[i];
+      case GGUF_TYPE_INT16:
+        return static_cast<const int16_t*>(data)[i];
+      case GGUF_TYPE_UINT32:
+        return static_cast<const uint32_t*>(data)[i];
+      case GGUF_TYPE_INT32:
+        return static_cast<const int32_t*>(data)[i];
+      case GGUF_TYPE_UINT64:
+        return static_cast<int64_t>(static_cast<const uint64_t*>(data)[i]);
+      case GGUF_TYPE_INT64:
+        return static_cast<const int64_t*>(data)[i];
+      default:
+        return -1;
     }
   };
   const enum gguf_type t = gguf_get_kv_type(g, id);
@@ -47,15 +56,24 @@ int64_t GetInt(const gguf_context* g, const std::string& key) {
     return best;
   }
   switch (t) {
-    case GGUF_TYPE_UINT8: return gguf_get_val_u8(g, id);
-    case GGUF_TYPE_INT8: return gguf_get_val_i8(g, id);
-    case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
-    case GGUF_TYPE_INT16: return gguf_get_val_i16(g, id);
-    case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
-    case GGUF_TYPE_INT32: return gguf_get_val_i32(g, id);
-    case GGUF_TYPE_UINT64: return static_cast<int64_t>(gguf_get_val_u64(g, id));
-    case GGUF_TYPE_INT64: return gguf_get_val_i64(g, id);
-    default: return -1;
+    case GGUF_TYPE_UINT8:
+      return gguf_get_val_u8(g, id);
+    case GGUF_TYPE_INT8:
+      return gguf_get_val_i8(g, id);
+    case GGUF_TYPE_UINT16:
+      return gguf_get_val_u16(g, id);
+    case GGUF_TYPE_INT16:
+      return gguf_get_val_i16(g, id);
+    case GGUF_TYPE_UINT32:
+      return gguf_get_val_u32(g, id);
+    case GGUF_TYPE_INT32:
+      return gguf_get_val_i32(g, id);
+    case GGUF_TYPE_UINT64:
+      return static_cast<int64_t>(gguf_get_val_u64(g, id));
+    case GGUF_TYPE_INT64:
+      return gguf_get_val_i64(g, id);
+    default:
+      return -1;
   }
 }
 
@@ -111,7 +129,8 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
     }
     info.weight_bytes += size;
   }
-  for (ggml_tensor* t = ggml_get_first_tensor(meta.get()); t; t = ggml_get_next_tensor(meta.get(), t)) {
+  for (ggml_tensor* t = ggml_get_first_tensor(meta.get()); t;
+       t = ggml_get_next_tensor(meta.get(), t)) {
     info.n_params += static_cast<uint64_t>(ggml_nelements(t));
   }
 
@@ -132,19 +151,20 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
   if (info.head_dim_k <= 0 && info.n_heads > 0) info.head_dim_k = info.n_embd / info.n_heads;
   if (info.head_dim_v <= 0) info.head_dim_v = info.head_dim_k;
   info.n_ctx_train = static_cast<int32_t>(GetInt(g.get(), a + "context_length"));
-  info.sliding_window = std::max<int32_t>(0, static_cast<int32_t>(GetInt(g.get(), a + "attention.sliding_window")));
+  info.sliding_window =
+      std::max<int32_t>(0, static_cast<int32_t>(GetInt(g.get(), a + "attention.sliding_window")));
   info.n_vocab = static_cast<int32_t>(GetInt(g.get(), "tokenizer.ggml.tokens"));
   const int64_t ftype = GetInt(g.get(), "general.file_type");
   info.file_type = ftype >= 0 ? "ftype " + std::to_string(ftype) : "unknown";
 
-  const char* missing = info.n_layers <= 0       ? "block_count"
-                        : info.n_embd <= 0       ? "embedding_length"
-                        : info.n_heads <= 0      ? "attention.head_count"
-                        : info.head_dim_k <= 0   ? "attention.key_length"
-                                                 : nullptr;
+  const char* missing = info.n_layers <= 0     ? "block_count"
+                        : info.n_embd <= 0     ? "embedding_length"
+                        : info.n_heads <= 0    ? "attention.head_count"
+                        : info.head_dim_k <= 0 ? "attention.key_length"
+                                               : nullptr;
   if (missing) {
-    return Status::InvalidArgument("'" + path + "' lacks " + a + missing + ", needed for memory planning",
-                                   "model");
+    return Status::InvalidArgument(
+        "'" + path + "' lacks " + a + missing + ", needed for memory planning", "model");
   }
   return info;
 }

@@ -1,7 +1,7 @@
 #include "outpost/engine/model.h"
 
-#include <llama.h>
 #include <chat.h>
+#include <llama.h>
 
 #include <spdlog/spdlog.h>
 
@@ -21,7 +21,8 @@ constexpr const char* kGemmaTemplate =
     "{%- if messages[0]['role'] == 'system' -%}"
     "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}"
     "{%- set loop_messages = messages[1:] -%}"
-    "{%- else -%}{%- set first_user_prefix = \"\" -%}{%- set loop_messages = messages -%}{%- endif -%}"
+    "{%- else -%}{%- set first_user_prefix = \"\" -%}{%- set loop_messages = messages -%}{%- endif "
+    "-%}"
     "{%- for message in loop_messages -%}"
     "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}"
     "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
@@ -68,8 +69,9 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
   }
 
   try {
-    const std::string override_tmpl = TemplateOverride(raw, m->info_.architecture);
-    if (!override_tmpl.empty()) {
+    std::string override_tmpl = options.chat_template;
+    if (override_tmpl.empty()) override_tmpl = TemplateOverride(raw, m->info_.architecture);
+    if (!override_tmpl.empty() && options.chat_template.empty()) {
       spdlog::warn("'{}' has no chat template; using the built-in {} template", options.path,
                    m->info_.architecture);
     }
@@ -86,9 +88,9 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
     auto params = common_chat_templates_apply(m->templates_, probe);
     m->template_stops_ = params.additional_stops;
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("chat template of '") + options.path +
-                                       "' cannot be used: " + e.what(),
-                                   "model");
+    return Status::InvalidArgument(
+        std::string("chat template of '") + options.path + "' cannot be used: " + e.what(),
+        "model");
   }
   return m;
 }
@@ -122,9 +124,13 @@ std::string Model::TokenPiece(Token token) const {
   return big;
 }
 
-bool Model::IsEndOfGeneration(Token token) const { return llama_vocab_is_eog(vocab_, token); }
+bool Model::IsEndOfGeneration(Token token) const {
+  return llama_vocab_is_eog(vocab_, token);
+}
 
-int32_t Model::VocabSize() const { return llama_vocab_n_tokens(vocab_); }
+int32_t Model::VocabSize() const {
+  return llama_vocab_n_tokens(vocab_);
+}
 
 StatusOr<std::string> Model::ApplyChatTemplate(const std::vector<ChatMessage>& messages) const {
   common_chat_templates_inputs in;
@@ -144,15 +150,18 @@ StatusOr<std::string> Model::ApplyChatTemplate(const std::vector<ChatMessage>& m
     std::lock_guard<std::mutex> lock(template_mu_);
     return common_chat_templates_apply(templates_, in).prompt;
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("the model's chat template rejected the messages: ") +
-                                       e.what(),
-                                   "messages");
+    return Status::InvalidArgument(
+        std::string("the model's chat template rejected the messages: ") + e.what(), "messages");
   }
 }
 
-std::string LlamaCppVersion() { return OUTPOST_LLAMA_VERSION; }
+std::string LlamaCppVersion() {
+  return OUTPOST_LLAMA_VERSION;
+}
 
-std::string LlamaSystemInfo() { return llama_print_system_info(); }
+std::string LlamaSystemInfo() {
+  return llama_print_system_info();
+}
 
 namespace {
 void LogCallback(ggml_log_level level, const char* text, void* user_data) {
@@ -162,9 +171,15 @@ void LogCallback(ggml_log_level level, const char* text, void* user_data) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   if (s.empty()) return;
   switch (level) {
-    case GGML_LOG_LEVEL_ERROR: spdlog::error("llama.cpp: {}", s); break;
-    case GGML_LOG_LEVEL_WARN: spdlog::warn("llama.cpp: {}", s); break;
-    default: spdlog::debug("llama.cpp: {}", s); break;
+    case GGML_LOG_LEVEL_ERROR:
+      spdlog::error("llama.cpp: {}", s);
+      break;
+    case GGML_LOG_LEVEL_WARN:
+      spdlog::warn("llama.cpp: {}", s);
+      break;
+    default:
+      spdlog::debug("llama.cpp: {}", s);
+      break;
   }
 }
 }  // namespace

@@ -25,8 +25,9 @@ namespace outpost::engine {
 
 struct ModelOptions {
   std::string path;
-  bool use_mmap = true;      // weights are paged from the file; shared with the page cache
-  int32_t n_gpu_layers = 0;  // layers to offload when a GPU backend is built in; -1 = all
+  bool use_mmap = true;       // weights are paged from the file; shared with the page cache
+  int32_t n_gpu_layers = 0;   // layers to offload when a GPU backend is built in; -1 = all
+  std::string chat_template;  // jinja source overriding the GGUF's; "" = the GGUF's own
 };
 
 class Model {

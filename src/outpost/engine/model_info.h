@@ -21,9 +21,9 @@ struct ModelInfo {
   uint64_t n_params = 0;
   int32_t n_layers = 0;
   int32_t n_heads = 0;
-  int32_t n_kv_heads = 0;     // max over layers when per-layer
-  int32_t head_dim_k = 0;     // key length per head
-  int32_t head_dim_v = 0;     // value length per head
+  int32_t n_kv_heads = 0;  // max over layers when per-layer
+  int32_t head_dim_k = 0;  // key length per head
+  int32_t head_dim_v = 0;  // value length per head
   int32_t n_embd = 0;
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;

@@ -11,14 +11,16 @@ namespace outpost::engine {
 
 Sampler::Sampler(const Model& model, const SamplingParams& p) : Sampler(model, p, true) {}
 
-std::unique_ptr<Sampler> Sampler::WithoutFastPathForTest(const Model& model, const SamplingParams& p) {
+std::unique_ptr<Sampler> Sampler::WithoutFastPathForTest(const Model& model,
+                                                         const SamplingParams& p) {
   return std::unique_ptr<Sampler>(new Sampler(model, p, false));
 }
 
 Sampler::Sampler(const Model& model, const SamplingParams& p, bool allow_fast_path) {
   const int32_t n_vocab = model.VocabSize();
   n_vocab_ = n_vocab;
-  const bool penalties = p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  const bool penalties =
+      p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
   if (allow_fast_path && p.temperature <= 0.0f && !penalties) {
     fast_greedy_ = true;
     if (!p.logit_bias.empty()) {
@@ -44,9 +46,9 @@ Sampler::Sampler(const Model& model, const SamplingParams& p, bool allow_fast_pa
                                         n_vocab, static_cast<int32_t>(bias.size()), bias.data()));
   }
   if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-    llama_sampler_chain_add(chain_, llama_sampler_init_penalties(n_vocab, p.penalty_last_n, p.repeat_penalty,
-                                                                 p.frequency_penalty,
-                                                                 p.presence_penalty));
+    llama_sampler_chain_add(
+        chain_, llama_sampler_init_penalties(n_vocab, p.penalty_last_n, p.repeat_penalty,
+                                             p.frequency_penalty, p.presence_penalty));
   }
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(chain_, llama_sampler_init_greedy());

@@ -25,7 +25,8 @@ class Sampler {
  public:
   Sampler(const Model& model, const SamplingParams& params);
   // Test hook: the same sampler without the greedy fast path (llama.cpp chain).
-  static std::unique_ptr<Sampler> WithoutFastPathForTest(const Model& model, const SamplingParams& params);
+  static std::unique_ptr<Sampler> WithoutFastPathForTest(const Model& model,
+                                                         const SamplingParams& params);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -45,8 +46,8 @@ class Sampler {
   llama_sampler* chain_ = nullptr;
   bool fast_greedy_ = false;
   int32_t n_vocab_ = 0;
-  std::vector<uint8_t> biased_;                  // fast path: 1 where a bias applies
-  std::vector<std::pair<Token, float>> bias_;    // fast path: sorted by token
+  std::vector<uint8_t> biased_;                // fast path: 1 where a bias applies
+  std::vector<std::pair<Token, float>> bias_;  // fast path: sorted by token
 };
 
 }  // namespace outpost::engine

@@ -13,14 +13,14 @@ using util::FormatBytes;
 
 uint64_t KvBytesPerToken(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim_k,
                          int32_t head_dim_v, double bytes_per_element) {
-  const double v = static_cast<double>(n_layers) * n_kv_heads * (head_dim_k + head_dim_v) *
-                   bytes_per_element;
+  const double v =
+      static_cast<double>(n_layers) * n_kv_heads * (head_dim_k + head_dim_v) * bytes_per_element;
   return static_cast<uint64_t>(std::llround(v));
 }
 
 uint64_t RequiredWithHeadroom(uint64_t peak_use_bytes, double headroom_fraction) {
-  return static_cast<uint64_t>(std::llround(static_cast<double>(peak_use_bytes) *
-                                            (1.0 + headroom_fraction)));
+  return static_cast<uint64_t>(
+      std::llround(static_cast<double>(peak_use_bytes) * (1.0 + headroom_fraction)));
 }
 
 StatusOr<CapacityPlan> PlanCapacity(const CapacityInputs& in, int32_t requested, int32_t auto_cap) {
@@ -38,21 +38,22 @@ StatusOr<CapacityPlan> PlanCapacity(const CapacityInputs& in, int32_t requested,
   if (fixed + p.kv_bytes_per_session > p.usable_bytes) {
     return Status::ResourceExhausted(
         "not even one session fits: weights " + FormatBytes(p.weight_bytes) + " + overhead " +
-        FormatBytes(p.overhead_bytes) + " + one session's KV " + FormatBytes(p.kv_bytes_per_session) +
-        " = " + FormatBytes(fixed + p.kv_bytes_per_session) + " > usable " +
-        FormatBytes(p.usable_bytes) + " (budget " + FormatBytes(p.budget_bytes) + " with " +
-        std::to_string(static_cast<int>(std::lround(in.headroom_fraction * 100))) +
+        FormatBytes(p.overhead_bytes) + " + one session's KV " +
+        FormatBytes(p.kv_bytes_per_session) + " = " + FormatBytes(fixed + p.kv_bytes_per_session) +
+        " > usable " + FormatBytes(p.usable_bytes) + " (budget " + FormatBytes(p.budget_bytes) +
+        " with " + std::to_string(static_cast<int>(std::lround(in.headroom_fraction * 100))) +
         "% headroom); lower ctx_size, use a smaller KV type or raise memory_budget");
   }
   const uint64_t per = std::max<uint64_t>(1, p.kv_bytes_per_session);
-  p.max_sessions = static_cast<int32_t>(std::min<uint64_t>((p.usable_bytes - fixed) / per, 1 << 20));
+  p.max_sessions =
+      static_cast<int32_t>(std::min<uint64_t>((p.usable_bytes - fixed) / per, 1 << 20));
   if (requested > 0) {
     if (requested > p.max_sessions) {
       return Status::ResourceExhausted(
           "parallel " + std::to_string(requested) + " does not fit: weights " +
           FormatBytes(p.weight_bytes) + " + overhead " + FormatBytes(p.overhead_bytes) + " + " +
-          std::to_string(requested) + " x " + FormatBytes(p.kv_bytes_per_session) + " KV = " +
-          FormatBytes(fixed + per * static_cast<uint64_t>(requested)) + " > usable " +
+          std::to_string(requested) + " x " + FormatBytes(p.kv_bytes_per_session) +
+          " KV = " + FormatBytes(fixed + per * static_cast<uint64_t>(requested)) + " > usable " +
           FormatBytes(p.usable_bytes) + "; at most " + std::to_string(p.max_sessions) +
           " sessions of " + std::to_string(p.ctx_per_session) + " tokens fit");
     }
@@ -78,8 +79,8 @@ std::string CapacityPlan::ToText() const {
     << "% headroom\n"
     << "  max sessions         " << max_sessions << "\n"
     << "  sessions (parallel)  " << sessions << "\n"
-    << "  peak use             " << FormatBytes(peak_bytes) << " (needs " << FormatBytes(required_bytes)
-    << " with headroom)";
+    << "  peak use             " << FormatBytes(peak_bytes) << " (needs "
+    << FormatBytes(required_bytes) << " with headroom)";
   return o.str();
 }
 

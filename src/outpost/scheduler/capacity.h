@@ -42,9 +42,9 @@ struct CapacityPlan {
   uint64_t usable_bytes = 0;  // budget / (1 + headroom)
   double headroom_fraction = 0.2;
   int32_t ctx_per_session = 0;
-  int32_t max_sessions = 0;  // largest count that fits
-  int32_t sessions = 0;      // what will run (requested or auto)
-  uint64_t peak_bytes = 0;   // weights + overhead + KV × sessions
+  int32_t max_sessions = 0;     // largest count that fits
+  int32_t sessions = 0;         // what will run (requested or auto)
+  uint64_t peak_bytes = 0;      // weights + overhead + KV × sessions
   uint64_t required_bytes = 0;  // peak with headroom
 
   // One readable block for the start-up log.

@@ -32,8 +32,8 @@ struct GenerationRequest {
   std::string id;
   std::vector<engine::Token> prompt;
   engine::SamplingParams sampling;
-  int32_t max_tokens = -1;         // -1: until the context is full
-  std::vector<std::string> stop;   // stop strings (not included in output)
+  int32_t max_tokens = -1;        // -1: until the context is full
+  std::vector<std::string> stop;  // stop strings (not included in output)
   Priority priority = Priority::kInteractive;
 };
 

@@ -12,19 +12,28 @@ namespace outpost::scheduler {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 }  // namespace
 
-Scheduler::Scheduler(std::shared_ptr<const engine::Model> model, std::unique_ptr<engine::Context> ctx,
-                     SchedulerOptions options, telemetry::Metrics* metrics)
-    : model_ptr_(std::move(model)), model_(*model_ptr_), ctx_(std::move(ctx)), options_(options), metrics_(metrics) {
+Scheduler::Scheduler(std::shared_ptr<const engine::Model> model,
+                     std::unique_ptr<engine::Context> ctx, SchedulerOptions options,
+                     telemetry::Metrics* metrics)
+    : model_ptr_(std::move(model)),
+      model_(*model_ptr_),
+      ctx_(std::move(ctx)),
+      options_(options),
+      metrics_(metrics) {
   slots_.resize(static_cast<size_t>(options_.n_seq));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<engine::SeqId>(i);
   metrics_->max_sessions = options_.n_seq;
   metrics_->kv_bytes_limit = ctx_->KvBytesAllocated();
 }
 
-Scheduler::~Scheduler() { Stop(); }
+Scheduler::~Scheduler() {
+  Stop();
+}
 
 void Scheduler::Start() {
   thread_ = std::thread([this] { Loop(); });
@@ -45,16 +54,16 @@ StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationRequest req
   const auto n_prompt = static_cast<int32_t>(req.prompt.size());
   if (n_prompt == 0) return Status::InvalidArgument("the prompt is empty", "messages");
   if (n_prompt >= options_.ctx_per_session) {
-    return Status::InvalidArgument(
-        "the prompt has " + std::to_string(n_prompt) + " tokens but the context per session is " +
-            std::to_string(options_.ctx_per_session) +
-            " tokens (at least one must remain for the answer)",
-        "messages");
+    return Status::InvalidArgument("the prompt has " + std::to_string(n_prompt) +
+                                       " tokens but the context per session is " +
+                                       std::to_string(options_.ctx_per_session) +
+                                       " tokens (at least one must remain for the answer)",
+                                   "messages");
   }
   if (req.max_tokens > 0 && n_prompt + req.max_tokens > options_.ctx_per_session) {
     return Status::InvalidArgument(
-        "the context per session is " + std::to_string(options_.ctx_per_session) +
-            " tokens, but " + std::to_string(n_prompt + req.max_tokens) + " were requested (" +
+        "the context per session is " + std::to_string(options_.ctx_per_session) + " tokens, but " +
+            std::to_string(n_prompt + req.max_tokens) + " were requested (" +
             std::to_string(n_prompt) + " in the prompt, " + std::to_string(req.max_tokens) +
             " for the completion); lower max_tokens or shorten the prompt",
         "max_tokens");
@@ -71,9 +80,10 @@ StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationRequest req
       *retry_after_s = RetryAfterLocked();
       metrics_->rejected_total++;
       return Status::ResourceExhausted(
-          "over capacity: all " + std::to_string(options_.n_seq) + " sessions are busy and the queue holds " +
-          std::to_string(in_system - options_.n_seq) + " of " + std::to_string(options_.max_queue) +
-          " requests; retry after " + std::to_string(*retry_after_s) + " s");
+          "over capacity: all " + std::to_string(options_.n_seq) +
+          " sessions are busy and the queue holds " + std::to_string(in_system - options_.n_seq) +
+          " of " + std::to_string(options_.max_queue) + " requests; retry after " +
+          std::to_string(*retry_after_s) + " s");
     }
     const int p = req.priority == Priority::kBatch ? 1 : 0;
     queue_[p].push_back(Queued{std::move(req), handle, handle->submitted_at});
@@ -180,7 +190,8 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     if (budget <= 0) break;
     if (s.state != SlotState::kPrefill) continue;
     const size_t remaining = s.req.prompt.size() - s.n_prompt_done;
-    const auto take = static_cast<int32_t>(std::min<size_t>(remaining, static_cast<size_t>(budget)));
+    const auto take =
+        static_cast<int32_t>(std::min<size_t>(remaining, static_cast<size_t>(budget)));
     for (int32_t k = 0; k < take; ++k) {
       const bool last = s.n_prompt_done + 1 == s.req.prompt.size();
       const int32_t idx = ctx_->Add(s.req.prompt[s.n_prompt_done], s.n_past, s.seq, last);
@@ -221,13 +232,16 @@ void Scheduler::Loop() {
       ++n_sampled;
     }
     UpdateRate(n_sampled, Clock::now() - step_start);
+    spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
+                  n_sampled, Seconds(Clock::now() - step_start) * 1000);
     uint64_t live_tokens = 0;
     for (const auto& s : slots_) live_tokens += static_cast<uint64_t>(s.n_past);
     metrics_->kv_bytes_used = live_tokens * options_.kv_bytes_per_token;
   }
   // Stopping: finish everything still running or queued.
   for (auto& s : slots_) {
-    if (s.state != SlotState::kIdle) Finish(s, FinishReason::kError, Status::Unavailable("the server is shutting down"));
+    if (s.state != SlotState::kIdle)
+      Finish(s, FinishReason::kError, Status::Unavailable("the server is shutting down"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& q : queue_) {

@@ -44,13 +44,13 @@
 namespace outpost::scheduler {
 
 struct SchedulerOptions {
-  int32_t n_seq = 1;                 // concurrent sessions (= context sequences)
-  int32_t ctx_per_session = 4096;    // tokens per session (prompt + completion)
-  int32_t n_batch = 512;             // max tokens in one decode step
-  int32_t prefill_chunk = 256;       // max prompt tokens per step while others decode
-  int32_t max_queue = 16;            // queued requests beyond the sessions; 0 = no queue
-  int64_t max_queue_wait_ms = 30000; // a queued request older than this gets 503
-  uint64_t kv_bytes_per_token = 0;   // for the kv_bytes_used gauge
+  int32_t n_seq = 1;                  // concurrent sessions (= context sequences)
+  int32_t ctx_per_session = 4096;     // tokens per session (prompt + completion)
+  int32_t n_batch = 512;              // max tokens in one decode step
+  int32_t prefill_chunk = 256;        // max prompt tokens per step while others decode
+  int32_t max_queue = 16;             // queued requests beyond the sessions; 0 = no queue
+  int64_t max_queue_wait_ms = 30000;  // a queued request older than this gets 503
+  uint64_t kv_bytes_per_token = 0;    // for the kv_bytes_used gauge
 };
 
 // Point-in-time view for /ready.
@@ -101,12 +101,12 @@ class Scheduler {
     std::shared_ptr<RequestHandle> handle;
     std::unique_ptr<engine::Sampler> sampler;
     std::optional<StopMatcher> stop;
-    size_t n_prompt_done = 0;   // prompt tokens already in the KV cache
-    int32_t n_past = 0;         // tokens in the KV cache
+    size_t n_prompt_done = 0;  // prompt tokens already in the KV cache
+    int32_t n_past = 0;        // tokens in the KV cache
     int32_t n_generated = 0;
     engine::Token last_token = 0;
-    int32_t i_batch = -1;       // logits index in the current batch, or -1
-    std::string utf8_pending;   // bytes of an incomplete UTF-8 character
+    int32_t i_batch = -1;      // logits index in the current batch, or -1
+    std::string utf8_pending;  // bytes of an incomplete UTF-8 character
     std::chrono::steady_clock::time_point started, last_token_at;
   };
 

@@ -5,9 +5,9 @@
 namespace outpost::scheduler {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
-  stops_.erase(std::remove_if(stops_.begin(), stops_.end(),
-                              [](const std::string& s) { return s.empty(); }),
-               stops_.end());
+  stops_.erase(
+      std::remove_if(stops_.begin(), stops_.end(), [](const std::string& s) { return s.empty(); }),
+      stops_.end());
 }
 
 std::string StopMatcher::Feed(std::string_view piece) {

@@ -111,7 +111,8 @@ std::string Metrics::Render() const {
   Header(&out, "outpost_request_duration_seconds", "histogram",
          "Time from request arrival to its last token.");
   request_duration_seconds.Render("outpost_request_duration_seconds", &out);
-  Scalar(&out, "outpost_queue_depth", "gauge", "Requests waiting for a session.", queue_depth.load());
+  Scalar(&out, "outpost_queue_depth", "gauge", "Requests waiting for a session.",
+         queue_depth.load());
   Scalar(&out, "outpost_active_sequences", "gauge", "Sequences being prefilled or decoded.",
          active_sequences.load());
   Scalar(&out, "outpost_max_sessions", "gauge", "Concurrent sessions admitted (parallel).",
@@ -125,7 +126,8 @@ std::string Metrics::Render() const {
   Scalar(&out, "outpost_memory_planned_peak_bytes", "gauge",
          "Planned peak memory: weights + overhead + KV at max sessions.",
          memory_planned_peak_bytes.load());
-  Scalar(&out, "outpost_model_weight_bytes", "gauge", "Bytes of model weights.", weight_bytes.load());
+  Scalar(&out, "outpost_model_weight_bytes", "gauge", "Bytes of model weights.",
+         weight_bytes.load());
   Scalar(&out, "outpost_decode_tokens_per_second", "gauge",
          "Aggregate decode rate over the last seconds of work.", decode_tokens_per_second.load());
   return out;

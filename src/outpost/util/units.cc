@@ -39,15 +39,24 @@ StatusOr<uint64_t> ParseBytes(std::string_view text) {
   }
   if (n < 0) return Status::InvalidArgument("size '" + std::string(text) + "' is negative");
   double mult = 0;
-  if (suf.empty() || suf == "b") mult = 1;
-  else if (suf == "k" || suf == "kib") mult = 1024.0;
-  else if (suf == "m" || suf == "mib") mult = 1024.0 * 1024;
-  else if (suf == "g" || suf == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (suf == "t" || suf == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else if (suf == "kb") mult = 1e3;
-  else if (suf == "mb") mult = 1e6;
-  else if (suf == "gb") mult = 1e9;
-  else if (suf == "tb") mult = 1e12;
+  if (suf.empty() || suf == "b")
+    mult = 1;
+  else if (suf == "k" || suf == "kib")
+    mult = 1024.0;
+  else if (suf == "m" || suf == "mib")
+    mult = 1024.0 * 1024;
+  else if (suf == "g" || suf == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (suf == "t" || suf == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (suf == "kb")
+    mult = 1e3;
+  else if (suf == "mb")
+    mult = 1e6;
+  else if (suf == "gb")
+    mult = 1e9;
+  else if (suf == "tb")
+    mult = 1e12;
   else {
     return Status::InvalidArgument("unknown size unit '" + suf + "' in '" + std::string(text) +
                                    "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
@@ -59,14 +68,19 @@ StatusOr<int64_t> ParseDurationMs(std::string_view text) {
   double n = 0;
   std::string suf;
   if (!SplitNumber(text, &n, &suf)) {
-    return Status::InvalidArgument("'" + std::string(text) + "' is not a duration (e.g. 30s, 250ms)");
+    return Status::InvalidArgument("'" + std::string(text) +
+                                   "' is not a duration (e.g. 30s, 250ms)");
   }
   if (n < 0) return Status::InvalidArgument("duration '" + std::string(text) + "' is negative");
   double mult = 0;
-  if (suf == "ms") mult = 1;
-  else if (suf.empty() || suf == "s") mult = 1000;
-  else if (suf == "m" || suf == "min") mult = 60'000;
-  else if (suf == "h") mult = 3'600'000;
+  if (suf == "ms")
+    mult = 1;
+  else if (suf.empty() || suf == "s")
+    mult = 1000;
+  else if (suf == "m" || suf == "min")
+    mult = 60'000;
+  else if (suf == "h")
+    mult = 3'600'000;
   else {
     return Status::InvalidArgument("unknown duration unit '" + suf + "' in '" + std::string(text) +
                                    "' (use ms, s, m, h)");
@@ -83,8 +97,10 @@ std::string FormatBytes(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
   return buf;
 }
 

@@ -1,0 +1,85 @@
+// Chat formatting through llama.cpp's jinja support: the built-in Gemma format
+// for the default model, and the Llama 3, ChatML (Qwen) and Phi-3 templates
+// supplied as overrides, each rendering a system + user conversation exactly.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "outpost/engine/model.h"
+
+namespace outpost::engine {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Case {
+  const char* name;
+  const char* template_file;  // "" = the model's own (built-in Gemma)
+  const char* expected;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class ChatTemplates : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ChatTemplates, RendersSystemAndUserTurns) {
+  const char* model = std::getenv("OUTPOST_MODEL");
+  if (!model || !std::filesystem::exists(model)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  InstallLlamaLogger(false);
+  ModelOptions o;
+  o.path = model;
+  if (*GetParam().template_file) {
+    o.chat_template =
+        ReadFile(std::string(OUTPOST_TEST_DATA) + "/templates/" + GetParam().template_file);
+    ASSERT_FALSE(o.chat_template.empty());
+  }
+  auto m = Model::Load(o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto prompt = (*m)->ApplyChatTemplate({{"system", "Be brief."}, {"user", "Hi"}});
+  ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+  EXPECT_EQ(*prompt, GetParam().expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, ChatTemplates,
+    ::testing::Values(
+        // BOS is left to the tokenizer (the model adds it), so it is not in the text.
+        Case{"gemma", "",
+             "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"},
+        Case{"llama3", "llama3.jinja",
+             "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+             "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+        Case{"chatml_qwen", "chatml.jinja",
+             "<|im_start|>system\nBe "
+             "brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
+        Case{"phi3", "phi3.jinja",
+             "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ChatTemplates, AlternationErrorIsAClearInvalidArgument) {
+  const char* model = std::getenv("OUTPOST_MODEL");
+  if (!model || !std::filesystem::exists(model)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  ModelOptions o;
+  o.path = model;
+  auto m = Model::Load(o);
+  ASSERT_TRUE(m.ok());
+  auto prompt = (*m)->ApplyChatTemplate({{"user", "a"}, {"user", "b"}});
+  ASSERT_FALSE(prompt.ok());
+  EXPECT_EQ(prompt.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(prompt.status().message().find("alternate"), std::string::npos)
+      << prompt.status().message();
+}
+
+}  // namespace
+}  // namespace outpost::engine
