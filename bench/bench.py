@@ -40,6 +40,10 @@ def free_port():
 
 
 def start(cmd, port, ready_path):
+    # A fresh connection pool per server: a new server may reuse an old port.
+    global CLIENT
+    CLIENT.close()
+    CLIENT = new_client()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 180
     while time.time() < deadline:
@@ -66,7 +70,11 @@ def stop(proc):
 # One client with a connection pool shared by all bench threads: creating an
 # httpx client per request costs tens of ms of CPU (TLS context) and would
 # stagger the "simultaneous" clients.
-CLIENT = httpx.Client(timeout=600, limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
+def new_client():
+    return httpx.Client(timeout=600, limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
+
+
+CLIENT = new_client()
 
 
 def stream_one(base, n_tokens):

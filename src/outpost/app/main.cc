@@ -8,6 +8,7 @@
 #include <string>
 
 #include "outpost/app/config.h"
+#include "outpost/app/plan_command.h"
 #include "outpost/app/serve.h"
 #include "outpost/engine/model.h"
 #include "outpost/version.h"
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
     serve->add_option(name, flag_values[f.key], f.help);
   }
 
+  outpost::app::PlanFlags* plan = outpost::app::AddPlanCommand(&app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -82,6 +85,7 @@ int main(int argc, char** argv) {
     std::printf("outpost %s\nllama.cpp %s\n", OUTPOST_VERSION, OUTPOST_LLAMA_VERSION);
     return 0;
   }
+  if (app.got_subcommand("plan")) return outpost::app::RunPlan(*plan);
   if (!serve->parsed()) {
     std::printf("%s", app.help().c_str());
     return 0;
