@@ -84,7 +84,9 @@ def stream_one(base, n_tokens):
     t0 = time.perf_counter()
     first = last = None
     tokens = None
-    with CLIENT.stream("POST", base + "/v1/completions", json=body) as r:
+    # Connection: close — llama-server may close a kept-alive connection after a
+    # stream, and a pooled client would then send the next request into it.
+    with CLIENT.stream("POST", base + "/v1/completions", json=body, headers={"Connection": "close"}) as r:
         r.raise_for_status()
         for line in r.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":

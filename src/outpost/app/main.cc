@@ -1,4 +1,5 @@
 // outpost — edge inference server. Entry point: subcommand dispatch.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -7,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "outpost/app/bench_command.h"
 #include "outpost/app/config.h"
 #include "outpost/app/plan_command.h"
 #include "outpost/app/serve.h"
@@ -55,6 +57,8 @@ std::string Kebab(std::string s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs go to stderr, so stdout carries only results (`--json`).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("outpost"));
   CLI::App app{"Outpost: an edge inference server with an OpenAI-compatible API.", "outpost"};
   app.require_subcommand(0, 1);
   bool show_version = false;
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
   }
 
   outpost::app::PlanFlags* plan = outpost::app::AddPlanCommand(&app);
+  outpost::app::BenchFlags* bench = outpost::app::AddBenchCommand(&app);
 
   try {
     app.parse(argc, argv);
@@ -86,6 +91,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (app.got_subcommand("plan")) return outpost::app::RunPlan(*plan);
+  if (app.got_subcommand("bench")) return outpost::app::RunBenchCommand(*bench);
   if (!serve->parsed()) {
     std::printf("%s", app.help().c_str());
     return 0;

@@ -1,0 +1,139 @@
+#include "outpost/app/bench_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "outpost/app/config.h"
+#include "outpost/app/model_loader.h"
+#include "outpost/bench/runner.h"
+#include "outpost/engine/model.h"
+#include "outpost/util/units.h"
+
+namespace outpost::app {
+
+struct BenchFlags {
+  std::string model;
+  int threads = 0;
+  int ctx_size = 1024;
+  std::string parallel = "auto";
+  int parallel_auto_max = 16;
+  std::string memory_budget = "auto";
+  int prompt_tokens = 256;
+  int gen_tokens = 64;
+  int reps = 3;
+  std::string duration;
+  std::string sample_interval = "5s";
+  bool short_mode = false;
+  bool json = false;
+  std::string html;
+  std::string out;
+};
+
+BenchFlags* AddBenchCommand(CLI::App* app) {
+  auto* f = new BenchFlags();  // lives for the process; CLI11 binds to its fields
+  CLI::App* c = app->add_subcommand(
+      "bench", "measure bandwidth, prefill, decode, users and memory on this machine");
+  c->add_option("-m,--model", f->model, "GGUF model (default: as for serve)");
+  c->add_option("--threads", f->threads, "CPU threads (default all cores)");
+  c->add_option("--ctx-size", f->ctx_size, "tokens per session (default 1024)");
+  c->add_option("--parallel", f->parallel,
+                "sessions: auto or N (default auto, capped by --parallel-auto-max)");
+  c->add_option("--parallel-auto-max", f->parallel_auto_max, "cap for auto (default 16)");
+  c->add_option("--memory-budget", f->memory_budget, "memory budget for the plan (default auto)");
+  c->add_option("--prompt-tokens", f->prompt_tokens,
+                "prompt length for the prefill measurement (default 256)");
+  c->add_option("--gen-tokens", f->gen_tokens,
+                "tokens per request in decode and sweep (default 64)");
+  c->add_option("--reps", f->reps, "repetitions; medians are reported (default 3)");
+  c->add_option("--duration", f->duration,
+                "sustained mode: constant load for this long (60m, 90s)");
+  c->add_option("--sample-interval", f->sample_interval,
+                "sustained mode: time between samples (default 5s)");
+  c->add_flag("--short", f->short_mode,
+              "a quick run in seconds (small context, few sessions; for CI)");
+  c->add_flag("--json", f->json, "print JSON (feed it to `outpost plan --calibrate`)");
+  c->add_option("--html", f->html, "also write an HTML report with charts to FILE");
+  c->add_option("-o,--out", f->out, "also write the JSON report to FILE");
+  return f;
+}
+
+int RunBenchCommand(const BenchFlags& f) {
+  auto fail = [](const std::string& m) {
+    std::fprintf(stderr, "outpost bench: %s\n", m.c_str());
+    return 2;
+  };
+  ServeConfig cfg;
+  cfg.model = f.model.empty() ? DefaultModelPath() : f.model;
+  cfg.threads = f.threads;
+  cfg.queue_length = 1024;
+  cfg.queue_wait_ms = 3'600'000;
+  cfg.log_level = "warn";
+  bench::BenchOptions o;
+  o.threads = f.threads;
+  o.prompt_tokens = f.prompt_tokens;
+  o.gen_tokens = f.gen_tokens;
+  o.reps = f.reps;
+  int ctx = f.ctx_size;
+  std::string parallel = f.parallel;
+  if (f.short_mode) {
+    ctx = 256;
+    parallel = "4";
+    o.prompt_tokens = 64;
+    o.gen_tokens = 16;
+    o.reps = 1;
+    o.membw_mib = 256;
+  }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"ctx_size", std::to_string(ctx)},
+           {"parallel", parallel},
+           {"parallel_auto_max", std::to_string(f.parallel_auto_max)},
+           {"memory_budget", f.memory_budget}}) {
+    if (Status st = ApplySetting(&cfg, key, value); !st.ok())
+      return fail("--" + key + ": " + st.message());
+  }
+  if (o.gen_tokens < 2 || o.reps < 1 || o.prompt_tokens < 1) {
+    return fail("--gen-tokens must be >= 2, --reps >= 1 and --prompt-tokens >= 1");
+  }
+  if (!f.duration.empty()) {
+    auto d = util::ParseDurationMs(f.duration);
+    if (!d.ok() || *d <= 0)
+      return fail("--duration: '" + f.duration + "' is not a positive duration (60m, 90s)");
+    o.duration_s = static_cast<double>(*d) / 1000.0;
+    auto s = util::ParseDurationMs(f.sample_interval);
+    if (!s.ok() || *s <= 0)
+      return fail("--sample-interval: '" + f.sample_interval + "' is not a positive duration");
+    o.sample_interval_s = static_cast<double>(*s) / 1000.0;
+  }
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); };
+
+  spdlog::set_level(spdlog::level::warn);
+  engine::InstallLlamaLogger(false);
+  telemetry::Metrics metrics;
+  auto served = LoadServedModel(cfg, &metrics);
+  if (!served.ok()) {
+    std::fprintf(stderr, "outpost bench: cannot load %s: %s\n", cfg.model.c_str(),
+                 served.status().message().c_str());
+    return 1;
+  }
+  const bench::BenchReport r = bench::RunBench(*served->scheduler, served->plan, metrics, o);
+  served->scheduler->Stop();
+  const std::string json = bench::BenchJson(r).dump(2);
+  if (f.json)
+    std::cout << json << "\n";
+  else
+    std::cout << bench::BenchText(r);
+  if (!f.out.empty()) {
+    std::ofstream(f.out) << json << "\n";
+  }
+  if (!f.html.empty()) {
+    std::ofstream out(f.html);
+    if (!out) return fail("--html: cannot write '" + f.html + "'");
+    out << bench::BenchHtml(r);
+  }
+  return 0;
+}
+
+}  // namespace outpost::app

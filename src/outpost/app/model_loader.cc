@@ -1,0 +1,138 @@
+#include "outpost/app/model_loader.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "outpost/engine/context.h"
+#include "outpost/engine/model.h"
+#include "outpost/scheduler/capacity.h"
+#include "outpost/scheduler/scheduler.h"
+#include "outpost/util/units.h"
+#include "outpost/version.h"
+
+namespace outpost::app {
+
+StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Metrics* metrics) {
+  auto info = engine::ReadModelInfo(cfg.model);
+  if (!info.ok()) return info.status();
+  auto kv_type = engine::ParseKvType(cfg.kv_type);
+  if (!kv_type.ok()) return kv_type.status();
+
+  scheduler::CapacityInputs in;
+  in.weight_bytes = info->weight_bytes;
+  in.kv_bytes_per_token =
+      scheduler::KvBytesPerToken(info->n_layers, info->n_kv_heads, info->head_dim_k,
+                                 info->head_dim_v, engine::KvBytesPerElement(*kv_type));
+  in.ctx_per_session = cfg.ctx_size;
+  in.overhead_bytes = engine::EstimateOverheadBytes(
+      *info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max, cfg.ctx_size);
+  in.memory_budget_bytes =
+      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
+  in.headroom_fraction = cfg.headroom;
+  if (in.memory_budget_bytes == 0) {
+    return Status::InvalidArgument("cannot detect available memory; set memory_budget",
+                                   "memory_budget");
+  }
+  if (cfg.ctx_size > info->n_ctx_train && info->n_ctx_train > 0) {
+    spdlog::warn("ctx_size {} exceeds the model's training context {}", cfg.ctx_size,
+                 info->n_ctx_train);
+  }
+  auto plan = scheduler::PlanCapacity(in, cfg.parallel, cfg.parallel_auto_max);
+  if (!plan.ok()) return plan.status();
+  if (cfg.parallel == 0 && plan->sessions < cfg.parallel_auto_max) {
+    // The overhead was estimated for the cap; re-plan for the sessions chosen.
+    in.overhead_bytes =
+        engine::EstimateOverheadBytes(*info, cfg.batch_size, plan->sessions, cfg.ctx_size);
+    plan = scheduler::PlanCapacity(in, plan->sessions, cfg.parallel_auto_max);
+    if (!plan.ok()) return plan.status();
+  }
+
+  spdlog::info("model {}: {} ({}), {} layers, {} KV heads x {} dim, vocab {}, {} parameters",
+               info->name, info->architecture, util::FormatBytes(info->file_bytes), info->n_layers,
+               info->n_kv_heads, info->head_dim_k, info->n_vocab, info->n_params);
+  spdlog::info("{}", plan->ToText());
+
+  engine::ModelOptions mo;
+  mo.path = cfg.model;
+  mo.n_gpu_layers = cfg.gpu_layers;
+  if (!cfg.chat_template_file.empty()) {
+    std::ifstream in(cfg.chat_template_file);
+    if (!in) {
+      return Status::NotFound("chat template file '" + cfg.chat_template_file + "' cannot be read",
+                              "chat_template_file");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    mo.chat_template = text.str();
+  }
+  auto model = engine::Model::Load(mo);
+  if (!model.ok()) return model.status();
+
+  engine::ContextOptions co;
+  co.n_seq = plan->sessions;
+  co.n_ctx_per_seq = cfg.ctx_size;
+  co.n_batch = cfg.batch_size;
+  co.n_threads = cfg.threads;
+  co.kv_type = *kv_type;
+  auto ctx = engine::Context::Create(**model, co);
+  if (!ctx.ok()) return ctx.status();
+  const auto actual = (*ctx)->MeasuredMemory();
+  spdlog::info(
+      "allocated by llama.cpp: weights {}, KV and outputs {}, compute {} (planned KV {}, overhead "
+      "{})",
+      util::FormatBytes(actual.model_bytes), util::FormatBytes(actual.context_bytes),
+      util::FormatBytes(actual.compute_bytes),
+      util::FormatBytes(plan->kv_bytes_per_session * static_cast<uint64_t>(plan->sessions)),
+      util::FormatBytes(plan->overhead_bytes));
+
+  // The plan is an estimate; what llama.cpp really allocated must fit too.
+  if (actual.total() > plan->usable_bytes) {
+    return Status::ResourceExhausted("llama.cpp allocated " + util::FormatBytes(actual.total()) +
+                                     " for " + std::to_string(plan->sessions) +
+                                     " sessions, more than the usable " +
+                                     util::FormatBytes(plan->usable_bytes) +
+                                     "; lower parallel or ctx_size, or raise memory_budget");
+  }
+
+  scheduler::SchedulerOptions so;
+  so.n_seq = plan->sessions;
+  so.ctx_per_session = cfg.ctx_size;
+  so.n_batch = cfg.batch_size;
+  so.prefill_chunk = std::min(cfg.prefill_chunk, cfg.batch_size);
+  so.max_queue = cfg.queue_length;
+  so.max_queue_wait_ms = cfg.queue_wait_ms;
+  so.kv_bytes_per_token = plan->kv_bytes_per_token;
+
+  metrics->memory_budget_bytes = plan->budget_bytes;
+  metrics->memory_planned_peak_bytes = plan->peak_bytes;
+  metrics->weight_bytes = plan->weight_bytes;
+
+  api::ServedModel served;
+  // Id from the real file name (the bootstrap's default.gguf is a symlink).
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(cfg.model, ec);
+  served.id = !cfg.model_id.empty()
+                  ? cfg.model_id
+                  : (ec ? std::filesystem::path(cfg.model) : real).stem().string();
+  served.created = static_cast<int64_t>(std::time(nullptr));
+  const size_t h = std::hash<std::string>{}(info->name + "|" + std::to_string(info->file_bytes) +
+                                            "|" + OUTPOST_VERSION + "|" + OUTPOST_LLAMA_VERSION);
+  char fp[32];
+  std::snprintf(fp, sizeof fp, "fp_%010llx", static_cast<unsigned long long>(h & 0xffffffffffULL));
+  served.system_fingerprint = fp;
+  served.plan = *plan;
+  std::shared_ptr<engine::Model> shared_model = std::move(model).value();
+  served.scheduler =
+      std::make_shared<scheduler::Scheduler>(shared_model, std::move(ctx).value(), so, metrics);
+  served.scheduler->Start();
+  return served;
+}
+
+}  // namespace outpost::app

@@ -1,0 +1,130 @@
+// Rendering of BenchReports: terminal table, JSON (also the input of
+// `outpost plan --calibrate`), and HTML with SVG charts.
+#include <cstdio>
+#include <sstream>
+
+#include "outpost/bench/runner.h"
+#include "outpost/planner/report.h"
+
+namespace outpost::bench {
+namespace {
+
+std::string F(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json BenchJson(const BenchReport& r) {
+  using nlohmann::json;
+  json sweep = json::array();
+  for (const auto& p : r.sweep) {
+    sweep.push_back({{"sessions", p.sessions},
+                     {"aggregate_tps", p.aggregate_tps},
+                     {"per_user_tps", p.per_user_tps},
+                     {"ttft_p50_s", p.ttft_s.p50},
+                     {"ttft_p99_s", p.ttft_s.p99},
+                     {"itl_p50_s", p.itl_s.p50},
+                     {"itl_p99_s", p.itl_s.p99}});
+  }
+  json sustained = json::array();
+  for (const auto& s : r.sustained) {
+    sustained.push_back({{"t_s", s.t_s},
+                         {"tps", s.tps},
+                         {"cpu_temp_c", s.cpu_temp_c},
+                         {"cpu_mhz", s.cpu_mhz},
+                         {"cpu_power_w", s.cpu_power_w},
+                         {"gpu_temp_c", s.gpu_temp_c},
+                         {"gpu_mhz", s.gpu_mhz},
+                         {"gpu_power_w", s.gpu_power_w}});
+  }
+  return {
+      {"model", r.model_name},
+      {"machine", r.machine},
+      {"threads", r.threads},
+      {"bandwidth", {{"read_gbps", r.read_gbps}, {"triad_gbps", r.triad_gbps}}},
+      {"prefill_tps", r.prefill_tps},
+      {"decode_tps", r.decode_tps},
+      {"ceiling_tps", r.ceiling_tps},
+      {"sweep", sweep},
+      {"memory",
+       {{"rss_after_load_bytes", r.rss_after_load},
+        {"rss_all_sessions_full_bytes", r.rss_full},
+        {"planned_bytes", r.planned_bytes},
+        {"error_pct", r.memory_error_pct},
+        {"sessions", r.sessions},
+        {"ctx_per_session", r.ctx_per_session}}},
+      {"sustained",
+       {{"samples", sustained},
+        {"first_minute_tps", r.first_minute_tps},
+        {"sustained_tps", r.sustained_tps},
+        {"throttled", r.throttled},
+        {"sensor_sources", r.sensor_sources}}},
+      {"calibration", {{"decode_efficiency", r.decode_efficiency}, {"prefill_efficiency", 0.0}}}};
+}
+
+std::string BenchText(const BenchReport& r) {
+  std::ostringstream o;
+  o << "Model " << r.model_name << " on " << r.machine << ", " << r.threads << " threads\n\n"
+    << "memory bandwidth        read " << F("%.1f", r.read_gbps) << " GB/s, triad "
+    << F("%.1f", r.triad_gbps) << " GB/s\n"
+    << "prefill                 " << F("%.1f tokens/s", r.prefill_tps) << "\n"
+    << "decode (1 sequence)     " << F("%.1f tokens/s", r.decode_tps) << " = "
+    << F("%.0f%%", r.decode_efficiency * 100) << " of the bandwidth ceiling ("
+    << F("%.1f tokens/s", r.ceiling_tps) << ")\n\n"
+    << "sessions  aggregate tok/s  per user tok/s  TTFT p50/p99 ms   ITL p50/p99 ms\n";
+  for (const auto& p : r.sweep) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%8d  %15.1f  %14.1f  %7.0f / %-7.0f  %6.1f / %-6.1f\n",
+                  p.sessions, p.aggregate_tps, p.per_user_tps, p.ttft_s.p50 * 1000,
+                  p.ttft_s.p99 * 1000, p.itl_s.p50 * 1000, p.itl_s.p99 * 1000);
+    o << line;
+  }
+  o << "\nmemory                  after load " << F("%.1f MiB", r.rss_after_load / 1048576.0)
+    << ", all " << r.sessions << " sessions full (" << r.ctx_per_session << " tokens) "
+    << F("%.1f MiB", r.rss_full / 1048576.0) << "; plan predicted "
+    << F("%.1f MiB", r.planned_bytes / 1048576.0) << " (error " << F("%+.1f%%", r.memory_error_pct)
+    << ")\n";
+  if (!r.sustained.empty()) {
+    o << "sustained               first minute " << F("%.1f", r.first_minute_tps)
+      << " tok/s, last stretch " << F("%.1f", r.sustained_tps) << " tok/s"
+      << (r.throttled ? "  THROTTLED" : "  (no throttling)")
+      << "\n                        size with " << F("%.1f tokens/s", r.sustained_tps)
+      << "; sensors: " << r.sensor_sources << "\n";
+  }
+  return o.str();
+}
+
+std::string BenchHtml(const BenchReport& r) {
+  std::vector<double> xs, agg, per, ttft;
+  for (const auto& p : r.sweep) {
+    xs.push_back(p.sessions);
+    agg.push_back(p.aggregate_tps);
+    per.push_back(p.per_user_tps);
+    ttft.push_back(p.ttft_s.p99 * 1000);
+  }
+  std::ostringstream o;
+  o << "<!doctype html><html><head><meta charset=\"utf-8\"><title>outpost bench</title>"
+    << "<style>body{font-family:sans-serif;max-width:1000px;margin:2em "
+       "auto}pre{background:#f4f4f4;padding:1em}</style>"
+    << "</head><body><h1>outpost bench</h1><pre>" << BenchText(r) << "</pre>"
+    << planner::SvgLineChart("Tokens/s vs sessions", "sessions", "tokens/s", xs,
+                             {{"aggregate", agg}, {"per user", per}})
+    << planner::SvgLineChart("TTFT p99 vs sessions", "sessions", "ms", xs, {{"TTFT p99", ttft}});
+  if (!r.sustained.empty()) {
+    std::vector<double> ts, tps, temp;
+    for (const auto& s : r.sustained) {
+      ts.push_back(s.t_s);
+      tps.push_back(s.tps);
+      temp.push_back(s.cpu_temp_c > 0 ? s.cpu_temp_c : 0);
+    }
+    o << planner::SvgLineChart("Sustained load", "seconds", "tokens/s, degrees C", ts,
+                               {{"tokens/s", tps}, {"CPU temperature C", temp}});
+  }
+  o << "</body></html>\n";
+  return o.str();
+}
+
+}  // namespace outpost::bench

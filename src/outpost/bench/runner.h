@@ -1,0 +1,95 @@
+// BenchRunner — `outpost bench` measurements on this machine, through the real
+// scheduler and engine (the same code path `outpost serve` uses, minus HTTP):
+//
+//   bandwidth   STREAM-style read and triad
+//   prefill     tokens/s for one long prompt
+//   decode      tokens/s for one sequence, and its ratio to the bandwidth ceiling
+//   sweep       1, 2, 4, ... up to the admitted maximum sessions: aggregate and
+//               per-user tokens/s, TTFT and inter-token latency p50/p99
+//   memory      resident memory after load and with every session full, vs the
+//               capacity plan's prediction (error in %)
+//   sustained   optional constant load for a duration with periodic samples of
+//               tokens/s, temperatures, clocks and power; throttling detection
+//
+// Runs on the calling thread (plus one client thread per concurrent request).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/scheduler/capacity.h"
+#include "outpost/scheduler/scheduler.h"
+#include "outpost/telemetry/metrics.h"
+
+namespace outpost::bench {
+
+struct BenchOptions {
+  int threads = 0;
+  int32_t prompt_tokens = 256;  // prefill measurement
+  int32_t gen_tokens = 64;      // tokens per request in decode / sweep
+  int32_t reps = 3;             // repetitions, median reported
+  size_t membw_mib = 1024;
+  double duration_s = 0;  // sustained mode when > 0
+  double sample_interval_s = 5;
+  std::function<void(const std::string&)> progress;  // one line per step
+};
+
+struct LatencyStats {
+  double p50 = 0, p99 = 0;
+};
+
+struct SweepPoint {
+  int32_t sessions = 0;
+  double aggregate_tps = 0;
+  double per_user_tps = 0;
+  LatencyStats ttft_s, itl_s;
+};
+
+struct SustainedSample {
+  double t_s = 0;
+  double tps = 0;
+  double cpu_temp_c = -1, cpu_mhz = -1, cpu_power_w = -1, gpu_temp_c = -1, gpu_mhz = -1,
+         gpu_power_w = -1;
+};
+
+struct BenchReport {
+  std::string model_name;
+  std::string machine;
+  int threads = 0;
+  double read_gbps = 0, triad_gbps = 0;
+  double prefill_tps = 0;
+  double decode_tps = 0;
+  double ceiling_tps = 0;  // read bandwidth / bytes per token
+  double decode_efficiency = 0;
+  std::vector<SweepPoint> sweep;
+  uint64_t rss_after_load = 0;
+  uint64_t rss_full = 0;  // peak resident with every session full
+  uint64_t planned_bytes = 0;
+  double memory_error_pct = 0;
+  int32_t sessions = 0;
+  int32_t ctx_per_session = 0;
+  std::vector<SustainedSample> sustained;
+  double sustained_tps = 0;     // median of the last stretch
+  double first_minute_tps = 0;  // median of the first minute
+  bool throttled = false;
+  std::string sensor_sources;
+};
+
+// REQUIRES: the scheduler is started and idle. `metrics` is the one the
+// scheduler reports to.
+BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan& plan,
+                     const telemetry::Metrics& metrics, const BenchOptions& options);
+
+nlohmann::json BenchJson(const BenchReport& r);
+std::string BenchText(const BenchReport& r);
+std::string BenchHtml(const BenchReport& r);
+
+// Resident set size of this process now (VmRSS) and at its peak (VmHWM).
+uint64_t ResidentBytes();
+uint64_t PeakResidentBytes();
+
+}  // namespace outpost::bench
