@@ -59,9 +59,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(*flags, wait_ready=True, timeout=120):
+def serve(*flags, wait_ready=True, timeout=120, port=None):
     """Runs `outpost serve --model MODEL --port P *flags` until the block ends."""
-    port = free_port()
+    port = port or free_port()
     log = tempfile.NamedTemporaryFile(prefix="outpost-", suffix=".log", delete=False)
     cmd = [BIN, "serve", "--model", MODEL, "--port", str(port), "--threads", "2", *flags]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

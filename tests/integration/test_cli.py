@@ -16,7 +16,7 @@ def test_version_names_outpost_and_llama_cpp():
     p = run("--version")
     assert p.returncode == 0
     assert "outpost 0." in p.stdout
-    assert "llama.cpp " in p.stdout
+    assert "llama.cpp as vendored in llama-cpp-python 0.3.36" in p.stdout
 
 
 def test_help_lists_serve_and_its_flags():

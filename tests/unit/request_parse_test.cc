@@ -119,13 +119,24 @@ INSTANTIATE_TEST_SUITE_P(
                 "only allowed when 'stream' is true"},
         BadCase{kChat, R"({"stream": true, "stream_options": {"include_usage": 1}, )" MSGS "}",
                 "stream_options.include_usage", "must be a boolean"},
-        BadCase{kChat, R"({"tools": [{"type": "function"}], )" MSGS "}", "tools", "not supported"},
+        BadCase{kChat, R"({"tools": 5, )" MSGS "}", "tools", "must be an array"},
         BadCase{kComp, "{}", "prompt", "'prompt' is required"},
         BadCase{kComp, R"({"prompt": ""})", "prompt", "must not be empty"},
         BadCase{kComp, R"({"prompt": 12})", "prompt", "must be a string"},
         BadCase{kComp, R"({"prompt": ["a", "b"]})", "prompt", "not supported"},
         BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]", "outside the vocabulary"},
         BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
+
+TEST(ParseRequest, ToolsAndJsonSchemaAreFlaggedForTheRouter) {
+  auto t = ParseRequest(Endpoint::kChat, R"({"tools": [{"type": "function"}], )" MSGS "}", kVocab);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->wants_tools);
+  auto js = ParseRequest(Endpoint::kChat,
+                         R"({"response_format": {"type": "json_schema"}, )" MSGS "}", kVocab);
+  ASSERT_TRUE(js.ok());
+  EXPECT_TRUE(js->wants_tools);
+  EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->wants_tools);
+}
 
 TEST(ParsePriority, Values) {
   EXPECT_EQ(*ParsePriority(""), scheduler::Priority::kInteractive);

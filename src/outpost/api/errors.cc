@@ -16,6 +16,8 @@ int HttpStatusFor(StatusCode code) {
       return 413;
     case StatusCode::kResourceExhausted:
       return 503;
+    case StatusCode::kPermissionDenied:
+      return 403;
     case StatusCode::kUnavailable:
       return 503;
     case StatusCode::kCancelled:
@@ -43,6 +45,9 @@ std::string ErrorBody(const Status& status) {
     case StatusCode::kUnavailable:
       type = "server_error";
       code = "unavailable";
+      break;
+    case StatusCode::kPermissionDenied:
+      code = "data_class_policy";
       break;
     case StatusCode::kInternal:
       type = "server_error";

@@ -1,6 +1,10 @@
 // HttpServer::HandleGenerate — POST /v1/chat/completions and /v1/completions:
 // parse → resolve model → template + tokenize → Submit → JSON or SSE stream.
 #include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <climits>
+#include <cstdlib>
 
 #include <chrono>
 #include <ctime>
@@ -12,6 +16,7 @@
 #include "outpost/api/openai_request.h"
 #include "outpost/api/openai_response.h"
 #include "outpost/api/sse.h"
+#include "outpost/router/router.h"
 
 namespace outpost::api {
 namespace {
@@ -47,23 +52,100 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
   auto priority = ParsePriority(req.get_header_value("X-Outpost-Priority"));
   if (!priority.ok()) return fail(priority.status());
 
-  // The vocabulary bound for logit_bias and token prompts comes from the model
-  // the body names; peek at "model" through the default model first.
-  auto default_model = catalog_->Find("");
-  if (!default_model) return fail(Status::Unavailable("no model is loaded"));
-  auto parsed = ParseRequest(chat ? Endpoint::kChat : Endpoint::kCompletion, req.body,
-                             default_model->scheduler->model().VocabSize());
+  // Token ids are checked against the vocabulary once the target is known.
+  auto parsed = ParseRequest(chat ? Endpoint::kChat : Endpoint::kCompletion, req.body, INT32_MAX);
   if (!parsed.ok()) return fail(parsed.status());
   auto served = catalog_->Find(parsed->model);
+
+  // Prompt tokens are needed both by the router (difficulty rules) and the
+  // local path; compute them once when this node serves the model.
+  std::vector<engine::Token> prompt_tokens;
+  auto tokenize = [&]() -> Status {
+    const engine::Model& m = served->scheduler->model();
+    if (Status st = ValidateTokenIds(*parsed, m.VocabSize()); !st.ok()) return st;
+    if (chat) {
+      auto prompt = m.ApplyChatTemplate(parsed->messages);
+      if (!prompt.ok()) return prompt.status();
+      prompt_tokens = m.Tokenize(*prompt, /*add_special=*/true, /*parse_special=*/true);
+    } else if (!parsed->prompt_tokens.empty()) {
+      prompt_tokens = parsed->prompt_tokens;
+    } else {
+      prompt_tokens = m.Tokenize(parsed->prompt, /*add_special=*/true, /*parse_special=*/true);
+    }
+    return Status::Ok();
+  };
+
+  if (router_ != nullptr) {
+    std::string bearer = req.get_header_value("Authorization");
+    if (bearer.rfind("Bearer ", 0) == 0) bearer = bearer.substr(7);
+    auto data_class = router_->DataClass(bearer, req.get_header_value("X-Data-Class"));
+    if (!data_class.ok()) return fail(data_class.status());
+    router::RouteInput in;
+    in.data_class = *data_class;
+    in.model = parsed->model;
+    in.local_serves_model = served.has_value();
+    if (served) {
+      if (Status st = tokenize(); !st.ok()) return fail(st);
+      in.prompt_tokens = static_cast<int32_t>(prompt_tokens.size());
+      const auto snap = served->scheduler->Snapshot();
+      in.local_full = snap.active + snap.queued >= snap.max_sessions + snap.max_queue;
+      in.local_wait_ms =
+          snap.active + snap.queued < snap.max_sessions ? 0 : served->scheduler->EstimatedWaitMs();
+    } else {
+      in.prompt_tokens = static_cast<int32_t>(req.body.size() / 4);
+    }
+    in.max_tokens = parsed->max_tokens > 0 ? parsed->max_tokens : 0;
+    in.wants_tools = parsed->wants_tools;
+    in.tier = req.get_header_value("X-Outpost-Tier");
+    in.latency_budget_ms = router_->TenantBudgetMs(bearer);
+    if (const std::string b = req.get_header_value("X-Latency-Budget-Ms"); !b.empty()) {
+      in.latency_budget_ms = std::atoll(b.c_str());
+    }
+    const router::RouteDecision d = router_->Decide(in);
+    if (d.targets.empty()) {
+      metrics_->CountRoute("reject", d.reason);
+      res.set_header("X-Outpost-Route", "reject");
+      res.set_header("X-Outpost-Route-Reason", d.reason);
+      spdlog::info("route {} {}: reject ({}) {}", endpoint, parsed->model, d.reason,
+                   d.reject.message());
+      return fail(d.reject, d.reject.code() == StatusCode::kResourceExhausted ||
+                                    d.reject.code() == StatusCode::kUnavailable
+                                ? 1
+                                : 0);
+    }
+    Status last_error;
+    for (const std::string& target : d.targets) {
+      if (target == "local") {
+        metrics_->CountRoute("local", d.reason);
+        res.set_header("X-Outpost-Route", "local");
+        res.set_header("X-Outpost-Route-Reason", d.reason);
+        spdlog::debug("route {} {}: local ({})", endpoint, parsed->model, d.reason);
+        break;
+      }
+      if (TryProxy(target, endpoint, d.reason, req, res, &last_error)) return;
+    }
+    if (res.get_header_value("X-Outpost-Route") != "local") {
+      metrics_->CountRoute("reject", d.reason + ";upstreams_failed");
+      res.set_header("X-Outpost-Route", "reject");
+      return fail(Status::Unavailable("no upstream could take the request (" + d.reason +
+                                      "): " + last_error.message()),
+                  1);
+    }
+  }
+
   if (!served) {
     return fail(Status::NotFound(
         "the model '" + parsed->model + "' does not exist; GET /v1/models lists the served models",
         "model"));
   }
-  if (served->id != default_model->id) {
-    parsed = ParseRequest(chat ? Endpoint::kChat : Endpoint::kCompletion, req.body,
-                          served->scheduler->model().VocabSize());
-    if (!parsed.ok()) return fail(parsed.status());
+  if (parsed->wants_tools) {
+    return fail(
+        Status::InvalidArgument("tools and JSON-schema output are not supported by the local "
+                                "model; configure a central upstream to route them",
+                                "tools"));
+  }
+  if (prompt_tokens.empty()) {
+    if (Status st = tokenize(); !st.ok()) return fail(st);
   }
   const engine::Model& model = served->scheduler->model();
 
@@ -77,15 +159,9 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
     for (engine::Token t : model.EndOfGenerationTokens())
       gen.sampling.logit_bias.emplace_back(t, -100.0f);
   }
+  gen.prompt = std::move(prompt_tokens);
   if (chat) {
-    auto prompt = model.ApplyChatTemplate(parsed->messages);
-    if (!prompt.ok()) return fail(prompt.status());
-    gen.prompt = model.Tokenize(*prompt, /*add_special=*/true, /*parse_special=*/true);
     for (const auto& s : model.TemplateStops()) gen.stop.push_back(s);
-  } else if (!parsed->prompt_tokens.empty()) {
-    gen.prompt = parsed->prompt_tokens;
-  } else {
-    gen.prompt = model.Tokenize(parsed->prompt, /*add_special=*/true, /*parse_special=*/true);
   }
 
   const std::string request_id = gen.id;

@@ -14,10 +14,12 @@ namespace outpost::api {
 
 using nlohmann::json;
 
-HttpServer::HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics)
+HttpServer::HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics,
+                       router::Router* router)
     : options_(std::move(options)),
       catalog_(catalog),
       metrics_(metrics),
+      router_(router),
       server_(std::make_unique<httplib::Server>()) {
   const int threads = options_.n_http_threads;
   server_->new_task_queue = [threads] {
@@ -167,6 +169,7 @@ void HttpServer::HandleReady(httplib::Response& res) {
           {"required_bytes", p.required_bytes}}},
     });
   }
+  if (router_ != nullptr) j["upstreams"] = router_->cluster().StatusJson();
   res.set_content(j.dump(), "application/json");
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "outpost/api/model_catalog.h"
+#include "outpost/router/router.h"
 #include "outpost/telemetry/metrics.h"
 #include "outpost/util/status.h"
 
@@ -36,7 +37,9 @@ struct HttpOptions {
 
 class HttpServer {
  public:
-  HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics);
+  // router may be null (no upstreams configured: everything is served here).
+  HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics,
+             router::Router* router = nullptr);
   ~HttpServer();
 
   // Binds the listening socket. Errors: Unavailable naming host:port.
@@ -51,10 +54,15 @@ class HttpServer {
   void HandleGenerate(bool chat, const httplib::Request& req, httplib::Response& res);
   void HandleReady(httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
+  // Relays to upstream `name`; false (nothing sent) when it failed before the
+  // first byte, with the cause in *last_error.
+  bool TryProxy(const std::string& name, const std::string& endpoint, const std::string& reason,
+                const httplib::Request& req, httplib::Response& res, Status* last_error);
 
   const HttpOptions options_;
   ModelCatalog* const catalog_;
   telemetry::Metrics* const metrics_;
+  router::Router* const router_;
   std::unique_ptr<httplib::Server> server_;
   int bound_port_ = 0;
 };

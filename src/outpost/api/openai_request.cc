@@ -305,11 +305,37 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
       it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
     return Status::InvalidArgument("'logprobs' is not supported yet", "logprobs");
   }
-  if (auto it = j.find("tools");
-      it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-    return Status::InvalidArgument("'tools' is not supported by this server yet", "tools");
+  // Tools and JSON-schema output are not run locally; the router may send such
+  // requests to central, and the local path refuses them (see generate_handler).
+  if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return WrongType("tools", "an array", *it);
+    r.wants_tools = !it->empty();
+  }
+  if (auto it = j.find("response_format"); it != j.end() && it->is_object()) {
+    r.wants_tools = r.wants_tools || it->value("type", "") == "json_schema";
   }
   return r;
+}
+
+Status ValidateTokenIds(const ParsedRequest& r, int32_t n_vocab) {
+  for (const auto& [tok, bias] : r.sampling.logit_bias) {
+    if (tok >= n_vocab) {
+      return Status::InvalidArgument("'logit_bias' token id " + std::to_string(tok) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     "logit_bias");
+    }
+  }
+  for (size_t i = 0; i < r.prompt_tokens.size(); ++i) {
+    if (r.prompt_tokens[i] >= n_vocab) {
+      const std::string f = "prompt[" + std::to_string(i) + "]";
+      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(r.prompt_tokens[i]) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     f);
+    }
+  }
+  return Status::Ok();
 }
 
 StatusOr<scheduler::Priority> ParsePriority(std::string_view h) {

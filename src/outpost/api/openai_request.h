@@ -33,11 +33,17 @@ struct ParsedRequest {
   std::vector<std::string> stop;
   bool echo = false;        // completions only
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
+  bool wants_tools = false;  // tools or response_format json_schema requested
 };
 
 // Parses a /v1/chat/completions or /v1/completions body. `n_vocab` bounds
 // logit_bias keys and token-id prompts.
 StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab);
+
+// Checks token ids (logit_bias keys, token prompts) against a vocabulary of
+// n_vocab tokens; ParseRequest with INT32_MAX defers this check until the
+// model is known.
+Status ValidateTokenIds(const ParsedRequest& r, int32_t n_vocab);
 
 // "interactive" (default) or "batch", from the X-Outpost-Priority header.
 StatusOr<scheduler::Priority> ParsePriority(std::string_view header_value);

@@ -73,6 +73,7 @@ const std::map<std::string, Setter>& Setters() {
   static const auto* m = new std::map<std::string, Setter>{
       {"model", StringField(&ServeConfig::model)},
       {"model_id", StringField(&ServeConfig::model_id)},
+      {"routing_file", StringField(&ServeConfig::routing_file)},
       {"chat_template_file", StringField(&ServeConfig::chat_template_file)},
       {"host", StringField(&ServeConfig::host)},
       {"port", IntField(&ServeConfig::port, 0, 65535)},

@@ -33,7 +33,8 @@ struct ServeConfig {
   int64_t queue_wait_ms = 30000;  // max wait in the queue before 503
   uint64_t max_body_size = 4ull << 20;
   int http_threads = 64;
-  int gpu_layers = 0;              // layers to offload when built with a GPU backend; -1 = all
+  int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all
+  std::string routing_file;  // YAML with upstreams, tenants and routing policy ("" = all local)
   std::string log_level = "info";  // trace | debug | info | warn | error
 };
 

@@ -44,6 +44,8 @@ constexpr FlagDoc kServeFlags[] = {
     {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
     {"http_threads", "HTTP worker threads = concurrent connections (default 64)"},
     {"gpu_layers", "layers to offload when built with a GPU backend, -1 = all (default 0)"},
+    {"routing_file",
+     "YAML with upstreams (peer, central), tenants and routing policy (docs/routing.md)"},
     {"log_level", "trace, debug, info, warn, error (default info)"},
 };
 

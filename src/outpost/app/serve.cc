@@ -16,6 +16,7 @@
 #include "outpost/api/model_catalog.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
+#include "outpost/router/router.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/telemetry/metrics.h"
@@ -43,7 +44,19 @@ int RunServe(ServeConfig cfg) {
   ho.port = cfg.port;
   ho.max_body_bytes = cfg.max_body_size;
   ho.n_http_threads = cfg.http_threads;
-  api::HttpServer http(ho, &catalog, &metrics);
+  std::unique_ptr<router::Router> router;
+  if (!cfg.routing_file.empty()) {
+    auto rc = router::LoadRoutingConfig(cfg.routing_file);
+    if (!rc.ok()) {
+      spdlog::error("routing: {}", rc.status().message());
+      return 2;
+    }
+    router = std::make_unique<router::Router>(std::move(rc).value());
+    router->Start();
+    spdlog::info("routing: {} upstream(s) from {}", router->config().upstreams.size(),
+                 cfg.routing_file);
+  }
+  api::HttpServer http(ho, &catalog, &metrics, router.get());
   if (Status st = http.Bind(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
@@ -77,6 +90,7 @@ int RunServe(ServeConfig cfg) {
   sched->Stop();
   http.Stop();
   http_thread.join();
+  if (router) router->Stop();
   return 0;
 }
 

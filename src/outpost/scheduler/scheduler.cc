@@ -104,6 +104,13 @@ SchedulerSnapshot Scheduler::Snapshot() const {
   return s;
 }
 
+int64_t Scheduler::EstimatedWaitMs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double queued = static_cast<double>(queue_[0].size() + queue_[1].size());
+  const double rate = decode_tps_ > 0.5 ? decode_tps_ : 10.0 * options_.n_seq;
+  return static_cast<int64_t>((queued + 1.0) * mean_completion_tokens_ / rate * 1000.0);
+}
+
 int32_t Scheduler::RetryAfterLocked() const {
   // Time until a session frees for one more request: everyone queued ahead plus
   // this one, each needing a mean completion, at the measured aggregate decode

@@ -82,6 +82,9 @@ class Scheduler {
   StatusOr<std::shared_ptr<RequestHandle>> Submit(GenerationRequest req, int32_t* retry_after_s);
 
   SchedulerSnapshot Snapshot() const;  // thread-safe
+  // Expected wait for a new request to get a session, from the queue, the mean
+  // completion length and the measured decode rate. Thread-safe.
+  int64_t EstimatedWaitMs() const;
   const SchedulerOptions& options() const { return options_; }
   const engine::Model& model() const { return *model_ptr_; }
 

@@ -85,8 +85,33 @@ uint64_t Metrics::RequestCount(const std::string& endpoint, int status) const {
   return it == requests_.end() ? 0 : it->second;
 }
 
+void Metrics::CountRoute(const std::string& route, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++routes_[{route, reason}];
+}
+
+uint64_t Metrics::RouteCount(const std::string& route, const std::string& reason) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = routes_.find({route, reason});
+  return it == routes_.end() ? 0 : it->second;
+}
+
 std::string Metrics::Render() const {
   std::string out;
+  Header(&out, "outpost_route_decisions_total", "counter",
+         "Routing decisions by route and reason.");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, n] : routes_) {
+      out += "outpost_route_decisions_total{route=\"" + key.first + "\",reason=\"" + key.second +
+             "\"} " + std::to_string(n) + "\n";
+    }
+  }
+  Scalar(&out, "outpost_proxied_prompt_tokens_total", "counter",
+         "Prompt tokens of requests answered upstream.", proxied_prompt_tokens_total.load());
+  Scalar(&out, "outpost_proxied_completion_tokens_total", "counter",
+         "Completion tokens of requests answered upstream.",
+         proxied_completion_tokens_total.load());
   Header(&out, "outpost_requests_total", "counter", "HTTP requests by endpoint and status code.");
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -59,11 +59,18 @@ class Metrics {
   std::atomic<uint64_t> weight_bytes{0};
   std::atomic<double> decode_tokens_per_second{0};
 
+  // Routing decisions by route ("local", "peer:a", "central:c", "reject") and reason.
+  void CountRoute(const std::string& route, const std::string& reason);
+  uint64_t RouteCount(const std::string& route, const std::string& reason) const;
+  std::atomic<uint64_t> proxied_prompt_tokens_total{0};
+  std::atomic<uint64_t> proxied_completion_tokens_total{0};
+
   std::string Render() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::pair<std::string, std::string>, uint64_t> routes_;
 };
 
 }  // namespace outpost::telemetry

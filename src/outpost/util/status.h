@@ -21,6 +21,7 @@ enum class StatusCode {
   kNotFound,           // 404: unknown model / route
   kPayloadTooLarge,    // 413: body over the configured limit
   kResourceExhausted,  // 503: over capacity (queue full, wait expired)
+  kPermissionDenied,   // 403: policy forbids (e.g. restricted data to central)
   kCancelled,          // client went away
   kUnavailable,        // 503: not ready (model loading, shutting down)
   kInternal,           // 500: a bug

@@ -1,0 +1,175 @@
+#include "outpost/router/cluster.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace outpost::router {
+
+using Clock = std::chrono::steady_clock;
+
+Cluster::Cluster(std::vector<UpstreamConfig> upstreams) {
+  for (auto& u : upstreams) {
+    Host h;
+    h.cfg = std::move(u);
+    hosts_.push_back(std::move(h));
+  }
+}
+
+Cluster::~Cluster() {
+  Stop();
+}
+
+void Cluster::Start() {
+  if (hosts_.empty()) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Cluster::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+const UpstreamConfig* Cluster::Find(const std::string& name) const {
+  for (const auto& h : hosts_) {
+    if (h.cfg.name == name) return &h.cfg;
+  }
+  return nullptr;
+}
+
+std::vector<UpstreamView> Cluster::View() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = Clock::now();
+  std::vector<UpstreamView> out;
+  for (const auto& h : hosts_) {
+    UpstreamView v;
+    v.name = h.cfg.name;
+    v.kind = h.cfg.kind;
+    v.models = h.cfg.models;
+    uint32_t health = h.health;
+    if ((health & kOutlierEjected) && now >= h.ejected_until) health &= ~kOutlierEjected;
+    v.available = health == 0 && h.active < h.cfg.max_requests;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+bool Cluster::TryAcquire(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& h : hosts_) {
+    if (h.cfg.name != name) continue;
+    if (h.active >= h.cfg.max_requests) return false;
+    ++h.active;
+    return true;
+  }
+  return false;
+}
+
+void Cluster::Release(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& h : hosts_) {
+    if (h.cfg.name == name && h.active > 0) --h.active;
+  }
+}
+
+void Cluster::ReportSuccess(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& h : hosts_) {
+    if (h.cfg.name == name) h.request_failures = 0;
+  }
+}
+
+void Cluster::ReportFailure(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& h : hosts_) {
+    if (h.cfg.name != name) continue;
+    if (++h.request_failures < h.cfg.outlier.consecutive_failures) return;
+    h.request_failures = 0;
+    ++h.ejections;
+    const int64_t ms =
+        std::min<int64_t>(h.cfg.outlier.max_ejection_ms,
+                          h.cfg.outlier.base_ejection_ms << std::min(h.ejections - 1, 20));
+    h.ejected_until = Clock::now() + std::chrono::milliseconds(ms);
+    h.health |= kOutlierEjected;
+    spdlog::warn("upstream {} ejected for {} ms after {} consecutive failures (ejection #{})", name,
+                 ms, h.cfg.outlier.consecutive_failures, h.ejections);
+  }
+}
+
+bool Cluster::Probe(const UpstreamConfig& cfg) const {
+  httplib::Client cli(cfg.base_url);
+  const auto t = std::chrono::milliseconds(cfg.health.timeout_ms);
+  cli.set_connection_timeout(t);
+  cli.set_read_timeout(t);
+  cli.set_write_timeout(t);
+  if (!cfg.api_key.empty()) cli.set_bearer_token_auth(cfg.api_key);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  cli.enable_server_certificate_verification(cfg.tls_verify);
+  if (!cfg.tls_ca_file.empty()) cli.set_ca_cert_path(cfg.tls_ca_file);
+#endif
+  auto res = cli.Get(cfg.health.path);
+  return res && res->status >= 200 && res->status < 300;
+}
+
+void Cluster::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    auto next = now + std::chrono::seconds(1);
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      if (hosts_[i].next_check > now) {
+        next = std::min(next, hosts_[i].next_check);
+        continue;
+      }
+      const UpstreamConfig cfg = hosts_[i].cfg;
+      lock.unlock();
+      const bool ok = Probe(cfg);
+      lock.lock();
+      if (stopping_) return;
+      Host& h = hosts_[i];
+      const bool was_healthy = !(h.health & kFailedActiveHealthCheck);
+      if (ok) {
+        h.hc_fail = 0;
+        if (++h.hc_ok >= h.cfg.health.healthy_threshold) h.health &= ~kFailedActiveHealthCheck;
+      } else {
+        h.hc_ok = 0;
+        if (++h.hc_fail >= h.cfg.health.unhealthy_threshold) h.health |= kFailedActiveHealthCheck;
+      }
+      const bool healthy = !(h.health & kFailedActiveHealthCheck);
+      if (healthy != was_healthy) {
+        spdlog::info("upstream {} ({}) is now {}", h.cfg.name, h.cfg.base_url,
+                     healthy ? "healthy" : "UNHEALTHY");
+      }
+      h.next_check = Clock::now() + std::chrono::milliseconds(h.cfg.health.interval_ms);
+      next = std::min(next, h.next_check);
+    }
+    cv_.wait_until(lock, next, [&] { return stopping_; });
+  }
+}
+
+nlohmann::json Cluster::StatusJson() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = Clock::now();
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& h : hosts_) {
+    nlohmann::json flags = nlohmann::json::array();
+    if (h.health & kFailedActiveHealthCheck) flags.push_back("failed_active_health_check");
+    if ((h.health & kOutlierEjected) && now < h.ejected_until) flags.push_back("outlier_ejected");
+    out.push_back({{"name", h.cfg.name},
+                   {"kind", UpstreamKindName(h.cfg.kind)},
+                   {"url", h.cfg.base_url},
+                   {"healthy", flags.empty()},
+                   {"health_flags", flags},
+                   {"active_requests", h.active},
+                   {"max_requests", h.cfg.max_requests},
+                   {"ejections", h.ejections}});
+  }
+  return out;
+}
+
+}  // namespace outpost::router

@@ -1,0 +1,80 @@
+// Cluster — the upstream hosts and their health, in Envoy's terms:
+//
+//   active health check   a GET of health_check.path every interval; a host
+//                         turns unhealthy after unhealthy_threshold failures
+//                         and healthy again after healthy_threshold successes.
+//   outlier detection     consecutive_failures failed requests eject the host
+//                         for base_ejection_time x 2^(ejections-1), capped at
+//                         max_ejection_time; when that passes it is tried again.
+//   circuit breaker       at most max_requests concurrent requests per host.
+//
+// Health is a bitset that records the cause. Owned by the router; internally
+// synchronised; one health-check thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/router/policy.h"
+#include "outpost/router/routing_config.h"
+
+namespace outpost::router {
+
+enum HealthFlag : uint32_t {
+  kFailedActiveHealthCheck = 1u << 0,
+  kOutlierEjected = 1u << 1,
+};
+
+class Cluster {
+ public:
+  explicit Cluster(std::vector<UpstreamConfig> upstreams);
+  ~Cluster();  // Stop()s
+
+  void Start();  // starts the health-check thread
+  void Stop();
+
+  // Snapshot for the policy: available = no health flags and breaker closed.
+  std::vector<UpstreamView> View() const;
+  const UpstreamConfig* Find(const std::string& name) const;  // stable for the Cluster's life
+
+  // Circuit breaker. TryAcquire fails when max_requests are in flight.
+  bool TryAcquire(const std::string& name);
+  void Release(const std::string& name);
+
+  // Passive outlier detection from request outcomes.
+  void ReportSuccess(const std::string& name);
+  void ReportFailure(const std::string& name);
+
+  nlohmann::json StatusJson() const;  // for /ready
+
+ private:
+  struct Host {
+    UpstreamConfig cfg;
+    uint32_t health = kFailedActiveHealthCheck;  // unknown until the first check passes
+    int32_t hc_ok = 0, hc_fail = 0;              // consecutive probe results
+    int32_t request_failures = 0;                // consecutive
+    int32_t ejections = 0;
+    std::chrono::steady_clock::time_point ejected_until{};
+    std::chrono::steady_clock::time_point next_check{};
+    int32_t active = 0;
+  };
+  void Loop();
+  bool Probe(const UpstreamConfig& cfg) const;  // no lock held
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Host> hosts_;  // guarded by mu_ (cfg is const after construction)
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace outpost::router

@@ -1,0 +1,59 @@
+// UpstreamCall — one request forwarded to an upstream, streamed back without
+// buffering. The HTTP exchange runs on its own thread and hands the response
+// head and body chunks over a queue, so the caller can (a) wait for the head
+// with the first-byte timeout and retry elsewhere if nothing came, and (b)
+// relay chunks to its client as they arrive. Destroying the call cancels the
+// upstream request. Internally synchronised.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "outpost/router/routing_config.h"
+#include "outpost/util/status.h"
+
+namespace outpost::router {
+
+class UpstreamCall {
+ public:
+  // Starts POST {base_url}{path} with `body` (JSON).
+  UpstreamCall(const UpstreamConfig& cfg, const std::string& path, std::string body);
+  ~UpstreamCall();
+  UpstreamCall(const UpstreamCall&) = delete;
+  UpstreamCall& operator=(const UpstreamCall&) = delete;
+
+  // Waits up to the first-byte timeout for the response status. Errors:
+  // Unavailable (connect failed, timed out, connection closed) naming the upstream.
+  StatusOr<int> WaitHead();
+  const std::string& content_type() const { return content_type_; }
+
+  // Next body chunk. Returns false when the body ended (check error()) or the
+  // total timeout passed. Blocks up to `poll` per call; *idle says nothing came.
+  bool Next(std::string* chunk, std::chrono::milliseconds poll, bool* idle);
+  // Non-OK when the body ended abnormally (connection lost, timeout).
+  Status error() const;
+  void Cancel() { cancelled_ = true; }
+
+ private:
+  void Run(std::string path, std::string body);
+
+  const UpstreamConfig cfg_;
+  const std::chrono::steady_clock::time_point deadline_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int status_ = 0;  // 0 until the head arrived
+  std::string content_type_;
+  std::deque<std::string> chunks_;
+  bool finished_ = false;
+  Status error_;
+  std::thread thread_;
+};
+
+}  // namespace outpost::router

@@ -1,0 +1,44 @@
+// Router — per-request decision local / peer / central, from the routing
+// policy and the live health of the upstreams. Owned by the app; used by HTTP
+// workers; internally synchronised (the Cluster is; the config is immutable).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "outpost/router/cluster.h"
+#include "outpost/router/policy.h"
+#include "outpost/router/routing_config.h"
+#include "outpost/util/status.h"
+
+namespace outpost::router {
+
+class Router {
+ public:
+  explicit Router(RoutingConfig cfg);
+  void Start() { cluster_.Start(); }
+  void Stop() { cluster_.Stop(); }
+
+  // The request's data class, enforced here only: the tenant's class (by API
+  // key) or the policy default; a client header may make it stricter
+  // ("restricted") but never looser. Errors: InvalidArgument for an unknown
+  // header value.
+  StatusOr<std::string> DataClass(const std::string& bearer_token, const std::string& header) const;
+  // Tenant latency budget for this API key (0 = none).
+  int64_t TenantBudgetMs(const std::string& bearer_token) const;
+
+  RouteDecision Decide(const RouteInput& in) const {
+    return router::Decide(in, cfg_.policy, cluster_.View());
+  }
+  // True when some upstream, not this node, serves `model` (or it is an alias).
+  bool ServedUpstream(const std::string& model) const;
+
+  Cluster& cluster() { return cluster_; }
+  const RoutingConfig& config() const { return cfg_; }
+
+ private:
+  const RoutingConfig cfg_;
+  Cluster cluster_;
+};
+
+}  // namespace outpost::router

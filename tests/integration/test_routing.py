@@ -1,0 +1,238 @@
+"""Routing with real processes on loopback: an edge Outpost with a second
+Outpost as "central" (and a deliberately broken fake central for garbage)."""
+import concurrent.futures as cf
+import http.server
+import os
+import signal
+import socketserver
+import subprocess
+import tempfile
+import threading
+import time
+
+import httpx
+import pytest
+from outpost_harness import chat_body, free_port, serve
+
+CHAT = "/v1/chat/completions"
+
+
+def routing_file(central_port, extra=""):
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(f"""
+upstreams:
+  - name: hq
+    kind: central
+    url: http://127.0.0.1:{central_port}
+    models: [central-model]
+    health_check: {{interval: 200ms, timeout: 150ms, unhealthy_threshold: 2, healthy_threshold: 1}}
+    connect_timeout: 500ms
+    first_byte_timeout: 3s
+    total_timeout: 60s
+policy:
+  aliases: {{large: hq}}
+  max_local_prompt_tokens: 300
+{extra}
+""")
+    f.close()
+    return f.name
+
+
+def central_requests(central):
+    for line in central.get("/metrics").text.splitlines():
+        if line.startswith('outpost_requests_total{endpoint="/v1/chat/completions",status="200"}'):
+            return float(line.split()[1])
+    return 0.0
+
+
+def wait_upstream(edge, healthy, timeout=15):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        ups = edge.ready().get("upstreams", [])
+        if ups and ups[0]["healthy"] == healthy:
+            return time.time() - t0
+        time.sleep(0.05)
+    raise AssertionError(f"upstream never became healthy={healthy}: {edge.ready()}")
+
+
+@pytest.fixture(scope="module")
+def pair():
+    central_port = free_port()
+    with serve("--model-id", "central-model", "--parallel", "4", "--ctx-size", "1024", port=central_port) as central:
+        with serve("--parallel", "1", "--queue-length", "1", "--ctx-size", "1024",
+                   "--routing-file", routing_file(central_port)) as edge:
+            wait_upstream(edge, True)
+            yield edge, central
+
+
+def test_alias_goes_central_with_route_header_and_usage(pair):
+    edge, central = pair
+    before = central_requests(central)
+    r = edge.post(CHAT, json=chat_body(model="large"))
+    assert r.status_code == 200, r.text
+    assert r.headers["X-Outpost-Route"] == "central:hq"
+    assert r.headers["X-Outpost-Route-Reason"] == "model:alias"
+    assert r.json()["model"] == "central-model"  # answered by central
+    assert central_requests(central) == before + 1
+    assert edge.metric("outpost_proxied_completion_tokens_total") > 0
+    local = edge.post(CHAT, json=chat_body())
+    assert local.headers["X-Outpost-Route"] == "local"
+
+
+def test_streaming_passes_through(pair):
+    edge, _ = pair
+    with httpx.stream("POST", edge.base + CHAT, json=chat_body(model="large", stream=True), timeout=60) as r:
+        assert r.status_code == 200
+        assert r.headers["X-Outpost-Route"] == "central:hq"
+        lines = [l for l in r.iter_lines() if l.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    assert len(lines) > 3
+
+
+def test_difficult_request_goes_central_unless_restricted(pair):
+    edge, central = pair
+    long_prompt = "Summarise this log line. " * 60  # > 300 tokens
+    before = central_requests(central)
+    r = edge.post(CHAT, json=chat_body(content=long_prompt))
+    assert r.headers["X-Outpost-Route"] == "central:hq"
+    assert r.headers["X-Outpost-Route-Reason"] == "difficulty:prompt_tokens"
+    assert central_requests(central) == before + 1
+    r = edge.post(CHAT, json=chat_body(content=long_prompt), headers={"X-Data-Class": "restricted"})
+    assert r.status_code == 200
+    assert r.headers["X-Outpost-Route"] == "local"
+    assert "kept_local" in r.headers["X-Outpost-Route-Reason"]
+    assert central_requests(central) == before + 1
+
+
+def test_restricted_never_reaches_central_under_load(pair):
+    """Local is saturated (1 session, queue 1); restricted traffic must still
+    never leave the node: it is queued locally or refused, never proxied."""
+    edge, central = pair
+    before = central_requests(central)
+    long_prompt = "Patient record line. " * 60
+
+    def restricted(i):
+        body = chat_body(content=long_prompt if i % 2 else f"note {i}", max_tokens=40)
+        if i % 3 == 0:
+            body["model"] = "large"  # even an explicit central model
+        return edge.post(CHAT, json=body, headers={"X-Data-Class": "restricted"})
+
+    with cf.ThreadPoolExecutor(8) as ex:
+        results = list(ex.map(restricted, range(16)))
+    codes = {r.status_code for r in results}
+    assert codes <= {200, 403, 503}, codes
+    assert 403 in codes  # the "large" ones are refused
+    for r in results:
+        assert r.headers.get("X-Outpost-Route") in ("local", "reject"), r.headers
+    assert central_requests(central) == before, "restricted data reached central"
+
+
+def test_bad_data_class_header(pair):
+    edge, _ = pair
+    r = edge.post(CHAT, json=chat_body(), headers={"X-Data-Class": "secret"})
+    assert r.status_code == 400
+    assert r.json()["error"]["param"] == "X-Data-Class"
+
+
+def test_uplink_loss_and_recovery():
+    central_port = free_port()
+    cmd_extra = ("--model-id", "central-model", "--parallel", "2", "--ctx-size", "512")
+    with serve(*cmd_extra, port=central_port) as central:
+        with serve("--parallel", "2", "--ctx-size", "512", "--routing-file", routing_file(central_port)) as edge:
+            wait_upstream(edge, True)
+            assert edge.post(CHAT, json=chat_body(model="large")).status_code == 200
+            # Kill central; the health check notices.
+            central.proc.send_signal(signal.SIGKILL)
+            central.proc.wait()
+            detect = wait_upstream(edge, False)
+            print(f"central loss detected after {detect:.2f}s")
+            # Local-eligible traffic keeps working; central-only fails fast with a reason.
+            ok = edge.post(CHAT, json=chat_body())
+            assert ok.status_code == 200 and ok.headers["X-Outpost-Route"] == "local"
+            gone = edge.post(CHAT, json=chat_body(model="large"), timeout=10)
+            assert gone.status_code == 503
+            assert "unavailable" in gone.json()["error"]["message"]
+            assert gone.headers["X-Outpost-Route-Reason"] == "link_down"
+            # A difficult request falls back to local while the link is down.
+            hard = edge.post(CHAT, json=chat_body(content="Summarise this. " * 80))
+            assert hard.status_code == 200 and hard.headers["X-Outpost-Route"] == "local"
+            assert "link_down" in hard.headers["X-Outpost-Route-Reason"]
+        # (edge closed) — recovery: central back on the same port, edge notices.
+    with serve(*cmd_extra, port=central_port) as central:
+        with serve("--parallel", "2", "--ctx-size", "512", "--routing-file", routing_file(central_port)) as edge:
+            wait_upstream(edge, True)
+            central.proc.send_signal(signal.SIGKILL)
+            central.proc.wait()
+            wait_upstream(edge, False)
+            with serve(*cmd_extra, port=central_port):
+                back = wait_upstream(edge, True)
+                print(f"central recovery noticed after {back:.2f}s")
+                assert edge.post(CHAT, json=chat_body(model="large")).status_code == 200
+
+
+def test_hanging_central_fails_within_timeouts():
+    central_port = free_port()
+    with serve("--model-id", "central-model", "--parallel", "2", "--ctx-size", "512", port=central_port) as central:
+        with serve("--parallel", "2", "--ctx-size", "512", "--routing-file", routing_file(central_port)) as edge:
+            wait_upstream(edge, True)
+            central.proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers
+            try:
+                t0 = time.time()
+                r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
+                elapsed = time.time() - t0
+                print(f"hanging central answered by the edge after {elapsed:.2f}s")
+                assert r.status_code == 503, r.text
+                assert edge.post(CHAT, json=chat_body()).status_code == 200  # local unaffected
+            finally:
+                central.proc.send_signal(signal.SIGCONT)
+
+
+class Garbage(http.server.BaseHTTPRequestHandler):
+    mode = "json"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if Garbage.mode == "500":
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(b"boom")
+        elif Garbage.mode == "json":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{not json")
+        elif Garbage.mode == "sse":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b'data: {"choices":[{"delta":{"content":"hal')  # truncated, no [DONE]
+            self.wfile.flush()
+
+
+@pytest.mark.parametrize("mode,status", [("500", 503), ("json", 502), ("sse", 200)])
+def test_garbage_central_never_crashes_or_hangs(mode, status):
+    Garbage.mode = mode
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Garbage)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        with serve("--parallel", "2", "--ctx-size", "512",
+                   "--routing-file", routing_file(srv.server_address[1])) as edge:
+            wait_upstream(edge, True)
+            body = chat_body(model="large", stream=(mode == "sse"))
+            r = edge.post(CHAT, json=body, timeout=30)
+            assert r.status_code == status, r.text
+            if mode == "sse":
+                assert '"error"' in r.text and r.text.rstrip().endswith("data: [DONE]")
+            else:
+                assert r.json()["error"]["message"]
+            assert edge.post(CHAT, json=chat_body()).status_code == 200  # still serving
+    finally:
+        srv.shutdown()

@@ -1,0 +1,95 @@
+#include "outpost/router/routing_config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace outpost::router {
+namespace {
+
+std::string Write(const std::string& text) {
+  static int n = 0;
+  const auto p =
+      std::filesystem::temp_directory_path() / ("outpost_routing_" + std::to_string(n++) + ".yaml");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(RoutingConfig, FullExample) {
+  auto c = LoadRoutingConfig(Write(R"(
+upstreams:
+  - name: box-b
+    kind: peer
+    url: http://10.0.0.2:8080/
+    models: [gemma-3-270m-q4_k_m]
+    health_check: {interval: 250ms, timeout: 200ms, unhealthy_threshold: 2, healthy_threshold: 1}
+  - name: hq
+    kind: central
+    url: https://llm.example.com
+    api_key: sk-123
+    models: [big-70b]
+    first_byte_timeout: 10s
+    max_requests: 8
+    outlier_detection: {consecutive_failures: 5, base_ejection_time: 2s, max_ejection_time: 1m}
+tenants:
+  - {name: ward-3, api_key: key-ward3, data_class: restricted, latency_budget: 2s}
+policy:
+  restricted_scope: site
+  aliases: {large: hq}
+  max_local_prompt_tokens: 2000
+  latency_budget: 1500ms
+)"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->upstreams.size(), 2u);
+  EXPECT_EQ(c->upstreams[0].base_url, "http://10.0.0.2:8080");
+  EXPECT_EQ(c->upstreams[0].kind, UpstreamKind::kPeer);
+  EXPECT_EQ(c->upstreams[0].health.interval_ms, 250);
+  EXPECT_EQ(c->upstreams[1].first_byte_timeout_ms, 10000);
+  EXPECT_EQ(c->upstreams[1].outlier.max_ejection_ms, 60000);
+  EXPECT_EQ(c->tenants.at("key-ward3").data_class, "restricted");
+  EXPECT_EQ(c->policy.restricted_scope, "site");
+  EXPECT_EQ(c->policy.aliases.at("large"), "hq");
+  EXPECT_EQ(c->policy.default_latency_budget_ms, 1500);
+}
+
+struct Bad {
+  const char* yaml;
+  const char* part;
+};
+void PrintTo(const Bad& b, std::ostream* os) {
+  *os << b.yaml;
+}
+class BadRouting : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(BadRouting, NamesTheProblem) {
+  auto c = LoadRoutingConfig(Write(GetParam().yaml));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(GetParam().part), std::string::npos) << c.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadRouting,
+    ::testing::Values(
+        Bad{"upstreams: 5\n", "'upstreams' must be a list"},
+        Bad{"upstreams:\n  - {name: a, kind: cloud, url: http://x}\n",
+            "'kind' must be peer or central"},
+        Bad{"upstreams:\n  - {name: a, url: ftp://x}\n", "must start with http://"},
+        Bad{"upstreams:\n  - {url: http://x}\n", "'name' is required"},
+        Bad{"upstreams:\n  - {name: a, url: http://x}\n  - {name: a, url: http://y}\n",
+            "used twice"},
+        Bad{"upstreams:\n  - {name: a, url: http://x, colour: red}\n", "unknown key 'colour'"},
+        Bad{"upstreams:\n  - {name: a, url: http://x, first_byte_timeout: soon}\n",
+            "not a duration"},
+        Bad{"upstreams:\n  - {name: a, url: http://x, max_requests: 0}\n", "at least 1"},
+        Bad{"policy: {restricted_scope: planet}\n", "node or site"},
+        Bad{"policy: {aliases: {large: nowhere}}\n", "unknown upstream 'nowhere'"},
+        Bad{"tenants:\n  - {name: t}\n", "'api_key' is required"},
+        Bad{"routes: []\n", "unknown key 'routes'"}, Bad{"upstreams: [\n", "YAML syntax error"}));
+
+TEST(RoutingConfig, MissingFile) {
+  EXPECT_EQ(LoadRoutingConfig("/nonexistent/routing.yaml").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace outpost::router
