@@ -16,6 +16,7 @@
 #include "outpost/api/openai_request.h"
 #include "outpost/api/openai_response.h"
 #include "outpost/api/sse.h"
+#include "outpost/router/proxy.h"
 #include "outpost/router/router.h"
 
 namespace outpost::api {
@@ -75,7 +76,14 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
     return Status::Ok();
   };
 
-  if (router_ != nullptr) {
+  // A request another Outpost forwarded is answered here, never forwarded again.
+  const bool forwarded = req.has_header(router::kForwardedHeader);
+  if (router_ != nullptr && forwarded) {
+    res.set_header("X-Outpost-Route", "local");
+    res.set_header("X-Outpost-Route-Reason", "forwarded");
+    metrics_->CountRoute("local", "forwarded");
+  }
+  if (router_ != nullptr && !forwarded) {
     std::string bearer = req.get_header_value("Authorization");
     if (bearer.rfind("Bearer ", 0) == 0) bearer = bearer.substr(7);
     auto data_class = router_->DataClass(bearer, req.get_header_value("X-Data-Class"));

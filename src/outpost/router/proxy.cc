@@ -35,6 +35,9 @@ void UpstreamCall::Run(std::string path, std::string body) {
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "application/json, text/event-stream");
   if (!cfg_.api_key.empty()) req.set_header("Authorization", "Bearer " + cfg_.api_key);
+  // Loop prevention: an Outpost that receives a forwarded request serves it
+  // itself and never forwards it again (two peers would otherwise ping-pong).
+  req.set_header(kForwardedHeader, "1");
   req.response_handler = [this](const httplib::Response& r) {
     std::lock_guard<std::mutex> lock(mu_);
     status_ = r.status;

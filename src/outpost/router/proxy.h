@@ -20,6 +20,9 @@
 
 namespace outpost::router {
 
+// Set on every request Outpost forwards; see generate_handler.cc.
+inline constexpr const char* kForwardedHeader = "X-Outpost-Forwarded";
+
 class UpstreamCall {
  public:
   // Starts POST {base_url}{path} with `body` (JSON).
