@@ -10,6 +10,8 @@ Writes bench/results/<date>.json, prints a markdown table for
 docs/performance.md and draws bench/results/<date>-sweep.svg.
 """
 import argparse
+import itertools
+import random
 import concurrent.futures as cf
 import datetime
 import json
@@ -75,11 +77,14 @@ def new_client():
 
 
 CLIENT = new_client()
+SEQ = itertools.count(random.randrange(10**6))
 
 
 def stream_one(base, n_tokens):
     """One streaming /v1/completions request. Returns (ttft_s, tokens, t_first, t_last, t_start)."""
-    body = {"prompt": PROMPT, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
+    # A distinct prefix per request: llama-server would otherwise answer repeated
+    # identical prompts from its prompt cache and measure no prefill at all.
+    body = {"prompt": f"[{next(SEQ)}] {PROMPT}", "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True}}
     t0 = time.perf_counter()
     first = last = None
