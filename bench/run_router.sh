@@ -3,7 +3,7 @@
 # proxy (pinned) into .deps/bench-venv on first use, as the peer to compare with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LITELLM_VERSION=1.110.2
+LITELLM_VERSION=1.74.9
 if [ ! -x .deps/bench-venv/bin/litellm ]; then
   echo "[router-bench] installing litellm[proxy]==${LITELLM_VERSION} into .deps/bench-venv" >&2
   python3 -m venv .deps/bench-venv

@@ -29,6 +29,9 @@ HttpServer::HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Me
   server_->set_read_timeout(options_.idle_timeout_s, 0);
   server_->set_write_timeout(options_.idle_timeout_s, 0);
   server_->set_keep_alive_max_count(1000);
+  // Small writes (SSE chunks, response heads) go out at once instead of waiting
+  // on Nagle's algorithm and the peer's delayed ACK (up to 40 ms each).
+  server_->set_tcp_nodelay(true);
   Routes();
 }
 

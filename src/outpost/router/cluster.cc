@@ -107,6 +107,7 @@ bool Cluster::Probe(const UpstreamConfig& cfg) const {
   cli.set_connection_timeout(t);
   cli.set_read_timeout(t);
   cli.set_write_timeout(t);
+  cli.set_tcp_nodelay(true);
   if (!cfg.api_key.empty()) cli.set_bearer_token_auth(cfg.api_key);
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
   cli.enable_server_certificate_verification(cfg.tls_verify);

@@ -24,6 +24,7 @@ void UpstreamCall::Run(std::string path, std::string body) {
   cli.set_write_timeout(
       std::chrono::milliseconds(cfg_.connect_timeout_ms + cfg_.first_byte_timeout_ms));
   cli.set_keep_alive(false);
+  cli.set_tcp_nodelay(true);  // head and body are separate writes: no Nagle stall
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
   cli.enable_server_certificate_verification(cfg_.tls_verify);
   if (!cfg_.tls_ca_file.empty()) cli.set_ca_cert_path(cfg_.tls_ca_file);
