@@ -72,7 +72,10 @@ def test_sigkill_peer_under_openai_load():
             while any(u["name"] == "peer" and u["healthy"] for u in a.ready()["upstreams"]):
                 time.sleep(0.02)
             detected = time.time() - t0
-            time.sleep(8)
+            # Keep the load on until several requests started after detection have ended.
+            settle = time.time() + 120
+            while time.time() < settle and sum(1 for s, _, _ in outcomes if s > t0 + detected) < 4:
+                time.sleep(0.2)
             stop.set()
             for f in futs:
                 f.result(timeout=120)  # no worker hung

@@ -68,7 +68,9 @@ def test_memory_stays_within_budget_with_all_sessions_full():
         model = s.ready()["models"][0]
         n = model["max_sessions"]
         cap = model["capacity"]
-        assert n == cap["max_sessions_that_fit"] and n >= 2
+        # auto = as many as fit (with the overhead of that many sessions)
+        assert 2 <= n <= cap["max_sessions_that_fit"]
+        assert cap["peak_bytes"] <= cap["usable_bytes"]
         # Every session gets a long prompt and runs to the end of its context.
         prompt = "The quick brown fox jumps over the lazy dog. " * 150  # ~1500 tokens
 
@@ -83,4 +85,5 @@ def test_memory_stays_within_budget_with_all_sessions_full():
         print(f"sessions={n} planned_peak={cap['peak_bytes']} usable={cap['usable_bytes']} "
               f"budget={budget} measured_peak_rss={peak}")
         assert peak <= budget, f"peak RSS {peak} exceeds the budget {budget}"
-        assert peak <= cap["usable_bytes"] * 1.0 + 0, f"peak RSS {peak} exceeds usable {cap['usable_bytes']}"
+        # ... and the plan is memory-true: measured within 10% of the planned peak.
+        assert abs(peak - cap["peak_bytes"]) <= 0.10 * cap["peak_bytes"], (peak, cap["peak_bytes"])

@@ -46,14 +46,22 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   }
   auto plan = scheduler::PlanCapacity(in, cfg.parallel, cfg.parallel_auto_max);
   if (!plan.ok()) return plan.status();
-  if (cfg.parallel == 0 && plan->sessions < cfg.parallel_auto_max) {
-    // The overhead was estimated for the cap; re-plan for the sessions chosen.
+  if (cfg.parallel == 0) {
+    // The overhead grows with the session count (one logits row each), and the
+    // first estimate assumed the cap. Settle on the largest count that fits
+    // with its own overhead.
     in.overhead_bytes =
         engine::EstimateOverheadBytes(*info, cfg.batch_size, plan->sessions, cfg.ctx_size);
-    plan = scheduler::PlanCapacity(in, plan->sessions, cfg.parallel_auto_max);
-    if (!plan.ok()) return plan.status();
+    auto wider = scheduler::PlanCapacity(in, 0, cfg.parallel_auto_max);
+    for (int32_t n = wider.ok() ? wider->sessions : plan->sessions; n >= 1; --n) {
+      in.overhead_bytes = engine::EstimateOverheadBytes(*info, cfg.batch_size, n, cfg.ctx_size);
+      auto p = scheduler::PlanCapacity(in, n, cfg.parallel_auto_max);
+      if (p.ok()) {
+        plan = std::move(p);
+        break;
+      }
+    }
   }
-
   spdlog::info("model {}: {} ({}), {} layers, {} KV heads x {} dim, vocab {}, {} parameters",
                info->name, info->architecture, util::FormatBytes(info->file_bytes), info->n_layers,
                info->n_kv_heads, info->head_dim_k, info->n_vocab, info->n_params);
