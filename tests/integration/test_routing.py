@@ -127,6 +127,35 @@ def test_restricted_never_reaches_central_under_load(pair):
     assert central_requests(central) == before, "restricted data reached central"
 
 
+@pytest.mark.parametrize("threshold,escalates", [(0.0, True), (-1000.0, False)])
+def test_confidence_cascade(pair, threshold, escalates):
+    """Local answers first; a mean token log-probability below the threshold
+    sends the request to central, whose answer is returned (0.0: always, since
+    log-probabilities are negative; -1000: never)."""
+    _, central = pair
+    cport = central.port
+    cfg = routing_file(cport, f"  confidence_cascade: {{min_mean_logprob: {threshold}}}")
+    with serve("--parallel", "1", "--ctx-size", "512", "--routing-file", cfg) as edge:
+        wait_upstream(edge, True)
+        before = central_requests(central)
+        r = edge.post(CHAT, json=chat_body())
+        assert r.status_code == 200, r.text
+        mean = float(r.headers["X-Outpost-Local-Mean-Logprob"])
+        assert mean < 0
+        if escalates:
+            assert r.headers["X-Outpost-Route"] == "central:hq"
+            assert r.headers["X-Outpost-Route-Reason"] == "cascade:low_confidence"
+            assert int(r.headers["X-Outpost-Local-Completion-Tokens"]) > 0  # local cost recorded
+            assert r.json()["model"] == "central-model"
+            assert central_requests(central) == before + 1
+        else:
+            assert r.headers["X-Outpost-Route"] == "local"
+            assert central_requests(central) == before
+        # Streaming requests never cascade.
+        s = edge.post(CHAT, json=chat_body(stream=True))
+        assert s.headers["X-Outpost-Route"] == "local"
+
+
 def test_bad_data_class_header(pair):
     edge, _ = pair
     r = edge.post(CHAT, json=chat_body(), headers={"X-Data-Class": "secret"})

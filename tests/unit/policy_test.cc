@@ -244,5 +244,24 @@ INSTANTIATE_TEST_SUITE_P(
                           StatusCode::kPermissionDenied}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(Cascade, OfferedForLocalNonStreamingAnswersWhenCentralIsAllowedAndUp) {
+  PolicyConfig p;
+  p.cascade = true;
+  std::vector<UpstreamView> ups = {{"hq", UpstreamKind::kCentral, {"*"}, true}};
+  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, "hq");
+  RouteInput streaming = In("internal");
+  streaming.stream = true;
+  EXPECT_EQ(Decide(streaming, p, ups).cascade_to, "");
+  EXPECT_EQ(Decide(In("restricted"), p, ups).cascade_to, "");  // never leaves the node
+  RouteInput pinned = In("internal");
+  pinned.tier = "local";
+  EXPECT_EQ(Decide(pinned, p, ups).cascade_to, "");
+  ups[0].available = false;
+  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, "");  // link down: no cascade
+  p.cascade = false;
+  ups[0].available = true;
+  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, "");
+}
+
 }  // namespace
 }  // namespace outpost::router

@@ -39,6 +39,7 @@ policy:
   aliases: {large: hq}
   max_local_prompt_tokens: 2000
   latency_budget: 1500ms
+  confidence_cascade: {min_mean_logprob: -1.5}
 )"));
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->upstreams.size(), 2u);
@@ -51,6 +52,8 @@ policy:
   EXPECT_EQ(c->policy.restricted_scope, "site");
   EXPECT_EQ(c->policy.aliases.at("large"), "hq");
   EXPECT_EQ(c->policy.default_latency_budget_ms, 1500);
+  EXPECT_TRUE(c->policy.cascade);
+  EXPECT_DOUBLE_EQ(c->policy.cascade_min_mean_logprob, -1.5);
 }
 
 struct Bad {

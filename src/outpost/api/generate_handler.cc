@@ -6,7 +6,9 @@
 #include <climits>
 #include <cstdlib>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -83,6 +85,7 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
     res.set_header("X-Outpost-Route-Reason", "forwarded");
     metrics_->CountRoute("local", "forwarded");
   }
+  std::string cascade_to;  // central upstream for the confidence cascade, if any
   if (router_ != nullptr && !forwarded) {
     std::string bearer = req.get_header_value("Authorization");
     if (bearer.rfind("Bearer ", 0) == 0) bearer = bearer.substr(7);
@@ -105,6 +108,7 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
     in.max_tokens = parsed->max_tokens > 0 ? parsed->max_tokens : 0;
     in.wants_tools = parsed->wants_tools;
     in.tier = req.get_header_value("X-Outpost-Tier");
+    in.stream = parsed->stream;
     in.latency_budget_ms = router_->TenantBudgetMs(bearer);
     if (const std::string b = req.get_header_value("X-Latency-Budget-Ms"); !b.empty()) {
       in.latency_budget_ms = std::atoll(b.c_str());
@@ -128,6 +132,7 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
         res.set_header("X-Outpost-Route", "local");
         res.set_header("X-Outpost-Route-Reason", d.reason);
         spdlog::debug("route {} {}: local ({})", endpoint, parsed->model, d.reason);
+        cascade_to = d.cascade_to;
         break;
       }
       if (TryProxy(target, endpoint, d.reason, req, res, &last_error)) return;
@@ -163,6 +168,7 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
   gen.sampling = parsed->sampling;
   gen.max_tokens = parsed->max_tokens;
   gen.stop = parsed->stop;
+  gen.want_logprobs = !cascade_to.empty();
   if (parsed->ignore_eos) {
     for (engine::Token t : model.EndOfGenerationTokens())
       gen.sampling.logit_bias.emplace_back(t, -100.0f);
@@ -208,6 +214,31 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
       }
     }
     if (ev.finish == FinishReason::kError) return fail(ev.error);
+    if (!cascade_to.empty()) {
+      // Confidence cascade: a low mean log-probability sends the request to
+      // central; both costs are recorded (local tokens in the usual counters,
+      // central's in the proxied ones).
+      const double mean = ev.usage.sum_logprob / std::max(1, ev.usage.completion_tokens);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4f", mean);
+      res.set_header("X-Outpost-Local-Mean-Logprob", buf);
+      if (mean < router_->config().policy.cascade_min_mean_logprob) {
+        Status last_error;
+        res.set_header("X-Outpost-Local-Completion-Tokens",
+                       std::to_string(ev.usage.completion_tokens));
+        res.headers.erase("X-Outpost-Route");  // TryProxy sets the route it takes
+        res.headers.erase("X-Outpost-Route-Reason");
+        if (TryProxy(cascade_to, endpoint, "cascade:low_confidence", req, res, &last_error)) {
+          metrics_->CountRoute("cascade", "escalated");
+          return;
+        }
+        metrics_->CountRoute("cascade", "escalation_failed");
+        res.set_header("X-Outpost-Route", "local");
+        res.set_header("X-Outpost-Route-Reason", "cascade:central_failed;local_answer");
+      } else {
+        metrics_->CountRoute("cascade", "kept_local");
+      }
+    }
     res.set_content(chat ? ChatCompletionBody(meta, text, ev.finish, ev.usage)
                          : CompletionBody(meta, text, ev.finish, ev.usage),
                     "application/json");

@@ -66,6 +66,10 @@ class Context {
   // Cancelled (aborted), Internal (other llama.cpp failures).
   Status Decode();
 
+  // log p(token) under the raw (untempered) distribution at batch index idx
+  // of the last decode.
+  double TokenLogProb(int32_t idx, Token token) const;
+
   // Frees the KV cells of `seq` at once.
   void RemoveSequence(SeqId seq);
 

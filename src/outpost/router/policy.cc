@@ -152,7 +152,13 @@ RouteDecision Decide(const RouteInput& in, const PolicyConfig& policy,
                       in.data_class + " data, upstreams unavailable)"),
                   "load:no_capacity");
   }
-  return Go({"local"}, restricted ? dc : "default");
+  RouteDecision d = Go({"local"}, restricted ? dc : "default");
+  if (policy.cascade && !in.stream && allow.central && in.tier != "local") {
+    bool any = false;
+    auto centrals = Candidates(ups, UpstreamKind::kCentral, "", &any);
+    if (!centrals.empty()) d.cascade_to = centrals.front();
+  }
+  return d;
 }
 
 }  // namespace outpost::router

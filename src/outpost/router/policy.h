@@ -34,6 +34,7 @@ struct RouteInput {
   int32_t prompt_tokens = 0;      // estimate for remote-only models
   int32_t max_tokens = 0;         // 0 = not given
   bool wants_tools = false;       // tools or response_format json_schema
+  bool stream = false;            // cascades apply to non-streaming requests only
   std::string tier;               // X-Outpost-Tier: "", "local", "central"
   int64_t local_wait_ms = 0;      // expected wait for a local session
   bool local_full = false;        // the local queue would refuse the request
@@ -55,6 +56,9 @@ struct RouteDecision {
   std::vector<std::string> targets;
   std::string reason;  // short machine-readable cause: "model", "data_class:restricted", ...
   Status reject;       // non-OK when targets is empty: 403/404/503 with the reason
+  // When set (local answers only): the central upstream to ask if the local
+  // answer's mean log-probability falls below cascade_min_mean_logprob.
+  std::string cascade_to;
 };
 
 RouteDecision Decide(const RouteInput& in, const PolicyConfig& policy,

@@ -219,7 +219,24 @@ StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
             ASSIGN_OR_RETURN(p.overflow_to_central, Bool(pv, where, k));
           else if (k == "latency_budget")
             ASSIGN_OR_RETURN(p.default_latency_budget_ms, Ms(pv, where, k));
-          else
+          else if (k == "confidence_cascade") {
+            p.cascade = true;
+            for (const auto& c : pv) {
+              const std::string ck = c.first.as<std::string>();
+              if (ck != "min_mean_logprob")
+                return Bad(where, "unknown key 'confidence_cascade." + ck + "'", ck);
+              try {
+                p.cascade_min_mean_logprob = c.second.as<double>();
+              } catch (const YAML::Exception&) {
+                return Bad(where, "'confidence_cascade.min_mean_logprob' must be a number", ck);
+              }
+              if (p.cascade_min_mean_logprob > 0) {
+                return Bad(where,
+                           "'confidence_cascade.min_mean_logprob' must be <= 0 (a log-probability)",
+                           ck);
+              }
+            }
+          } else
             return Bad(where, "unknown key '" + k + "'", k);
         }
       } else {

@@ -70,6 +70,11 @@ struct PolicyConfig {
   bool overflow_to_peer = true;
   bool overflow_to_central = true;
   int64_t default_latency_budget_ms = 0;  // 0 = no budget (queue locally)
+  // Confidence cascade (non-streaming only): answer locally, and if the answer's
+  // mean token log-probability is below the threshold, ask central and return
+  // its answer instead. Off unless set.
+  bool cascade = false;
+  double cascade_min_mean_logprob = -1.0;
 };
 
 struct RoutingConfig {

@@ -35,11 +35,15 @@ struct GenerationRequest {
   int32_t max_tokens = -1;        // -1: until the context is full
   std::vector<std::string> stop;  // stop strings (not included in output)
   Priority priority = Priority::kInteractive;
+  // Compute each sampled token's log-probability under the model's raw
+  // distribution (costs one pass over the vocabulary per token).
+  bool want_logprobs = false;
 };
 
 struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  double sum_logprob = 0;  // with want_logprobs: sum over generated tokens
 };
 
 // One step of output for one request. Text is whole UTF-8 characters.

@@ -165,6 +165,7 @@ bool Scheduler::AdmitAndWait() {
       slot.n_prompt_done = 0;
       slot.n_past = 0;
       slot.n_generated = 0;
+      slot.sum_logprob = 0;
       slot.i_batch = -1;
       slot.utf8_pending.clear();
       slot.started = now;
@@ -235,7 +236,7 @@ void Scheduler::Loop() {
       if (s.i_batch < 0) continue;
       const engine::Token tok = s.sampler->Sample(*ctx_, s.i_batch);
       s.state = SlotState::kDecode;
-      HandleSampled(s, tok);
+      HandleSampled(s, tok, s.i_batch);
       ++n_sampled;
     }
     UpdateRate(n_sampled, Clock::now() - step_start);
@@ -263,7 +264,7 @@ void Scheduler::Loop() {
   }
 }
 
-void Scheduler::HandleSampled(Slot& s, engine::Token tok) {
+void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   const auto now = Clock::now();
   if (s.n_generated == 0) {
     metrics_->time_to_first_token_seconds.Observe(Seconds(now - s.handle->submitted_at));
@@ -279,6 +280,7 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok) {
   }
   ++s.n_generated;
   ++metrics_->completion_tokens_total;
+  if (s.req.want_logprobs) s.sum_logprob += ctx_->TokenLogProb(idx, tok);
 
   s.utf8_pending += model_.TokenPiece(tok);
   const size_t hold = util::IncompleteUtf8Tail(s.utf8_pending);
@@ -313,6 +315,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   }
   ev.usage.prompt_tokens = static_cast<int32_t>(s.req.prompt.size());
   ev.usage.completion_tokens = s.n_generated;
+  ev.usage.sum_logprob = s.sum_logprob;
   s.handle->Push(std::move(ev));
 
   const auto now = Clock::now();

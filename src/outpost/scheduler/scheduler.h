@@ -107,6 +107,7 @@ class Scheduler {
     size_t n_prompt_done = 0;  // prompt tokens already in the KV cache
     int32_t n_past = 0;        // tokens in the KV cache
     int32_t n_generated = 0;
+    double sum_logprob = 0;
     engine::Token last_token = 0;
     int32_t i_batch = -1;      // logits index in the current batch, or -1
     std::string utf8_pending;  // bytes of an incomplete UTF-8 character
@@ -118,7 +119,7 @@ class Scheduler {
   // Returns false when stopping. Blocks while there is nothing to do.
   bool AdmitAndWait();
   void BuildBatch(int32_t* n_decode, int32_t* n_prefill);
-  void HandleSampled(Slot& s, engine::Token tok);
+  void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
   void Finish(Slot& s, FinishReason why, Status error = Status::Ok());
   void FailBatch(const Status& st);
   int32_t RetryAfterLocked() const;  // REQUIRES: mu_ held
