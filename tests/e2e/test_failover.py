@@ -20,7 +20,7 @@ upstreams:
   - name: peer
     kind: peer
     url: http://127.0.0.1:{peer_port}
-    health_check: {{path: /ready}}
+    health_check: {{path: /ready, timeout: 1s}}
   - name: hq
     kind: central
     url: http://127.0.0.1:{central_port}

@@ -25,7 +25,7 @@ upstreams:
     kind: central
     url: http://127.0.0.1:{central_port}
     models: [central-model]
-    health_check: {{interval: 200ms, timeout: 150ms, unhealthy_threshold: 2, healthy_threshold: 1}}
+    health_check: {{interval: 200ms, timeout: 1s, unhealthy_threshold: 2, healthy_threshold: 1}}
     connect_timeout: 500ms
     first_byte_timeout: 3s
     total_timeout: 60s

@@ -22,7 +22,7 @@ const char* UpstreamKindName(UpstreamKind k);  // "peer", "central"
 struct HealthCheckConfig {
   std::string path = "/health";  // GET; 2xx = healthy
   int64_t interval_ms = 250;
-  int64_t timeout_ms = 200;
+  int64_t timeout_ms = 500;
   int32_t healthy_threshold = 1;    // consecutive successes to turn healthy
   int32_t unhealthy_threshold = 2;  // consecutive failures to turn unhealthy
 };
