@@ -27,7 +27,7 @@ upstreams:
     models: [central-model]
     health_check: {{interval: 200ms, timeout: 1s, unhealthy_threshold: 2, healthy_threshold: 1}}
     connect_timeout: 500ms
-    first_byte_timeout: 3s
+    first_byte_timeout: 10s  # a 360-token prefill on 2 loaded cores takes ~3 s
     total_timeout: 60s
 policy:
   aliases: {{large: hq}}
