@@ -1,66 +1,34 @@
 #!/usr/bin/env python3
 """Router overhead: latency Outpost adds when it relays a request to central,
-compared with calling central directly, under concurrent load; LiteLLM's proxy
-measured the same way as a peer when it is installed (bench/run_router.sh
-installs it into .deps/bench-venv).
+compared with calling central directly, at several client concurrencies; the
+LiteLLM proxy measured the same way as a peer when it is installed
+(bench/run_router.sh installs it into .deps/bench-venv).
 
-"Central" here answers instantly with a canned chat completion, so the numbers
-isolate the proxy path (HTTP parse, policy, upstream call, relay) from model
-time. Prints a markdown table; medians of --rounds rounds.
+"Central" is build/router_load's canned server (answers instantly, keep-alive),
+and the load comes from build/router_load too (one keep-alive connection per
+client thread), so the numbers isolate the proxy path — HTTP parse, policy,
+upstream call on a pooled connection, relay — from model time and from any
+Python interpreter. Prints a markdown table (medians of --rounds rounds),
+writes JSON and an SVG chart next to --out.
 """
 import argparse
-import concurrent.futures as cf
-import http.server
 import json
 import os
 import shutil
 import signal
 import socket
-import socketserver
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-
-import httpx
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ANSWER = json.dumps({
-    "id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "central-model",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}).encode()
 
 
-class Central(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a):
-        pass
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def reply(self, body):
-        # Head and body in one write: separate writes would meet Nagle's
-        # algorithm and delayed ACKs (a 40 ms stall) and drown the signal.
-        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
-        self.wfile.write(head + body)
-
-    def do_GET(self):
-        self.reply(b'{"status":"ok","object":"list","data":[{"id":"central-model","object":"model"}]}')
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.reply(ANSWER)
-
-
-class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the default backlog of 5 refuses connections under load
+def log(msg):
+    print(f"[router-bench] {msg}", file=sys.stderr, flush=True)
 
 
 def free_port():
@@ -69,62 +37,91 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait(url, timeout=120):
+def wait(url, proc, timeout=120):
     t0 = time.time()
     while time.time() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before {url} answered")
         try:
-            if httpx.get(url, timeout=2).status_code < 500:
-                return
-        except httpx.HTTPError:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status < 500:
+                    return
+        except OSError:
             pass
         time.sleep(0.2)
-    raise RuntimeError(f"{url} not up")
+    raise RuntimeError(f"{url} not up after {timeout} s")
 
 
-def measure(base, n, concurrency, model):
-    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
-    client = httpx.Client(timeout=30, limits=httpx.Limits(max_connections=concurrency * 2))
-    lat = []
+def measure(load_bin, base, model, requests, concurrency):
+    out = subprocess.run([load_bin, "load", "--url", base, "--model", model, "--requests", str(requests),
+                          "--concurrency", str(concurrency)], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"load against {base} failed: {out.stdout} {out.stderr}")
+    return json.loads(out.stdout)
 
-    def one(_):
-        t0 = time.perf_counter()
-        r = client.post(base + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer sk-x"})
-        r.raise_for_status()
-        return time.perf_counter() - t0
 
-    for _ in range(20):
-        one(0)
-    with cf.ThreadPoolExecutor(concurrency) as ex:
-        lat = list(ex.map(one, range(n)))
-    client.close()
-    lat.sort()
-    return {"p50_ms": lat[len(lat) // 2] * 1000, "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000}
+def svg(path, res, concurrencies):
+    w, h, pad = 640, 360, 56
+    names = [n for n in res if n != "direct"]
+    added = {n: [res[n][c]["p99_ms"] - res["direct"][c]["p99_ms"] for c in concurrencies] for n in names}
+    ymax = max(max(v) for v in added.values()) * 1.15 or 1.0
+    colors = {"outpost": "#1f77b4", "litellm": "#d62728"}
+    group = (w - 2 * pad) / len(concurrencies)
+    bar = group / (len(names) + 1)
+    y = lambda v: h - pad - max(v, 0) / ymax * (h - 2 * pad)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+             f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">p99 latency added vs calling central directly (ms)</text>',
+             f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
+             f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>']
+    for i in range(5):
+        v = ymax * i / 4
+        parts.append(f'<text x="{pad - 6}" y="{y(v) + 4}" text-anchor="end">{v:.2f}</text>')
+    for gi, c in enumerate(concurrencies):
+        x0 = pad + gi * group + bar / 2
+        parts.append(f'<text x="{x0 + bar * len(names) / 2}" y="{h - pad + 18}" text-anchor="middle">{c} clients</text>')
+        for k, n in enumerate(names):
+            v = added[n][gi]
+            parts.append(f'<rect x="{x0 + k * bar}" y="{y(v)}" width="{bar * 0.9}" height="{h - pad - y(v)}" '
+                         f'fill="{colors.get(n, "gray")}"><title>{n}: {v:+.3f} ms</title></rect>')
+            parts.append(f'<text x="{x0 + k * bar + bar * 0.45}" y="{y(v) - 4}" text-anchor="middle" font-size="10">{v:+.2f}</text>')
+    for k, n in enumerate(names):
+        parts.append(f'<text x="{w - pad - 90}" y="{pad + 16 * k}" fill="{colors.get(n, "gray")}">{n}</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
+    ap.add_argument("--load", default=os.path.join(ROOT, "build/router_load"), help="router_load binary")
     ap.add_argument("--model", default=os.path.join(ROOT, ".deps/models/default.gguf"))
-    ap.add_argument("--requests", type=int, default=400)
-    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=3000, help="per round and path (default 3000)")
+    ap.add_argument("--litellm-requests", type=int, default=300, help="per round through LiteLLM (slower)")
+    ap.add_argument("--concurrency", default="1,4,8", help="comma-separated client counts")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default="", help="write <out>.json and <out>.svg")
     ap.add_argument("--litellm", default=shutil.which("litellm") or os.path.join(ROOT, ".deps/bench-venv/bin/litellm"))
     args = ap.parse_args()
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    for b in (args.outpost, args.load):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"{b} is missing: build first (make)")
 
-    central = ThreadingServer(("127.0.0.1", 0), Central)
-    threading.Thread(target=central.serve_forever, daemon=True).start()
-    cport = central.server_address[1]
+    procs = []
+    cport, oport = free_port(), free_port()
+    procs.append(subprocess.Popen([args.load, "central", "--port", str(cport)]))
+    wait(f"http://127.0.0.1:{cport}/v1/models", procs[-1])
     routing = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     routing.write(f"upstreams:\n  - {{name: hq, kind: central, url: 'http://127.0.0.1:{cport}', models: [central-model]}}\n"
                   f"policy: {{aliases: {{large: hq}}}}\n")
     routing.close()
-    oport = free_port()
-    procs = [subprocess.Popen([args.outpost, "serve", "--model", args.model, "--port", str(oport), "--parallel", "1",
-                               "--ctx-size", "256", "--log-level", "warn", "--routing-file", routing.name],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    wait(f"http://127.0.0.1:{oport}/ready")
-    paths = {"direct": (f"http://127.0.0.1:{cport}", "central-model"),
-             "outpost": (f"http://127.0.0.1:{oport}", "large")}
+    procs.append(subprocess.Popen([args.outpost, "serve", "--model", args.model, "--port", str(oport), "--parallel", "1",
+                                   "--ctx-size", "256", "--log-level", "warn", "--routing-file", routing.name],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    wait(f"http://127.0.0.1:{oport}/ready", procs[-1])
+    paths = {"direct": (f"http://127.0.0.1:{cport}", "central-model", args.requests),
+             "outpost": (f"http://127.0.0.1:{oport}", "large", args.requests)}
     if os.path.exists(args.litellm):
         lport = free_port()
         cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -133,19 +130,24 @@ def main():
         cfg.close()
         procs.append(subprocess.Popen([args.litellm, "--config", cfg.name, "--port", str(lport), "--num_workers", "1"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait(f"http://127.0.0.1:{lport}/health/liveliness", timeout=180)
-        paths["litellm"] = (f"http://127.0.0.1:{lport}", "large")
+        log("starting LiteLLM (takes a while)")
+        wait(f"http://127.0.0.1:{lport}/health/liveliness", procs[-1], timeout=180)
+        paths["litellm"] = (f"http://127.0.0.1:{lport}", "large", args.litellm_requests)
     else:
-        print(f"[router-bench] LiteLLM not found at {args.litellm}; measuring without it", file=sys.stderr)
+        log(f"LiteLLM not found at {args.litellm}; measuring without it")
+    res = {name: {} for name in paths}
     try:
-        res = {}
-        for name, (base, model) in paths.items():
-            rounds = []
+        for c in concurrencies:
+            # Rounds interleave the paths so that drift on a noisy box hits all alike.
+            rounds = {name: [] for name in paths}
             for i in range(args.rounds):
-                rounds.append(measure(base, args.requests, args.concurrency, model))
-                print(f"[router-bench] {name} round {i + 1}: p50 {rounds[-1]['p50_ms']:.2f} ms, "
-                      f"p99 {rounds[-1]['p99_ms']:.2f} ms", file=sys.stderr)
-            res[name] = {k: statistics.median(r[k] for r in rounds) for k in ("p50_ms", "p99_ms")}
+                for name, (base, model, n) in paths.items():
+                    r = measure(args.load, base, model, n, c)
+                    rounds[name].append(r)
+                    log(f"{c} clients, {name} round {i + 1}/{args.rounds}: p50 {r['p50_ms']:.3f} ms, "
+                        f"p99 {r['p99_ms']:.3f} ms")
+            for name in paths:
+                res[name][c] = {k: statistics.median(r[k] for r in rounds[name]) for k in ("p50_ms", "p99_ms")}
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -153,14 +155,22 @@ def main():
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
-        central.shutdown()
-    d = res["direct"]
-    print(f"{args.requests} requests x {args.rounds} rounds, {args.concurrency} concurrent, loopback, "
-          f"instant central; medians of rounds.\n")
-    print("| path | p50 ms | p99 ms | added p50 ms | added p99 ms |\n|---|---|---|---|---|")
-    for name, r in res.items():
-        print(f"| {name} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['p50_ms'] - d['p50_ms']:+.2f} | "
-              f"{r['p99_ms'] - d['p99_ms']:+.2f} |")
+    print(f"{args.requests} requests per round ({args.litellm_requests} through LiteLLM) x {args.rounds} rounds, "
+          f"loopback, instant central; medians of rounds.\n")
+    print("| clients | path | p50 ms | p99 ms | added p50 ms | added p99 ms |\n|---|---|---|---|---|---|")
+    for c in concurrencies:
+        d = res["direct"][c]
+        for name in paths:
+            r = res[name][c]
+            added = "—" if name == "direct" else f"{r['p50_ms'] - d['p50_ms']:+.3f}"
+            added99 = "—" if name == "direct" else f"{r['p99_ms'] - d['p99_ms']:+.3f}"
+            print(f"| {c} | {name} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {added} | {added99} |")
+    if args.out:
+        with open(args.out + ".json", "w") as f:
+            json.dump({"concurrency": concurrencies, "requests": args.requests, "rounds": args.rounds,
+                       "results": {n: {str(c): v for c, v in r.items()} for n, r in res.items()}}, f, indent=1)
+        svg(args.out + ".svg", res, concurrencies)
+        log(f"wrote {args.out}.json and {args.out}.svg")
 
 
 if __name__ == "__main__":

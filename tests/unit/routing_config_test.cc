@@ -88,6 +88,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"policy: {restricted_scope: planet}\n", "node or site"},
         Bad{"policy: {aliases: {large: nowhere}}\n", "unknown upstream 'nowhere'"},
         Bad{"tenants:\n  - {name: t}\n", "'api_key' is required"},
+        Bad{"upstreams:\n  - {name: a, url: https://x, tls: {ca_file: /nonexistent/ca.pem}}\n",
+            "'tls.ca_file' /nonexistent/ca.pem is not a readable file"},
+        Bad{"upstreams:\n  - {name: a, url: https://x, tls: {verify: maybe}}\n", "tls.verify"},
+        Bad{"upstreams:\n  - {name: a, url: https://x, tls: {pin: abc}}\n",
+            "unknown key 'tls.pin'"},
         Bad{"routes: []\n", "unknown key 'routes'"}, Bad{"upstreams: [\n", "YAML syntax error"}));
 
 TEST(RoutingConfig, MissingFile) {

@@ -135,7 +135,10 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
         cascade_to = d.cascade_to;
         break;
       }
-      if (TryProxy(target, endpoint, d.reason, req, res, &last_error)) return;
+      if (TryProxy(target, endpoint, d.reason, parsed->model, parsed->stream, req, res,
+                   &last_error)) {
+        return;
+      }
     }
     if (res.get_header_value("X-Outpost-Route") != "local") {
       metrics_->CountRoute("reject", d.reason + ";upstreams_failed");
@@ -228,7 +231,8 @@ void HttpServer::HandleGenerate(bool chat, const httplib::Request& req, httplib:
                        std::to_string(ev.usage.completion_tokens));
         res.headers.erase("X-Outpost-Route");  // TryProxy sets the route it takes
         res.headers.erase("X-Outpost-Route-Reason");
-        if (TryProxy(cascade_to, endpoint, "cascade:low_confidence", req, res, &last_error)) {
+        if (TryProxy(cascade_to, endpoint, "cascade:low_confidence", parsed->model,
+                     /*stream=*/false, req, res, &last_error)) {
           metrics_->CountRoute("cascade", "escalated");
           return;
         }

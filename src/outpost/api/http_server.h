@@ -55,9 +55,11 @@ class HttpServer {
   void HandleReady(httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
   // Relays to upstream `name`; false (nothing sent) when it failed before the
-  // first byte, with the cause in *last_error.
+  // first byte, with the cause in *last_error. `model` and `stream` are the
+  // parsed request's (the body is not parsed again).
   bool TryProxy(const std::string& name, const std::string& endpoint, const std::string& reason,
-                const httplib::Request& req, httplib::Response& res, Status* last_error);
+                const std::string& model, bool stream, const httplib::Request& req,
+                httplib::Response& res, Status* last_error);
 
   const HttpOptions options_;
   ModelCatalog* const catalog_;

@@ -22,12 +22,104 @@ namespace {
 
 constexpr std::chrono::milliseconds kPoll{50};
 
-// Adds the usage of a complete JSON body (or one SSE data line) to the metrics.
-void CountUsage(const std::string& json_text, telemetry::Metrics* m) {
-  auto j = nlohmann::json::parse(json_text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("usage") || !j["usage"].is_object()) return;
-  m->proxied_prompt_tokens_total += j["usage"].value("prompt_tokens", 0);
-  m->proxied_completion_tokens_total += j["usage"].value("completion_tokens", 0);
+// Validates a JSON text and picks out usage.prompt_tokens and
+// usage.completion_tokens without building a document (relayed bodies are
+// only checked and counted, never changed).
+class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  // False when `text` is not valid JSON.
+  bool Scan(const std::string& text) {
+    return nlohmann::json::sax_parse(text, this, nlohmann::json::input_format_t::json,
+                                     /*strict=*/true);
+  }
+  void AddTo(telemetry::Metrics* m) const {
+    m->proxied_prompt_tokens_total += prompt_;
+    m->proxied_completion_tokens_total += completion_;
+  }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t v) override { return Number(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Number(static_cast<int64_t>(v)); }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    // Entering the top-level "usage" object puts us at depth 2 inside it.
+    if (depth_ == 1) in_usage_ = key_ == "usage";
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ <= 2) key_ = k;
+    return true;
+  }
+  bool end_object() override {
+    if (--depth_ == 1) in_usage_ = false;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool Number(int64_t v) {
+    if (in_usage_ && depth_ == 2) {
+      if (key_ == "prompt_tokens") prompt_ = v;
+      if (key_ == "completion_tokens") completion_ = v;
+    }
+    return true;
+  }
+  int depth_ = 0;
+  bool in_usage_ = false;
+  std::string key_;
+  int64_t prompt_ = 0, completion_ = 0;
+};
+
+// The body to send: aliases and local model ids mean nothing upstream, so a
+// model the upstream does not serve becomes the first one it does. Only then
+// is the body parsed and re-serialised.
+std::string UpstreamBody(const router::UpstreamConfig& cfg, const std::string& model,
+                         const std::string& body) {
+  const auto& ms = cfg.models;
+  if (ms.empty() || std::find(ms.begin(), ms.end(), "*") != ms.end() ||
+      std::find(ms.begin(), ms.end(), model) != ms.end()) {
+    return body;
+  }
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return body;
+  j["model"] = ms.front();
+  return j.dump();
+}
+
+// Answers the client with a whole upstream response: a JSON body as is (its
+// usage counted), an event stream as is, anything broken or not JSON as 502.
+void RelayWhole(const std::string& name, const Status& error, const router::UpstreamReply& reply,
+                router::Cluster& cluster, telemetry::Metrics* metrics, httplib::Response& res) {
+  if (error.ok() && reply.content_type.find("text/event-stream") != std::string::npos) {
+    res.set_content(reply.body, "text/event-stream");
+    return;
+  }
+  UsageScanner usage;
+  if (!error.ok() || !usage.Scan(reply.body)) {
+    const Status st = Status::Unavailable(error.ok() ? "upstream " + name +
+                                                           " returned a body that is not valid JSON"
+                                                     : error.message());
+    cluster.ReportFailure(name);
+    res.status = 502;
+    res.set_content(ErrorBody(st), "application/json");
+    return;
+  }
+  usage.AddTo(metrics);
+  res.set_content(reply.body, "application/json");
 }
 
 struct RelayState {
@@ -47,8 +139,8 @@ struct RelayState {
 }  // namespace
 
 bool HttpServer::TryProxy(const std::string& name, const std::string& endpoint,
-                          const std::string& reason, const httplib::Request& req,
-                          httplib::Response& res, Status* last_error) {
+                          const std::string& reason, const std::string& model, bool stream,
+                          const httplib::Request& req, httplib::Response& res, Status* last_error) {
   router::Cluster& cluster = router_->cluster();
   const router::UpstreamConfig* cfg = cluster.Find(name);
   if (cfg == nullptr) return false;
@@ -58,60 +150,62 @@ bool HttpServer::TryProxy(const std::string& name, const std::string& endpoint,
                                       " concurrent requests (circuit breaker)");
     return false;
   }
-  // Aliases and local model ids mean nothing upstream: ask for a model the
-  // upstream serves when it does not serve the one named.
-  std::string body = req.body;
-  if (auto j = nlohmann::json::parse(body, nullptr, false); j.is_object()) {
-    const std::string model = j.value("model", "");
-    const auto& ms = cfg->models;
-    const bool any = std::find(ms.begin(), ms.end(), "*") != ms.end();
-    if (!any && std::find(ms.begin(), ms.end(), model) == ms.end() && !ms.empty()) {
-      j["model"] = ms.front();
-      body = j.dump();
-    }
-  }
-  auto call = std::make_unique<router::UpstreamCall>(*cfg, endpoint, std::move(body));
-  auto head = call->WaitHead();
-  if (!head.ok() || *head >= 500) {
-    *last_error =
-        head.ok()
-            ? Status::Unavailable("upstream " + name + " answered HTTP " + std::to_string(*head))
-            : head.status();
+  auto failed_before_first_byte = [&](Status st) {
+    *last_error = std::move(st);
     spdlog::warn("route {} to {} failed before the first byte: {}", endpoint, name,
                  last_error->message());
     cluster.ReportFailure(name);
     cluster.Release(name);
     return false;
-  }
-  cluster.ReportSuccess(name);
-  const std::string route = std::string(router::UpstreamKindName(cfg->kind)) + ":" + name;
-  metrics_->CountRoute(route, reason);
-  res.status = *head;
-  res.set_header("X-Outpost-Route", route);
-  res.set_header("X-Outpost-Route-Reason", reason);
-  spdlog::debug("route {}: {} ({})", endpoint, route, reason);
+  };
+  auto answered = [&](int status) {
+    cluster.ReportSuccess(name);
+    const std::string route = std::string(router::UpstreamKindName(cfg->kind)) + ":" + name;
+    metrics_->CountRoute(route, reason);
+    res.status = status;
+    res.set_header("X-Outpost-Route", route);
+    res.set_header("X-Outpost-Route-Reason", reason);
+    spdlog::debug("route {}: {} ({})", endpoint, route, reason);
+  };
+  std::string body = UpstreamBody(*cfg, model, req.body);
 
+  if (!stream) {
+    // Whole body on this thread, bounded by the upstream's timeouts.
+    router::UpstreamReply reply;
+    const Status st =
+        router::FetchUpstream(*cfg, &router_->connections(), endpoint, std::move(body), &reply);
+    if (reply.status == 0) return failed_before_first_byte(st);
+    if (reply.status >= 500) {
+      return failed_before_first_byte(Status::Unavailable("upstream " + name + " answered HTTP " +
+                                                          std::to_string(reply.status)));
+    }
+    answered(reply.status);
+    cluster.Release(name);
+    RelayWhole(name, st, reply, cluster, metrics_, res);
+    return true;
+  }
+
+  auto call = std::make_unique<router::UpstreamCall>(*cfg, &router_->connections(), endpoint,
+                                                     std::move(body));
+  auto head = call->WaitHead();
+  if (!head.ok()) return failed_before_first_byte(head.status());
+  if (*head >= 500) {
+    return failed_before_first_byte(
+        Status::Unavailable("upstream " + name + " answered HTTP " + std::to_string(*head)));
+  }
+  answered(*head);
   if (call->content_type().find("text/event-stream") == std::string::npos) {
-    // Whole body, bounded by the upstream's total timeout.
-    std::string body, chunk;
+    // A whole-body answer to a stream request: relay it whole.
+    router::UpstreamReply reply;
+    reply.status = *head;
+    reply.content_type = call->content_type();
+    std::string chunk;
     bool idle = false;
     while (call->Next(&chunk, kPoll, &idle)) {
-      if (!idle) body += chunk;
+      if (!idle) reply.body += chunk;
     }
     cluster.Release(name);
-    const Status err = call->error();
-    auto j = nlohmann::json::parse(body, nullptr, false);
-    if (!err.ok() || j.is_discarded()) {
-      const Status st =
-          Status::Unavailable("upstream " + name + " returned " +
-                              (err.ok() ? "a body that is not valid JSON" : err.message()));
-      cluster.ReportFailure(name);
-      res.status = 502;
-      res.set_content(ErrorBody(st), "application/json");
-      return true;
-    }
-    CountUsage(body, metrics_);
-    res.set_content(body, "application/json");
+    RelayWhole(name, call->error(), reply, cluster, metrics_, res);
     return true;
   }
 
@@ -157,7 +251,8 @@ bool HttpServer::TryProxy(const std::string& name, const std::string& endpoint,
           if (line.rfind("data: [DONE]", 0) == 0)
             st->saw_done = true;
           else if (line.rfind("data: {", 0) == 0 && line.find("\"usage\"") != std::string::npos) {
-            CountUsage(line.substr(6), metrics);
+            UsageScanner usage;
+            if (usage.Scan(line.substr(6))) usage.AddTo(metrics);
           }
         }
         return sink.write(chunk.data(), chunk.size());

@@ -9,7 +9,9 @@ namespace outpost::router {
 
 using Clock = std::chrono::steady_clock;
 
-Cluster::Cluster(std::vector<UpstreamConfig> upstreams) {
+Cluster::Cluster(std::vector<UpstreamConfig> upstreams, NowFn now, ProbeFn probe)
+    : now_(now ? std::move(now) : NowFn([] { return Clock::now(); })),
+      probe_(probe ? std::move(probe) : ProbeFn(&Cluster::HttpProbe)) {
   for (auto& u : upstreams) {
     Host h;
     h.cfg = std::move(u);
@@ -23,7 +25,7 @@ Cluster::~Cluster() {
 
 void Cluster::Start() {
   if (hosts_.empty()) return;
-  thread_ = std::thread([this] { Loop(); });
+  for (size_t i = 0; i < hosts_.size(); ++i) threads_.emplace_back([this, i] { Loop(i); });
 }
 
 void Cluster::Stop() {
@@ -32,7 +34,10 @@ void Cluster::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
 }
 
 const UpstreamConfig* Cluster::Find(const std::string& name) const {
@@ -44,7 +49,7 @@ const UpstreamConfig* Cluster::Find(const std::string& name) const {
 
 std::vector<UpstreamView> Cluster::View() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = Clock::now();
+  const auto now = now_();
   std::vector<UpstreamView> out;
   for (const auto& h : hosts_) {
     UpstreamView v;
@@ -94,14 +99,14 @@ void Cluster::ReportFailure(const std::string& name) {
     const int64_t ms =
         std::min<int64_t>(h.cfg.outlier.max_ejection_ms,
                           h.cfg.outlier.base_ejection_ms << std::min(h.ejections - 1, 20));
-    h.ejected_until = Clock::now() + std::chrono::milliseconds(ms);
+    h.ejected_until = now_() + std::chrono::milliseconds(ms);
     h.health |= kOutlierEjected;
     spdlog::warn("upstream {} ejected for {} ms after {} consecutive failures (ejection #{})", name,
                  ms, h.cfg.outlier.consecutive_failures, h.ejections);
   }
 }
 
-bool Cluster::Probe(const UpstreamConfig& cfg) const {
+bool Cluster::HttpProbe(const UpstreamConfig& cfg) {
   httplib::Client cli(cfg.base_url);
   const auto t = std::chrono::milliseconds(cfg.health.timeout_ms);
   cli.set_connection_timeout(t);
@@ -117,45 +122,49 @@ bool Cluster::Probe(const UpstreamConfig& cfg) const {
   return res && res->status >= 200 && res->status < 300;
 }
 
-void Cluster::Loop() {
+Cluster::TimePoint Cluster::CheckHost(size_t i) {
   std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    const auto now = Clock::now();
-    auto next = now + std::chrono::seconds(1);
-    for (size_t i = 0; i < hosts_.size(); ++i) {
-      if (hosts_[i].next_check > now) {
-        next = std::min(next, hosts_[i].next_check);
-        continue;
-      }
-      const UpstreamConfig cfg = hosts_[i].cfg;
-      lock.unlock();
-      const bool ok = Probe(cfg);
-      lock.lock();
-      if (stopping_) return;
-      Host& h = hosts_[i];
-      const bool was_healthy = !(h.health & kFailedActiveHealthCheck);
-      if (ok) {
-        h.hc_fail = 0;
-        if (++h.hc_ok >= h.cfg.health.healthy_threshold) h.health &= ~kFailedActiveHealthCheck;
-      } else {
-        h.hc_ok = 0;
-        if (++h.hc_fail >= h.cfg.health.unhealthy_threshold) h.health |= kFailedActiveHealthCheck;
-      }
-      const bool healthy = !(h.health & kFailedActiveHealthCheck);
-      if (healthy != was_healthy) {
-        spdlog::info("upstream {} ({}) is now {}", h.cfg.name, h.cfg.base_url,
-                     healthy ? "healthy" : "UNHEALTHY");
-      }
-      h.next_check = Clock::now() + std::chrono::milliseconds(h.cfg.health.interval_ms);
-      next = std::min(next, h.next_check);
-    }
-    cv_.wait_until(lock, next, [&] { return stopping_; });
+  const auto now = now_();
+  if (stopping_ || hosts_[i].next_check > now) return hosts_[i].next_check;
+  const UpstreamConfig cfg = hosts_[i].cfg;
+  lock.unlock();
+  const bool ok = probe_(cfg);
+  lock.lock();
+  Host& h = hosts_[i];
+  const bool was_healthy = !(h.health & kFailedActiveHealthCheck);
+  if (ok) {
+    h.hc_fail = 0;
+    if (++h.hc_ok >= h.cfg.health.healthy_threshold) h.health &= ~kFailedActiveHealthCheck;
+  } else {
+    h.hc_ok = 0;
+    if (++h.hc_fail >= h.cfg.health.unhealthy_threshold) h.health |= kFailedActiveHealthCheck;
+  }
+  const bool healthy = !(h.health & kFailedActiveHealthCheck);
+  if (healthy != was_healthy) {
+    spdlog::info("upstream {} ({}) is now {}", h.cfg.name, h.cfg.base_url,
+                 healthy ? "healthy" : "UNHEALTHY");
+  }
+  h.next_check = now_() + std::chrono::milliseconds(h.cfg.health.interval_ms);
+  return h.next_check;
+}
+
+Cluster::TimePoint Cluster::RunDueChecks() {
+  TimePoint next = TimePoint::max();
+  for (size_t i = 0; i < hosts_.size(); ++i) next = std::min(next, CheckHost(i));
+  return next;
+}
+
+void Cluster::Loop(size_t i) {
+  for (;;) {
+    const TimePoint next = CheckHost(i);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_until(lock, next, [&] { return stopping_; })) return;
   }
 }
 
 nlohmann::json Cluster::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = Clock::now();
+  const auto now = now_();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& h : hosts_) {
     nlohmann::json flags = nlohmann::json::array();

@@ -9,13 +9,17 @@
 //   circuit breaker       at most max_requests concurrent requests per host.
 //
 // Health is a bitset that records the cause. Owned by the router; internally
-// synchronised; one health-check thread.
+// synchronised; one health-check thread per host, so a slow or unreachable
+// upstream never delays another's checks. Time and the probe are injected
+// (defaults: the steady clock and an HTTP GET), so tests drive health checks
+// and ejections on a simulated clock through RunDueChecks().
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -36,11 +40,23 @@ enum HealthFlag : uint32_t {
 
 class Cluster {
  public:
-  explicit Cluster(std::vector<UpstreamConfig> upstreams);
+  using TimePoint = std::chrono::steady_clock::time_point;
+  using NowFn = std::function<TimePoint()>;
+  using ProbeFn = std::function<bool(const UpstreamConfig&)>;  // true: healthy answer
+
+  // `now` and `probe` default to the steady clock and a GET of health.path
+  // bounded by health.timeout. The thread started by Start() waits on the
+  // steady clock; a simulated `now` is for tests that call RunDueChecks().
+  explicit Cluster(std::vector<UpstreamConfig> upstreams, NowFn now = nullptr,
+                   ProbeFn probe = nullptr);
   ~Cluster();  // Stop()s
 
-  void Start();  // starts the health-check thread
+  void Start();  // starts the health-check threads
   void Stop();
+
+  // Probes every host whose check is due at now() (no lock held while
+  // probing) and applies the thresholds. Returns when the next check is due.
+  TimePoint RunDueChecks();
 
   // Snapshot for the policy: available = no health flags and breaker closed.
   std::vector<UpstreamView> View() const;
@@ -63,18 +79,22 @@ class Cluster {
     int32_t hc_ok = 0, hc_fail = 0;              // consecutive probe results
     int32_t request_failures = 0;                // consecutive
     int32_t ejections = 0;
-    std::chrono::steady_clock::time_point ejected_until{};
-    std::chrono::steady_clock::time_point next_check{};
+    TimePoint ejected_until{};
+    TimePoint next_check{};
     int32_t active = 0;
   };
-  void Loop();
-  bool Probe(const UpstreamConfig& cfg) const;  // no lock held
+  // Probes host i if its check is due at now(); returns its next due time.
+  TimePoint CheckHost(size_t i);
+  void Loop(size_t i);
+  static bool HttpProbe(const UpstreamConfig& cfg);
 
+  const NowFn now_;
+  const ProbeFn probe_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Host> hosts_;  // guarded by mu_ (cfg is const after construction)
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace outpost::router

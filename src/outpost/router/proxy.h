@@ -3,7 +3,11 @@
 // head and body chunks over a queue, so the caller can (a) wait for the head
 // with the first-byte timeout and retry elsewhere if nothing came, and (b)
 // relay chunks to its client as they arrive. Destroying the call cancels the
-// upstream request. Internally synchronised.
+// upstream request. Connections come from a ConnectionPool and go back to it
+// after a clean exchange; a pooled connection that turns out broken before
+// any response byte (the server closed it while idle) is retried once on a
+// fresh connection — that is not a retry of the request against the
+// upstream's will, the request never arrived. Internally synchronised.
 #pragma once
 
 #include <atomic>
@@ -15,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "outpost/router/connection_pool.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/status.h"
 
@@ -23,10 +28,29 @@ namespace outpost::router {
 // Set on every request Outpost forwards; see generate_handler.cc.
 inline constexpr const char* kForwardedHeader = "X-Outpost-Forwarded";
 
+// A whole upstream response (non-streaming requests).
+struct UpstreamReply {
+  int status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+// POST {base_url}{path} with `body` on the caller's thread, on a pooled
+// connection, bounded by the upstream's connect, first-byte and total
+// timeouts; fills *reply. Errors: Unavailable naming the upstream and what
+// went wrong (connect failed, no response within the first-byte timeout,
+// total timeout, connection lost); reply->status != 0 then says the response
+// head had arrived before the failure. Used for non-streaming requests: no
+// thread, no queue.
+Status FetchUpstream(const UpstreamConfig& cfg, ConnectionPool* pool, const std::string& path,
+                     std::string body, UpstreamReply* reply);
+
 class UpstreamCall {
  public:
-  // Starts POST {base_url}{path} with `body` (JSON).
-  UpstreamCall(const UpstreamConfig& cfg, const std::string& path, std::string body);
+  // Starts POST {base_url}{path} with `body` (JSON) on a connection from
+  // `pool`, which must outlive the call.
+  UpstreamCall(const UpstreamConfig& cfg, ConnectionPool* pool, const std::string& path,
+               std::string body);
   ~UpstreamCall();
   UpstreamCall(const UpstreamCall&) = delete;
   UpstreamCall& operator=(const UpstreamCall&) = delete;
@@ -47,6 +71,7 @@ class UpstreamCall {
   void Run(std::string path, std::string body);
 
   const UpstreamConfig cfg_;
+  ConnectionPool* const pool_;
   const std::chrono::steady_clock::time_point deadline_;
   std::atomic<bool> cancelled_{false};
   mutable std::mutex mu_;

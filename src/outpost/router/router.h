@@ -7,6 +7,7 @@
 #include <string>
 
 #include "outpost/router/cluster.h"
+#include "outpost/router/connection_pool.h"
 #include "outpost/router/policy.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/status.h"
@@ -34,11 +35,13 @@ class Router {
   bool ServedUpstream(const std::string& model) const;
 
   Cluster& cluster() { return cluster_; }
+  ConnectionPool& connections() { return connections_; }
   const RoutingConfig& config() const { return cfg_; }
 
  private:
   const RoutingConfig cfg_;
   Cluster cluster_;
+  ConnectionPool connections_;
 };
 
 }  // namespace outpost::router

@@ -81,9 +81,14 @@ Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConf
         const std::string tk = t.first.as<std::string>();
         if (tk == "verify")
           ASSIGN_OR_RETURN(u->tls_verify, Bool(t.second, where, "tls.verify"));
-        else if (tk == "ca_file")
+        else if (tk == "ca_file") {
           u->tls_ca_file = t.second.as<std::string>();
-        else
+          std::error_code ec;
+          if (!u->tls_ca_file.empty() && !std::filesystem::is_regular_file(u->tls_ca_file, ec)) {
+            return Bad(where, "'tls.ca_file' " + u->tls_ca_file + " is not a readable file",
+                       "tls.ca_file");
+          }
+        } else
           return Bad(where, "unknown key 'tls." + tk + "'", "tls." + tk);
       }
     } else if (k == "health_check") {

@@ -1,0 +1,200 @@
+"""Upstream connections with real processes on loopback: TLS to central
+(verified against a CA file, rejected without it, accepted with verify off),
+keep-alive reuse from the connection pool, and the one retry on a fresh
+connection when a pooled one turns out closed.
+
+"Central" is a small Python HTTP/1.1 server that records which connection
+carried each request; certificates come from the openssl command line.
+"""
+import http.server
+import json
+import os
+import socketserver
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+from outpost_harness import chat_body, serve
+
+CHAT = "/v1/chat/completions"
+ANSWER = json.dumps({
+    "id": "chatcmpl-c", "object": "chat.completion", "created": 0, "model": "central-model",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "from central"},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
+
+
+class Central(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with ANSWER on a keep-alive connection. Records
+    (connection id, path) per POST. With drop_reused, a connection that
+    already answered one POST closes when the next arrives, unanswered — as a
+    server does when its idle or per-connection limit passed."""
+    protocol_version = "HTTP/1.1"
+    posts = []
+    drop_reused = False
+    lock = threading.Lock()
+    connections = 0
+
+    def log_message(self, *a):
+        pass
+
+    def setup(self):
+        super().setup()
+        self.answered = 0
+        with Central.lock:
+            Central.connections += 1
+            self.conn = Central.connections
+
+    def reply(self, body, ctype="application/json"):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.reply(b'{"status":"ok"}')
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with Central.lock:
+            Central.posts.append((self.conn, self.answered))
+        if Central.drop_reused and self.answered >= 1:
+            self.close_connection = True  # closes without a response
+            return
+        self.answered += 1
+        self.reply(ANSWER)
+
+
+class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def run(cmd, cwd):
+    subprocess.run(cmd, cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certs():
+    """A CA, a server certificate for 127.0.0.1 signed by it, and an unrelated CA."""
+    d = tempfile.mkdtemp(prefix="outpost-tls-")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run(["openssl", "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+         "-subj", "/CN=Outpost Test CA"], d)
+    run(["openssl", "req", "-x509", *ec, "-keyout", "other.key", "-out", "other-ca.pem", "-days", "2",
+         "-subj", "/CN=Some Other CA"], d)
+    run(["openssl", "req", *ec, "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1"], d)
+    with open(os.path.join(d, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                "extendedKeyUsage=serverAuth\n")
+    run(["openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "ext.cnf"], d)
+    return d
+
+
+def start_central(tls_dir=None, drop_reused=False):
+    Central.posts = []
+    Central.drop_reused = drop_reused
+    srv = ThreadingServer(("127.0.0.1", 0), Central)
+    if tls_dir:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(tls_dir, "srv.pem"), os.path.join(tls_dir, "srv.key"))
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def routing_file(url, tls=""):
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(f"""
+upstreams:
+  - name: hq
+    kind: central
+    url: {url}
+    models: [central-model]
+    health_check: {{interval: 200ms, timeout: 1s, unhealthy_threshold: 1, healthy_threshold: 1}}
+    {tls}
+policy:
+  aliases: {{large: hq}}
+""")
+    f.close()
+    return f.name
+
+
+def upstream_healthy(edge, want, timeout=10):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        ups = edge.ready().get("upstreams", [])
+        if ups and ups[0]["healthy"] == want:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("tls,reaches", [
+    ("tls: {verify: true, ca_file: CA}", True),      # verified against our CA
+    ("tls: {verify: false}", True),                  # verification off
+    ("", False),                                     # system CAs do not know ours
+    ("tls: {verify: true, ca_file: OTHER}", False),  # a CA that did not sign it
+])
+def test_tls_central(certs, tls, reaches):
+    tls = tls.replace("OTHER", os.path.join(certs, "other-ca.pem")).replace("CA", os.path.join(certs, "ca.pem"))
+    srv = start_central(tls_dir=certs)
+    try:
+        url = f"https://127.0.0.1:{srv.server_address[1]}"
+        with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url, tls)) as edge:
+            assert upstream_healthy(edge, reaches), edge.ready()
+            r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
+            if reaches:
+                assert r.status_code == 200, r.text
+                assert r.headers["X-Outpost-Route"] == "central:hq"
+                assert r.json()["choices"][0]["message"]["content"] == "from central"
+                assert len(Central.posts) == 1
+            else:
+                # An upstream whose certificate does not verify is never used.
+                assert r.status_code == 503, r.text
+                assert "hq" in r.json()["error"]["message"]
+                assert Central.posts == []
+            assert edge.post(CHAT, json=chat_body()).status_code == 200  # local unaffected
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_pool_reuses_connections(certs, scheme):
+    srv = start_central(tls_dir=certs if scheme == "https" else None)
+    try:
+        url = f"{scheme}://127.0.0.1:{srv.server_address[1]}"
+        tls = f"tls: {{ca_file: {os.path.join(certs, 'ca.pem')}}}" if scheme == "https" else ""
+        with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url, tls)) as edge:
+            assert upstream_healthy(edge, True)
+            for _ in range(8):
+                r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
+                assert r.status_code == 200, r.text
+            conns = {c for c, _ in Central.posts}
+            print(f"{scheme}: 8 sequential relayed requests used {len(conns)} connection(s)")
+            assert len(Central.posts) == 8
+            assert len(conns) == 1  # one pooled keep-alive connection (one TLS handshake)
+    finally:
+        srv.shutdown()
+
+
+def test_closed_pooled_connection_is_retried_once_on_a_fresh_one():
+    srv = start_central(drop_reused=True)
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url)) as edge:
+            assert upstream_healthy(edge, True)
+            for i in range(3):
+                r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
+                assert r.status_code == 200, f"request {i}: {r.text}"
+                assert r.headers["X-Outpost-Route"] == "central:hq"
+            # Request 1 opened a connection; requests 2 and 3 each found the pooled
+            # one closed on arrival and went again on a fresh connection.
+            assert [n for _, n in Central.posts] == [0, 1, 0, 1, 0]
+            assert len({c for c, _ in Central.posts}) == 3
+    finally:
+        srv.shutdown()
