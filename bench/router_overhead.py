@@ -2,7 +2,9 @@
 """Router overhead: latency Outpost adds when it relays a request to central,
 compared with calling central directly, at several client concurrencies; the
 LiteLLM proxy measured the same way as a peer when it is installed
-(bench/run_router.sh installs it into .deps/bench-venv).
+(bench/run_router.sh installs it into .deps/bench-venv), and nginx as a bare
+reverse proxy (keep-alive upstream, no policy, no body inspection) — the floor
+for one more HTTP hop on this machine — when it is on PATH.
 
 "Central" is build/router_load's canned server (answers instantly, keep-alive),
 and the load comes from build/router_load too (one keep-alive connection per
@@ -65,7 +67,7 @@ def svg(path, res, concurrencies):
     names = [n for n in res if n != "direct"]
     added = {n: [res[n][c]["p99_ms"] - res["direct"][c]["p99_ms"] for c in concurrencies] for n in names}
     ymax = max(max(v) for v in added.values()) * 1.15 or 1.0
-    colors = {"outpost": "#1f77b4", "litellm": "#d62728"}
+    colors = {"outpost": "#1f77b4", "litellm": "#d62728", "nginx": "#2ca02c"}
     group = (w - 2 * pad) / len(concurrencies)
     bar = group / (len(names) + 1)
     y = lambda v: h - pad - max(v, 0) / ymax * (h - 2 * pad)
@@ -102,6 +104,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="", help="write <out>.json and <out>.svg")
     ap.add_argument("--litellm", default=shutil.which("litellm") or os.path.join(ROOT, ".deps/bench-venv/bin/litellm"))
+    ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     args = ap.parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     for b in (args.outpost, args.load):
@@ -122,6 +125,32 @@ def main():
     wait(f"http://127.0.0.1:{oport}/ready", procs[-1])
     paths = {"direct": (f"http://127.0.0.1:{cport}", "central-model", args.requests),
              "outpost": (f"http://127.0.0.1:{oport}", "large", args.requests)}
+    if os.path.exists(args.nginx):
+        nport = free_port()
+        d = tempfile.mkdtemp(prefix="router-bench-nginx-")
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write(f"""worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {d};
+  proxy_temp_path {d};
+  upstream central {{ server 127.0.0.1:{cport}; keepalive 64; }}
+  server {{
+    listen 127.0.0.1:{nport};
+    location / {{ proxy_pass http://central; proxy_http_version 1.1; proxy_set_header Connection ""; }}
+  }}
+}}
+""")
+        procs.append(subprocess.Popen([args.nginx, "-c", os.path.join(d, "nginx.conf")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait(f"http://127.0.0.1:{nport}/v1/models", procs[-1])
+        paths["nginx"] = (f"http://127.0.0.1:{nport}", "central-model", args.requests)
+    else:
+        log(f"nginx not found at {args.nginx}; measuring without it")
     if os.path.exists(args.litellm):
         lport = free_port()
         cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)

@@ -67,6 +67,8 @@ class HttpServer {
   router::Router* const router_;
   std::unique_ptr<httplib::Server> server_;
   int bound_port_ = 0;
+  int listen_fd_ = -1;  // the listening socket, once bound
+  static constexpr int kListenBacklog = 1024;
 };
 
 }  // namespace outpost::api

@@ -6,11 +6,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <map>
 
 #include "outpost/util/units.h"
+#include "outpost/util/yaml_file.h"
 
 namespace outpost::app {
 namespace {
@@ -155,19 +155,9 @@ Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string&
 }
 
 Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound("config file '" + path + "' does not exist", "config");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(path + ": YAML syntax error at line " +
-                                       std::to_string(e.mark.line + 1) + ", column " +
-                                       std::to_string(e.mark.column + 1) + ": " + e.msg,
-                                   "config");
-  }
+  auto loaded = LoadYamlFile(path, "config", "config");
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node root = *loaded;
   if (root.IsNull()) return Status::Ok();  // empty file: all defaults
   if (!root.IsMap())
     return Status::InvalidArgument(path + ": the top level must be a mapping of key: value",

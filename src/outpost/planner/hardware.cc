@@ -5,9 +5,9 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 
 #include "outpost/util/units.h"
+#include "outpost/util/yaml_file.h"
 
 namespace outpost::planner {
 namespace {
@@ -112,18 +112,9 @@ StatusOr<double> ParsePower(const std::string& text) {
 }
 
 StatusOr<std::vector<HardwareProfile>> LoadProfiles(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound("hardware file '" + path + "' does not exist", "hardware_file");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(
-        path + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ": " + e.msg,
-        "hardware_file");
-  }
+  auto loaded = LoadYamlFile(path, "hardware", "hardware_file");
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node root = *loaded;
   if (!root.IsSequence()) {
     return Status::InvalidArgument(path + ": expected a list of hardware profiles",
                                    "hardware_file");

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "outpost/util/units.h"
+#include "outpost/util/yaml_file.h"
 
 namespace outpost::router {
 namespace {
@@ -141,18 +142,9 @@ const char* UpstreamKindName(UpstreamKind k) {
 }
 
 StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound("routing file '" + path + "' does not exist", "routing_file");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(
-        path + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ": " + e.msg,
-        "routing_file");
-  }
+  auto loaded = LoadYamlFile(path, "routing", "routing_file");
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node root = *loaded;
   RoutingConfig cfg;
   if (root.IsNull()) return cfg;
   if (!root.IsMap())
