@@ -63,21 +63,30 @@ def measure(load_bin, base, model, requests, concurrency):
 
 
 def svg(path, res, concurrencies):
+    """Grouped bars of p99 added per proxy, on a log scale (LiteLLM's overhead is
+    two orders of magnitude above the others)."""
+    import math
     w, h, pad = 640, 360, 56
     names = [n for n in res if n != "direct"]
-    added = {n: [res[n][c]["p99_ms"] - res["direct"][c]["p99_ms"] for c in concurrencies] for n in names}
-    ymax = max(max(v) for v in added.values()) * 1.15 or 1.0
+    added = {n: [max(res[n][c]["p99_ms"] - res["direct"][c]["p99_ms"], 0.001) for c in concurrencies] for n in names}
+    lo = 10 ** math.floor(math.log10(min(min(v) for v in added.values())))
+    hi = 10 ** math.ceil(math.log10(max(max(v) for v in added.values())))
     colors = {"outpost": "#1f77b4", "litellm": "#d62728", "nginx": "#2ca02c"}
     group = (w - 2 * pad) / len(concurrencies)
     bar = group / (len(names) + 1)
-    y = lambda v: h - pad - max(v, 0) / ymax * (h - 2 * pad)
+    y = lambda v: h - pad - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * (h - 2 * pad)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-             f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">p99 latency added vs calling central directly (ms)</text>',
+             f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">p99 latency added vs calling central directly (ms, log scale)</text>',
              f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
              f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>']
-    for i in range(5):
-        v = ymax * i / 4
-        parts.append(f'<text x="{pad - 6}" y="{y(v) + 4}" text-anchor="end">{v:.2f}</text>')
+    v = lo
+    while v <= hi * 1.0001:
+        parts.append(f'<text x="{pad - 6}" y="{y(v) + 4}" text-anchor="end">{v:g}</text>')
+        parts.append(f'<line x1="{pad}" y1="{y(v)}" x2="{w - pad}" y2="{y(v)}" stroke="#ddd"/>')
+        v *= 10
+    if lo <= 1 <= hi:
+        parts.append(f'<line x1="{pad}" y1="{y(1)}" x2="{w - pad}" y2="{y(1)}" stroke="#999" stroke-dasharray="4 3"/>')
+        parts.append(f'<text x="{pad + 4}" y="{y(1) - 4}" fill="#666">1 ms target</text>')
     for gi, c in enumerate(concurrencies):
         x0 = pad + gi * group + bar / 2
         parts.append(f'<text x="{x0 + bar * len(names) / 2}" y="{h - pad + 18}" text-anchor="middle">{c} clients</text>')
@@ -87,7 +96,7 @@ def svg(path, res, concurrencies):
                          f'fill="{colors.get(n, "gray")}"><title>{n}: {v:+.3f} ms</title></rect>')
             parts.append(f'<text x="{x0 + k * bar + bar * 0.45}" y="{y(v) - 4}" text-anchor="middle" font-size="10">{v:+.2f}</text>')
     for k, n in enumerate(names):
-        parts.append(f'<text x="{w - pad - 90}" y="{pad + 16 * k}" fill="{colors.get(n, "gray")}">{n}</text>')
+        parts.append(f'<text x="{pad + 10}" y="{pad + 16 * k}" fill="{colors.get(n, "gray")}">{n}</text>')
     parts.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(parts))
@@ -103,9 +112,16 @@ def main():
     ap.add_argument("--concurrency", default="1,4,8", help="comma-separated client counts")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="", help="write <out>.json and <out>.svg")
+    ap.add_argument("--replot", default="", help="redraw <replot>.svg from <replot>.json and exit")
     ap.add_argument("--litellm", default=shutil.which("litellm") or os.path.join(ROOT, ".deps/bench-venv/bin/litellm"))
     ap.add_argument("--nginx", default=shutil.which("nginx") or "/usr/sbin/nginx")
     args = ap.parse_args()
+    if args.replot:
+        with open(args.replot + ".json") as f:
+            saved = json.load(f)
+        res = {n: {int(c): v for c, v in r.items()} for n, r in saved["results"].items()}
+        svg(args.replot + ".svg", res, saved["concurrency"])
+        return
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     for b in (args.outpost, args.load):
         if not os.access(b, os.X_OK):
