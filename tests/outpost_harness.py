@@ -92,6 +92,27 @@ def serve(*flags, wait_ready=True, timeout=120, port=None):
         os.unlink(log.name)
 
 
+def yaml_file(text):
+    """Writes text to a temporary .yaml file (routing files, configs); returns its path."""
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+
+
+def wait_upstream(server, healthy, name=None, timeout=15):
+    """Waits until `server`'s /ready reports upstream `name` (default: the first)
+    healthy == `healthy`; returns the seconds it took, raises AssertionError on timeout."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        ups = server.ready().get("upstreams", [])
+        ups = [u for u in ups if name is None or u["name"] == name]
+        if ups and ups[0]["healthy"] == healthy:
+            return time.time() - t0
+        time.sleep(0.05)
+    raise AssertionError(f"upstream {name or '#1'} never became healthy={healthy}: {server.ready()}")
+
+
 def chat_body(content="Name three colors.", **kw):
     body = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": 24}
     body.update(kw)

@@ -5,17 +5,15 @@ through B end with a clear error (no hang), A's health check notices, and new
 requests see no failure."""
 import concurrent.futures as cf
 import signal
-import tempfile
 import threading
 import time
 
 import openai
-from outpost_harness import free_port, serve
+from outpost_harness import free_port, serve, yaml_file
 
 
 def routing(peer_port, central_port):
-    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    f.write(f"""
+    return yaml_file(f"""
 upstreams:
   - name: peer
     kind: peer
@@ -28,8 +26,6 @@ upstreams:
 policy:
   latency_budget: 100ms
 """)
-    f.close()
-    return f.name
 
 
 def test_sigkill_peer_under_openai_load():

@@ -6,20 +6,18 @@ import os
 import signal
 import socketserver
 import subprocess
-import tempfile
 import threading
 import time
 
 import httpx
 import pytest
-from outpost_harness import chat_body, free_port, serve
+from outpost_harness import chat_body, free_port, serve, wait_upstream, yaml_file
 
 CHAT = "/v1/chat/completions"
 
 
 def routing_file(central_port, extra=""):
-    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    f.write(f"""
+    return yaml_file(f"""
 upstreams:
   - name: hq
     kind: central
@@ -34,8 +32,6 @@ policy:
   max_local_prompt_tokens: 300
 {extra}
 """)
-    f.close()
-    return f.name
 
 
 def central_requests(central):
@@ -43,16 +39,6 @@ def central_requests(central):
         if line.startswith('outpost_requests_total{endpoint="/v1/chat/completions",status="200"}'):
             return float(line.split()[1])
     return 0.0
-
-
-def wait_upstream(edge, healthy, timeout=15):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        ups = edge.ready().get("upstreams", [])
-        if ups and ups[0]["healthy"] == healthy:
-            return time.time() - t0
-        time.sleep(0.05)
-    raise AssertionError(f"upstream never became healthy={healthy}: {edge.ready()}")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from outpost_harness import chat_body, serve
+from outpost_harness import chat_body, serve, wait_upstream, yaml_file
 
 CHAT = "/v1/chat/completions"
 ANSWER = json.dumps({
@@ -108,8 +108,7 @@ def start_central(tls_dir=None, drop_reused=False):
 
 
 def routing_file(url, tls=""):
-    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    f.write(f"""
+    return yaml_file(f"""
 upstreams:
   - name: hq
     kind: central
@@ -120,18 +119,6 @@ upstreams:
 policy:
   aliases: {{large: hq}}
 """)
-    f.close()
-    return f.name
-
-
-def upstream_healthy(edge, want, timeout=10):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        ups = edge.ready().get("upstreams", [])
-        if ups and ups[0]["healthy"] == want:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize("tls,reaches", [
@@ -146,7 +133,7 @@ def test_tls_central(certs, tls, reaches):
     try:
         url = f"https://127.0.0.1:{srv.server_address[1]}"
         with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url, tls)) as edge:
-            assert upstream_healthy(edge, reaches), edge.ready()
+            wait_upstream(edge, reaches, timeout=10)
             r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
             if reaches:
                 assert r.status_code == 200, r.text
@@ -170,7 +157,7 @@ def test_pool_reuses_connections(certs, scheme):
         url = f"{scheme}://127.0.0.1:{srv.server_address[1]}"
         tls = f"tls: {{ca_file: {os.path.join(certs, 'ca.pem')}}}" if scheme == "https" else ""
         with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url, tls)) as edge:
-            assert upstream_healthy(edge, True)
+            wait_upstream(edge, True, timeout=10)
             for _ in range(8):
                 r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
                 assert r.status_code == 200, r.text
@@ -187,7 +174,7 @@ def test_closed_pooled_connection_is_retried_once_on_a_fresh_one():
     try:
         url = f"http://127.0.0.1:{srv.server_address[1]}"
         with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url)) as edge:
-            assert upstream_healthy(edge, True)
+            wait_upstream(edge, True, timeout=10)
             for i in range(3):
                 r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
                 assert r.status_code == 200, f"request {i}: {r.text}"

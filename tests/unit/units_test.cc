@@ -33,6 +33,24 @@ TEST(ParseDurationMs, Units) {
   EXPECT_FALSE(ParseDurationMs("5 fortnights").ok());
 }
 
+TEST(FlagValues, PositiveOrANamedError) {
+  EXPECT_EQ(*PositiveDurationMsFlag("--duration", "90s"), 90000);
+  EXPECT_EQ(*PositiveBytesFlag("--mem", "16GiB"), 16ull << 30);
+  for (const char* bad : {"0s", "-5s", "soon", ""}) {
+    auto d = PositiveDurationMsFlag("--duration", bad);
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_EQ(d.status().param(), "--duration");
+    EXPECT_EQ(d.status().message(), "--duration: '" + std::string(bad) +
+                                        "' is not a positive duration (e.g. 90s, 250ms)");
+  }
+  for (const char* bad : {"0", "-4GiB", "lots", ""}) {
+    auto b = PositiveBytesFlag("--mem", bad);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.status().message(),
+              "--mem: '" + std::string(bad) + "' is not a positive size (e.g. 16GiB)");
+  }
+}
+
 TEST(FormatBytes, Binary) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(1536), "1.50 KiB");

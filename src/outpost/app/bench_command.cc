@@ -98,13 +98,11 @@ int RunBenchCommand(const BenchFlags& f) {
     return fail("--gen-tokens must be >= 2, --reps >= 1 and --prompt-tokens >= 1");
   }
   if (!f.duration.empty()) {
-    auto d = util::ParseDurationMs(f.duration);
-    if (!d.ok() || *d <= 0)
-      return fail("--duration: '" + f.duration + "' is not a positive duration (60m, 90s)");
+    auto d = util::PositiveDurationMsFlag("--duration", f.duration);
+    if (!d.ok()) return fail(d.status().message());
     o.duration_s = static_cast<double>(*d) / 1000.0;
-    auto s = util::ParseDurationMs(f.sample_interval);
-    if (!s.ok() || *s <= 0)
-      return fail("--sample-interval: '" + f.sample_interval + "' is not a positive duration");
+    auto s = util::PositiveDurationMsFlag("--sample-interval", f.sample_interval);
+    if (!s.ok()) return fail(s.status().message());
     o.sample_interval_s = static_cast<double>(*s) / 1000.0;
   }
   o.progress = [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); };

@@ -199,10 +199,8 @@ int RunPlan(const PlanFlags& f) {
     p.name = "custom";
     p.description = "custom hardware";
     p.device_class = "custom";
-    auto mem = util::ParseBytes(f.mem);
-    if (f.mem.empty() || !mem.ok() || *mem == 0)
-      return Fail(
-          Status::InvalidArgument("--mem: '" + f.mem + "' is not a positive size (e.g. 16GiB)"));
+    auto mem = util::PositiveBytesFlag("--mem", f.mem);
+    if (!mem.ok()) return Fail(mem.status());
     p.memory_bytes = *mem;
     auto bw = planner::ParseBandwidth(f.bandwidth);
     if (!bw.ok()) return Fail(Status::InvalidArgument("--bandwidth: " + bw.status().message()));
@@ -245,10 +243,8 @@ int RunPlan(const PlanFlags& f) {
                                           "' is not a percentage (20%) or fraction (0.2)"));
     w.headroom = pct ? v / 100 : v;
   }
-  auto lb = util::ParseDurationMs(f.latency_budget);
-  if (!lb.ok() || *lb <= 0)
-    return Fail(Status::InvalidArgument("--latency-budget: '" + f.latency_budget +
-                                        "' is not a positive duration (100ms)"));
+  auto lb = util::PositiveDurationMsFlag("--latency-budget", f.latency_budget);
+  if (!lb.ok()) return Fail(lb.status());
   w.latency_budget_ms = static_cast<double>(*lb);
 
   planner::Calibration cal;

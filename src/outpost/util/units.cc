@@ -104,4 +104,24 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
+StatusOr<int64_t> PositiveDurationMsFlag(std::string_view flag, std::string_view text) {
+  auto ms = ParseDurationMs(text);
+  if (!ms.ok() || *ms <= 0) {
+    return Status::InvalidArgument(std::string(flag) + ": '" + std::string(text) +
+                                       "' is not a positive duration (e.g. 90s, 250ms)",
+                                   std::string(flag));
+  }
+  return *ms;
+}
+
+StatusOr<uint64_t> PositiveBytesFlag(std::string_view flag, std::string_view text) {
+  auto bytes = ParseBytes(text);
+  if (!bytes.ok() || *bytes == 0) {
+    return Status::InvalidArgument(
+        std::string(flag) + ": '" + std::string(text) + "' is not a positive size (e.g. 16GiB)",
+        std::string(flag));
+  }
+  return *bytes;
+}
+
 }  // namespace outpost::util

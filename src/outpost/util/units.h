@@ -16,6 +16,12 @@ StatusOr<uint64_t> ParseBytes(std::string_view text);
 // "250ms", "30s", "5m", "1h", bare number = seconds. Returns milliseconds.
 StatusOr<int64_t> ParseDurationMs(std::string_view text);
 
+// The same for command-line flags: a positive value, or InvalidArgument
+// "<flag>: '<text>' is not a positive duration (e.g. 90s, 250ms)" (size: e.g.
+// 16GiB) with `flag` as the param.
+StatusOr<int64_t> PositiveDurationMsFlag(std::string_view flag, std::string_view text);
+StatusOr<uint64_t> PositiveBytesFlag(std::string_view flag, std::string_view text);
+
 // 1536 → "1.50 KiB"; uses binary units.
 std::string FormatBytes(uint64_t bytes);
 
