@@ -107,7 +107,8 @@ def start_central(tls_dir=None, drop_reused=False):
     return srv
 
 
-def routing_file(url, tls=""):
+def routing_file(url, extra=""):
+    """extra: one more key of the upstream (tls settings, a timeout)."""
     return yaml_file(f"""
 upstreams:
   - name: hq
@@ -115,7 +116,7 @@ upstreams:
     url: {url}
     models: [central-model]
     health_check: {{interval: 200ms, timeout: 1s, unhealthy_threshold: 1, healthy_threshold: 1}}
-    {tls}
+    {extra}
 policy:
   aliases: {{large: hq}}
 """)
@@ -185,3 +186,81 @@ def test_closed_pooled_connection_is_retried_once_on_a_fresh_one():
             assert len({c for c, _ in Central.posts}) == 3
     finally:
         srv.shutdown()
+
+
+class RawCentral(socketserver.StreamRequestHandler):
+    """Answers with exact bytes, to pin down how the relay reads each framing.
+    GETs (health checks) get a plain 200."""
+    mode = "chunked"
+
+    def handle(self):
+        while True:
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                c = self.rfile.read(1)
+                if not c:
+                    return
+                head += c
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            self.rfile.read(length)
+            if head.startswith(b"GET"):
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                return
+            w = self.wfile.write
+            if RawCentral.mode == "chunked":
+                w(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                for i in range(0, len(ANSWER), 17):
+                    part = ANSWER[i:i + 17]
+                    w(b"%x\r\n%s\r\n" % (len(part), part))
+                    self.wfile.flush()
+                w(b"0\r\n\r\n")
+            elif RawCentral.mode == "close_delimited":
+                w(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" + ANSWER)
+                return
+            elif RawCentral.mode == "interim":
+                w(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(ANSWER), ANSWER))
+            elif RawCentral.mode == "dribble":
+                w(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+                for _ in range(100):
+                    w(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+                return
+            elif RawCentral.mode == "malformed":
+                w(b"HTTP/1.1 abc\r\n\r\n")
+                return
+            self.wfile.flush()
+
+
+@pytest.mark.parametrize("mode,status,part", [
+    ("chunked", 200, "from central"),
+    ("close_delimited", 200, "from central"),
+    ("interim", 200, "from central"),
+    ("dribble", 502, "total timeout"),
+    ("malformed", 503, "malformed response"),
+])
+def test_response_framing(mode, status, part):
+    RawCentral.mode = mode
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), RawCentral)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        routing = routing_file(url, "total_timeout: 2s")
+        with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing) as edge:
+            wait_upstream(edge, True, timeout=10)
+            for _ in range(2):  # the second request reuses the connection where the framing allows
+                t0 = time.time()
+                r = edge.post(CHAT, json=chat_body(model="large"), timeout=30)
+                elapsed = time.time() - t0
+                assert r.status_code == status, r.text
+                assert part in r.text, r.text
+                assert elapsed < 5, f"{mode}: answered after {elapsed:.1f}s"
+            assert edge.post(CHAT, json=chat_body()).status_code == 200  # still serving locally
+    finally:
+        srv.shutdown()
+        srv.server_close()

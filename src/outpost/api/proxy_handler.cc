@@ -14,6 +14,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/sse.h"
+#include "outpost/router/http1_client.h"
 #include "outpost/router/proxy.h"
 #include "outpost/router/router.h"
 
@@ -172,8 +173,10 @@ bool HttpServer::TryProxy(const std::string& name, const std::string& endpoint,
   if (!stream) {
     // Whole body on this thread, bounded by the upstream's timeouts.
     router::UpstreamReply reply;
-    const Status st =
-        router::FetchUpstream(*cfg, &router_->connections(), endpoint, std::move(body), &reply);
+    const Status st = router::IsPlainHttp(cfg->base_url)
+                          ? router::Http1Post(*cfg, &router_->sockets(), endpoint, body, &reply)
+                          : router::FetchUpstream(*cfg, &router_->connections(), endpoint,
+                                                  std::move(body), &reply);
     if (reply.status == 0) return failed_before_first_byte(st);
     if (reply.status >= 500) {
       return failed_before_first_byte(Status::Unavailable("upstream " + name + " answered HTTP " +

@@ -8,6 +8,7 @@
 
 #include "outpost/router/cluster.h"
 #include "outpost/router/connection_pool.h"
+#include "outpost/router/http1_client.h"
 #include "outpost/router/policy.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/status.h"
@@ -35,13 +36,15 @@ class Router {
   bool ServedUpstream(const std::string& model) const;
 
   Cluster& cluster() { return cluster_; }
-  ConnectionPool& connections() { return connections_; }
+  ConnectionPool& connections() { return connections_; }  // cpp-httplib: TLS and streams
+  SocketPool& sockets() { return sockets_; }              // Http1Client: plain non-streaming
   const RoutingConfig& config() const { return cfg_; }
 
  private:
   const RoutingConfig cfg_;
   Cluster cluster_;
   ConnectionPool connections_;
+  SocketPool sockets_;
 };
 
 }  // namespace outpost::router

@@ -1,0 +1,454 @@
+#include "outpost/router/http1_client.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "outpost/router/proxy.h"
+
+namespace outpost::router {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+bool IContains(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return false;
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    if (IEquals(hay.substr(i, needle.size()), needle)) return true;
+  }
+  return false;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// "http://host[:port][/...]" → host, port. False for anything else.
+bool SplitHttpUrl(const std::string& url, std::string* host, std::string* port) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.rfind(kScheme, 0) != 0) return false;
+  std::string_view rest = std::string_view(url).substr(kScheme.size());
+  rest = rest.substr(0, rest.find('/'));
+  if (rest.empty()) return false;
+  if (rest.front() == '[') {  // [v6]:port
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos) return false;
+    *host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    *port = rest.size() > 1 && rest.front() == ':' ? std::string(rest.substr(1)) : "80";
+    return true;
+  }
+  const size_t colon = rest.rfind(':');
+  *host = std::string(rest.substr(0, colon));
+  *port = colon == std::string_view::npos ? "80" : std::string(rest.substr(colon + 1));
+  return !host->empty() && !port->empty();
+}
+
+void SetTimeout(int fd, int opt, std::chrono::milliseconds ms) {
+  ms = std::max(ms, std::chrono::milliseconds(1));
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
+// Non-blocking connect bounded by `timeout`; returns a blocking socket with
+// TCP_NODELAY, or -1 with *why set.
+int Connect(const std::string& host, const std::string& port, std::chrono::milliseconds timeout,
+            std::string* why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    *why = "cannot resolve " + host + ": " + ::gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  *why = "connection refused";
+  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next) {
+    fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+    if (fd < 0) continue;
+    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
+      if (rc == 0) {
+        *why = "connect timed out after " + std::to_string(timeout.count()) + " ms";
+        rc = -1;
+      } else if (rc > 0) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) *why = std::strerror(err);
+        rc = err == 0 ? 0 : -1;
+      } else {
+        *why = std::strerror(errno);
+      }
+    } else if (rc != 0) {
+      *why = std::strerror(errno);
+    }
+    if (rc != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) return -1;
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  int yes = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+  return fd;
+}
+
+// An idle HTTP/1.1 connection has nothing to read; readable means the peer
+// closed it (EOF) or sent something unsolicited — unusable either way.
+bool IdleSocketAlive(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  const int r = ::poll(&p, 1, 0);
+  if (r < 0) return false;
+  if (r == 0) return true;
+  return false;
+}
+
+enum class Outcome { kOk, kStale, kFailed };
+
+// One attempt on `fd`. kStale: the connection was already dead (nothing at
+// all came back) and the request can be sent again elsewhere.
+Outcome Attempt(int fd, const UpstreamConfig& cfg, const std::string& request,
+                Clock::time_point deadline, UpstreamReply* reply, ResponseHead* head,
+                std::string* why) {
+  const auto fbt = std::chrono::milliseconds(cfg.first_byte_timeout_ms);
+  auto remaining = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  };
+  SetTimeout(fd, SO_SNDTIMEO, std::min(fbt, remaining()));
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *why = std::string("send failed: ") + std::strerror(errno);
+      return sent == 0 && (errno == EPIPE || errno == ECONNRESET) ? Outcome::kStale
+                                                                  : Outcome::kFailed;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  std::string buf;
+  char chunk[16384];
+  bool got_any = false;
+  ChunkedDecoder chunked;
+  for (;;) {
+    const auto left = remaining();
+    if (left.count() <= 0) {
+      *why = "exceeded its total timeout";
+      return Outcome::kFailed;
+    }
+    SetTimeout(fd, SO_RCVTIMEO, std::min(fbt, left));
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        *why = remaining().count() <= 0 ? "exceeded its total timeout"
+               : got_any                ? "went silent for the first-byte timeout (" +
+                               std::to_string(cfg.first_byte_timeout_ms) + " ms)"
+                         : "sent no response within the first-byte timeout (" +
+                               std::to_string(cfg.first_byte_timeout_ms) + " ms)";
+        return Outcome::kFailed;
+      }
+      *why = std::string("connection lost: ") + std::strerror(errno);
+      return !got_any && errno == ECONNRESET ? Outcome::kStale : Outcome::kFailed;
+    }
+    if (n == 0) {  // EOF
+      if (!got_any) {
+        *why = "closed the connection without a response";
+        return Outcome::kStale;
+      }
+      if (head->status != 0 && head->content_length < 0 && !head->chunked) {
+        head->keep_alive = false;  // body delimited by the close
+        return Outcome::kOk;
+      }
+      *why = head->status == 0 ? "closed the connection inside the response head"
+                               : "broke off the response body";
+      return Outcome::kFailed;
+    }
+    got_any = true;
+    if (head->status == 0) {
+      buf.append(chunk, static_cast<size_t>(n));
+      size_t end;
+      for (;;) {
+        end = buf.find("\r\n\r\n");
+        if (end == std::string::npos) break;
+        if (Status st = ParseResponseHead(std::string_view(buf).substr(0, end + 2), head);
+            !st.ok()) {
+          *why = "sent a malformed response: " + st.message();
+          return Outcome::kFailed;
+        }
+        if (head->status >= 200) break;
+        buf.erase(0, end + 4);  // an interim 1xx response: the real one follows
+        *head = ResponseHead();
+      }
+      if (end == std::string::npos) {
+        if (buf.size() > 64 * 1024) {
+          *why = "sent a response head over 64 KiB";
+          return Outcome::kFailed;
+        }
+        continue;
+      }
+      reply->status = head->status;
+      reply->content_type = head->content_type;
+      const std::string_view first = std::string_view(buf).substr(end + 4);
+      if (head->chunked) {
+        if (Status st = chunked.Feed(first, &reply->body); !st.ok()) {
+          *why = "sent a malformed chunked body: " + st.message();
+          return Outcome::kFailed;
+        }
+      } else {
+        reply->body.assign(first);
+      }
+    } else if (head->chunked) {
+      if (Status st = chunked.Feed(std::string_view(chunk, static_cast<size_t>(n)), &reply->body);
+          !st.ok()) {
+        *why = "sent a malformed chunked body: " + st.message();
+        return Outcome::kFailed;
+      }
+    } else {
+      reply->body.append(chunk, static_cast<size_t>(n));
+    }
+    if (head->chunked && chunked.done()) return Outcome::kOk;
+    if (!head->chunked && head->content_length >= 0 &&
+        static_cast<int64_t>(reply->body.size()) >= head->content_length) {
+      if (static_cast<int64_t>(reply->body.size()) > head->content_length) {
+        reply->body.resize(static_cast<size_t>(head->content_length));
+        head->keep_alive = false;  // bytes past the body: do not reuse
+      }
+      return Outcome::kOk;
+    }
+    if (head->status == 204 || head->status == 304) return Outcome::kOk;  // no body
+  }
+}
+
+}  // namespace
+
+Status ParseResponseHead(std::string_view head, ResponseHead* out) {
+  *out = ResponseHead();
+  size_t eol = head.find("\r\n");
+  const std::string_view status_line = head.substr(0, eol);
+  if (status_line.rfind("HTTP/1.", 0) != 0 || status_line.size() < 12 || status_line[8] != ' ') {
+    return Status::InvalidArgument("bad status line '" + std::string(status_line.substr(0, 40)) +
+                                   "'");
+  }
+  if (status_line[7] == '0') out->keep_alive = false;
+  int code = 0;
+  for (size_t i = 9; i < 12; ++i) {
+    if (status_line[i] < '0' || status_line[i] > '9') {
+      return Status::InvalidArgument("bad status code in '" + std::string(status_line) + "'");
+    }
+    code = code * 10 + (status_line[i] - '0');
+  }
+  out->status = code;
+  while (eol != std::string_view::npos && eol + 2 < head.size()) {
+    const size_t start = eol + 2;
+    eol = head.find("\r\n", start);
+    const std::string_view line =
+        head.substr(start, eol == std::string_view::npos ? std::string_view::npos : eol - start);
+    if (line.empty()) break;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      return Status::InvalidArgument("bad header line '" + std::string(line.substr(0, 40)) + "'");
+    }
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = Trim(line.substr(colon + 1));
+    if (IEquals(name, "content-type")) {
+      out->content_type = std::string(value);
+    } else if (IEquals(name, "content-length")) {
+      int64_t v = 0;
+      if (value.empty()) return Status::InvalidArgument("empty Content-Length");
+      for (char c : value) {
+        if (c < '0' || c > '9' || v > (int64_t{1} << 40)) {
+          return Status::InvalidArgument("bad Content-Length '" + std::string(value) + "'");
+        }
+        v = v * 10 + (c - '0');
+      }
+      out->content_length = v;
+    } else if (IEquals(name, "transfer-encoding")) {
+      out->chunked = IContains(value, "chunked");
+    } else if (IEquals(name, "connection")) {
+      if (IContains(value, "close")) out->keep_alive = false;
+      if (IContains(value, "keep-alive")) out->keep_alive = true;
+    }
+  }
+  if (out->chunked) out->content_length = -1;  // RFC 9112 6.3: chunked wins
+  return Status::Ok();
+}
+
+Status ChunkedDecoder::Feed(std::string_view data, std::string* out) {
+  while (!data.empty() && state_ != State::kDone) {
+    switch (state_) {
+      case State::kSize:
+      case State::kTrailer:
+      case State::kDataEnd: {
+        const size_t nl = data.find('\n');
+        line_.append(data.substr(0, nl));
+        if (line_.size() > 4096) return Status::InvalidArgument("chunk line over 4 KiB");
+        if (nl == std::string_view::npos) return Status::Ok();
+        data.remove_prefix(nl + 1);
+        if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+        if (state_ == State::kDataEnd) {
+          if (!line_.empty()) return Status::InvalidArgument("no CRLF after chunk data");
+          state_ = State::kSize;
+        } else if (state_ == State::kTrailer) {
+          if (line_.empty()) state_ = State::kDone;  // trailers end with an empty line
+        } else {
+          const std::string_view size = std::string_view(line_).substr(0, line_.find(';'));
+          if (size.empty()) return Status::InvalidArgument("empty chunk size");
+          uint64_t v = 0;
+          for (char c : Trim(size)) {
+            int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+            if (d < 0 || v > (uint64_t{1} << 40)) {
+              return Status::InvalidArgument("bad chunk size '" + line_ + "'");
+            }
+            v = v * 16 + static_cast<uint64_t>(d);
+          }
+          remaining_ = v;
+          state_ = v == 0 ? State::kTrailer : State::kData;
+        }
+        line_.clear();
+        break;
+      }
+      case State::kData: {
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, data.size()));
+        out->append(data.substr(0, take));
+        data.remove_prefix(take);
+        remaining_ -= take;
+        if (remaining_ == 0) state_ = State::kDataEnd;
+        break;
+      }
+      case State::kDone:
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+SocketPool::SocketPool(size_t max_idle_per_upstream, std::chrono::milliseconds max_idle)
+    : max_idle_per_upstream_(max_idle_per_upstream), max_idle_(max_idle) {}
+
+SocketPool::~SocketPool() {
+  for (auto& [key, idle] : idle_) {
+    for (const Idle& i : idle) ::close(i.fd);
+  }
+}
+
+int SocketPool::TakeIdle(const std::string& key) {
+  std::vector<int> stale;
+  int fd = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& idle = idle_[key];
+    const auto now = Clock::now();
+    while (!idle.empty()) {
+      const Idle top = idle.back();
+      idle.pop_back();
+      if (now - top.since <= max_idle_ && IdleSocketAlive(top.fd)) {
+        fd = top.fd;
+        break;
+      }
+      stale.push_back(top.fd);
+    }
+  }
+  for (int s : stale) ::close(s);
+  return fd;
+}
+
+void SocketPool::PutIdle(const std::string& key, int fd) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& idle = idle_[key];
+    if (idle.size() < max_idle_per_upstream_) {
+      idle.push_back({fd, Clock::now()});
+      return;
+    }
+  }
+  ::close(fd);
+}
+
+bool IsPlainHttp(const std::string& base_url) {
+  return base_url.rfind("http://", 0) == 0;
+}
+
+Status Http1Post(const UpstreamConfig& cfg, SocketPool* pool, const std::string& path,
+                 const std::string& body, UpstreamReply* reply) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(cfg.total_timeout_ms);
+  const std::string who = "upstream " + cfg.name + " (" + cfg.base_url + ") ";
+  std::string host, port;
+  if (!SplitHttpUrl(cfg.base_url, &host, &port)) {
+    return Status::InvalidArgument(who + "has no http://host:port URL");
+  }
+  std::string request;
+  request.reserve(256 + body.size());
+  request += "POST " + path + " HTTP/1.1\r\nHost: " + host + (port == "80" ? "" : ":" + port) +
+             "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream"
+             "\r\nAccept-Encoding: identity\r\nUser-Agent: outpost\r\n";
+  if (!cfg.api_key.empty()) request += "Authorization: Bearer " + cfg.api_key + "\r\n";
+  request += std::string(kForwardedHeader) +
+             ": 1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  request += body;
+
+  const std::string key = host + ":" + port;
+  *reply = UpstreamReply();
+  std::string why;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = attempt == 0 ? pool->TakeIdle(key) : -1;
+    const bool reused = fd >= 0;
+    if (fd < 0) {
+      fd = Connect(host, port, std::chrono::milliseconds(cfg.connect_timeout_ms), &why);
+      if (fd < 0) return Status::Unavailable(who + "failed: " + why);
+      pool->CountOpened();
+    }
+    ResponseHead head;
+    const Outcome o = Attempt(fd, cfg, request, deadline, reply, &head, &why);
+    if (o == Outcome::kOk) {
+      if (head.keep_alive) {
+        pool->PutIdle(key, fd);
+      } else {
+        ::close(fd);
+      }
+      return Status::Ok();
+    }
+    ::close(fd);
+    if (o == Outcome::kStale && reused) {
+      *reply = UpstreamReply();
+      continue;  // the pooled connection was dead: once more on a new one
+    }
+    break;
+  }
+  return Status::Unavailable(who + why);
+}
+
+}  // namespace outpost::router
