@@ -140,12 +140,14 @@ enum class Outcome { kOk, kStale, kFailed };
 // all came back) and the request can be sent again elsewhere.
 Outcome Attempt(int fd, const UpstreamConfig& cfg, const std::string& request,
                 Clock::time_point deadline, UpstreamReply* reply, ResponseHead* head,
-                std::string* why) {
+                std::string* why, bool* timeout_shrunk) {
   const auto fbt = std::chrono::milliseconds(cfg.first_byte_timeout_ms);
   auto remaining = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   };
-  SetTimeout(fd, SO_SNDTIMEO, std::min(fbt, remaining()));
+  // SO_SNDTIMEO and SO_RCVTIMEO are the first-byte timeout from Connect() on;
+  // only a total deadline closer than that changes the receive timeout (and
+  // Http1Post restores it before the socket goes back to the pool).
   for (size_t sent = 0; sent < request.size();) {
     const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0) {
@@ -166,7 +168,10 @@ Outcome Attempt(int fd, const UpstreamConfig& cfg, const std::string& request,
       *why = "exceeded its total timeout";
       return Outcome::kFailed;
     }
-    SetTimeout(fd, SO_RCVTIMEO, std::min(fbt, left));
+    if (left < fbt) {
+      SetTimeout(fd, SO_RCVTIMEO, left);
+      *timeout_shrunk = true;
+    }
     const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -420,7 +425,7 @@ Status Http1Post(const UpstreamConfig& cfg, SocketPool* pool, const std::string&
              ": 1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   request += body;
 
-  const std::string key = host + ":" + port;
+  const std::string key = cfg.name;  // sockets carry this upstream's timeouts
   *reply = UpstreamReply();
   std::string why;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -430,11 +435,16 @@ Status Http1Post(const UpstreamConfig& cfg, SocketPool* pool, const std::string&
       fd = Connect(host, port, std::chrono::milliseconds(cfg.connect_timeout_ms), &why);
       if (fd < 0) return Status::Unavailable(who + "failed: " + why);
       pool->CountOpened();
+      SetTimeout(fd, SO_SNDTIMEO, std::chrono::milliseconds(cfg.first_byte_timeout_ms));
+      SetTimeout(fd, SO_RCVTIMEO, std::chrono::milliseconds(cfg.first_byte_timeout_ms));
     }
     ResponseHead head;
-    const Outcome o = Attempt(fd, cfg, request, deadline, reply, &head, &why);
+    bool shrunk = false;
+    const Outcome o = Attempt(fd, cfg, request, deadline, reply, &head, &why, &shrunk);
     if (o == Outcome::kOk) {
       if (head.keep_alive) {
+        if (shrunk)
+          SetTimeout(fd, SO_RCVTIMEO, std::chrono::milliseconds(cfg.first_byte_timeout_ms));
         pool->PutIdle(key, fd);
       } else {
         ::close(fd);

@@ -61,8 +61,8 @@ class ChunkedDecoder {
   uint64_t remaining_ = 0;
 };
 
-// Idle keep-alive sockets per upstream ("host:port"), reused LIFO; dropped
-// after `max_idle` or when the peer closed them.
+// Idle keep-alive sockets per upstream (by name), reused LIFO; dropped after
+// `max_idle` or when the peer closed them.
 class SocketPool {
  public:
   explicit SocketPool(size_t max_idle_per_upstream = 64,
