@@ -1,27 +1,16 @@
 #include "outpost/router/connection_pool.h"
 
 #include <httplib.h>
-#include <poll.h>
-#include <sys/socket.h>
+
+#include "outpost/router/http1_client.h"
 
 namespace outpost::router {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// An idle HTTP/1.1 connection has nothing to read; readable means the peer
-// closed it (EOF) or sent something unsolicited — either way it is unusable.
 bool StillOpen(const httplib::Client& cli) {
-  if (!cli.is_socket_open()) return false;
-  const auto fd = cli.socket();
-  pollfd p{fd, POLLIN, 0};
-  const int r = ::poll(&p, 1, 0);
-  if (r < 0) return false;
-  if (r == 0) return true;
-  if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) return false;
-  char c;
-  return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
-         (errno == EAGAIN || errno == EWOULDBLOCK);
+  return cli.is_socket_open() && IdleSocketAlive(cli.socket());
 }
 
 std::unique_ptr<httplib::Client> NewClient(const UpstreamConfig& cfg) {

@@ -124,16 +124,6 @@ int Connect(const std::string& host, const std::string& port, std::chrono::milli
   return fd;
 }
 
-// An idle HTTP/1.1 connection has nothing to read; readable means the peer
-// closed it (EOF) or sent something unsolicited — unusable either way.
-bool IdleSocketAlive(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  const int r = ::poll(&p, 1, 0);
-  if (r < 0) return false;
-  if (r == 0) return true;
-  return false;
-}
-
 enum class Outcome { kOk, kStale, kFailed };
 
 // One attempt on `fd`. kStale: the connection was already dead (nothing at
@@ -401,6 +391,11 @@ void SocketPool::PutIdle(const std::string& key, int fd) {
     }
   }
   ::close(fd);
+}
+
+bool IdleSocketAlive(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
 }
 
 bool IsPlainHttp(const std::string& base_url) {

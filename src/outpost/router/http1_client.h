@@ -88,6 +88,10 @@ class SocketPool {
   std::atomic<uint64_t> opened_{0};
 };
 
+// An idle HTTP/1.1 connection has nothing to read: a readable socket means
+// the peer closed it (EOF) or sent something unsolicited — unusable either way.
+bool IdleSocketAlive(int fd);
+
 // True when `base_url` is http:// (this client's domain).
 bool IsPlainHttp(const std::string& base_url);
 
