@@ -166,6 +166,7 @@ def test_pool_reuses_connections(certs, scheme):
             print(f"{scheme}: 8 sequential relayed requests used {len(conns)} connection(s)")
             assert len(Central.posts) == 8
             assert len(conns) == 1  # one pooled keep-alive connection (one TLS handshake)
+            assert edge.metric("outpost_upstream_connections_opened_total") == 1
     finally:
         srv.shutdown()
 

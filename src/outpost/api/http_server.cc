@@ -108,6 +108,10 @@ void HttpServer::Routes() {
   });
   s.Get("/ready", [this](const httplib::Request&, httplib::Response& res) { HandleReady(res); });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (router_ != nullptr) {
+      metrics_->upstream_connections_opened_total =
+          router_->connections().connections_opened() + router_->sockets().connections_opened();
+    }
     res.set_content(metrics_->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   // Wrong method on a known path: 405 rather than a bare 404.

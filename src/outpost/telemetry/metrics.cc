@@ -112,6 +112,9 @@ std::string Metrics::Render() const {
   Scalar(&out, "outpost_proxied_completion_tokens_total", "counter",
          "Completion tokens of requests answered upstream.",
          proxied_completion_tokens_total.load());
+  Scalar(&out, "outpost_upstream_connections_opened_total", "counter",
+         "TCP connections opened to upstreams (relayed requests reuse pooled ones).",
+         upstream_connections_opened_total.load());
   Header(&out, "outpost_requests_total", "counter", "HTTP requests by endpoint and status code.");
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -64,6 +64,9 @@ class Metrics {
   uint64_t RouteCount(const std::string& route, const std::string& reason) const;
   std::atomic<uint64_t> proxied_prompt_tokens_total{0};
   std::atomic<uint64_t> proxied_completion_tokens_total{0};
+  // TCP connections opened to upstreams (all pools); synced from the router's
+  // pools when /metrics is served. Far below the relayed requests = pooling works.
+  std::atomic<uint64_t> upstream_connections_opened_total{0};
 
   std::string Render() const;
 
