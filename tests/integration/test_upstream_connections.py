@@ -34,6 +34,7 @@ class Central(http.server.BaseHTTPRequestHandler):
     server does when its idle or per-connection limit passed."""
     protocol_version = "HTTP/1.1"
     posts = []
+    paths = []
     drop_reused = False
     lock = threading.Lock()
     connections = 0
@@ -56,11 +57,14 @@ class Central(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        with Central.lock:
+            Central.paths.append(("GET", self.path))
         self.reply(b'{"status":"ok"}')
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         with Central.lock:
+            Central.paths.append(("POST", self.path))
             Central.posts.append((self.conn, self.answered))
         if Central.drop_reused and self.answered >= 1:
             self.close_connection = True  # closes without a response
@@ -97,6 +101,7 @@ def certs():
 
 def start_central(tls_dir=None, drop_reused=False):
     Central.posts = []
+    Central.paths = []
     Central.drop_reused = drop_reused
     srv = ThreadingServer(("127.0.0.1", 0), Central)
     if tls_dir:
@@ -167,6 +172,21 @@ def test_pool_reuses_connections(certs, scheme):
             assert len(Central.posts) == 8
             assert len(conns) == 1  # one pooled keep-alive connection (one TLS handshake)
             assert edge.metric("outpost_upstream_connections_opened_total") == 1
+    finally:
+        srv.shutdown()
+
+
+def test_path_in_the_url_prefixes_every_request():
+    srv = start_central()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/gw/"
+        with serve("--parallel", "1", "--ctx-size", "256", "--routing-file", routing_file(url)) as edge:
+            wait_upstream(edge, True, timeout=10)
+            assert edge.ready()["upstreams"][0]["url"] == url.rstrip("/")
+            assert edge.post(CHAT, json=chat_body(model="large")).status_code == 200
+            assert edge.post(CHAT, json=chat_body(model="large", stream=True)).status_code == 200
+            assert ("GET", "/gw/health") in Central.paths
+            assert [p for m, p in Central.paths if m == "POST"] == ["/gw/v1/chat/completions"] * 2
     finally:
         srv.shutdown()
 

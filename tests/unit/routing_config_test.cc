@@ -78,6 +78,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"upstreams:\n  - {name: a, kind: cloud, url: http://x}\n",
             "'kind' must be peer or central"},
         Bad{"upstreams:\n  - {name: a, url: ftp://x}\n", "must start with http://"},
+        Bad{"upstreams:\n  - {name: a, url: 'http:///v1'}\n", "'url' has no host"},
         Bad{"upstreams:\n  - {url: http://x}\n", "'name' is required"},
         Bad{"upstreams:\n  - {name: a, url: http://x}\n  - {name: a, url: http://y}\n",
             "used twice"},
@@ -94,6 +95,19 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"upstreams:\n  - {name: a, url: https://x, tls: {pin: abc}}\n",
             "unknown key 'tls.pin'"},
         Bad{"routes: []\n", "unknown key 'routes'"}, Bad{"upstreams: [\n", "YAML syntax error"}));
+
+TEST(RoutingConfig, PathInTheUrlIsAPrefix) {
+  auto c = LoadRoutingConfig(Write(R"(
+upstreams:
+  - {name: gw, url: "http://gw.site.local:8000/llm/"}
+  - {name: plain, url: "https://api.example.com"}
+)"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->upstreams[0].base_url, "http://gw.site.local:8000");
+  EXPECT_EQ(c->upstreams[0].path_prefix, "/llm");
+  EXPECT_EQ(c->upstreams[1].base_url, "https://api.example.com");
+  EXPECT_EQ(c->upstreams[1].path_prefix, "");
+}
 
 TEST(RoutingConfig, MissingFile) {
   EXPECT_EQ(LoadRoutingConfig("/nonexistent/routing.yaml").status().code(), StatusCode::kNotFound);

@@ -118,7 +118,7 @@ bool Cluster::HttpProbe(const UpstreamConfig& cfg) {
   cli.enable_server_certificate_verification(cfg.tls_verify);
   if (!cfg.tls_ca_file.empty()) cli.set_ca_cert_path(cfg.tls_ca_file);
 #endif
-  auto res = cli.Get(cfg.health.path);
+  auto res = cli.Get(cfg.path_prefix + cfg.health.path);
   return res && res->status >= 200 && res->status < 300;
 }
 
@@ -172,7 +172,7 @@ nlohmann::json Cluster::StatusJson() const {
     if ((h.health & kOutlierEjected) && now < h.ejected_until) flags.push_back("outlier_ejected");
     out.push_back({{"name", h.cfg.name},
                    {"kind", UpstreamKindName(h.cfg.kind)},
-                   {"url", h.cfg.base_url},
+                   {"url", h.cfg.base_url + h.cfg.path_prefix},
                    {"healthy", flags.empty()},
                    {"health_flags", flags},
                    {"active_requests", h.active},

@@ -412,7 +412,8 @@ Status Http1Post(const UpstreamConfig& cfg, SocketPool* pool, const std::string&
   }
   std::string request;
   request.reserve(256 + body.size());
-  request += "POST " + path + " HTTP/1.1\r\nHost: " + host + (port == "80" ? "" : ":" + port) +
+  request += "POST " + cfg.path_prefix + path + " HTTP/1.1\r\nHost: " + host +
+             (port == "80" ? "" : ":" + port) +
              "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream"
              "\r\nAccept-Encoding: identity\r\nUser-Agent: outpost\r\n";
   if (!cfg.api_key.empty()) request += "Authorization: Bearer " + cfg.api_key + "\r\n";

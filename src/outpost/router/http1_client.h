@@ -95,7 +95,7 @@ bool IdleSocketAlive(int fd);
 // True when `base_url` is http:// (this client's domain).
 bool IsPlainHttp(const std::string& base_url);
 
-// POST {base_url}{path} with a JSON body; fills *reply (status, content type,
+// POST {base_url}{path_prefix}{path} with a JSON body; fills *reply (status, content type,
 // body). Errors as FetchUpstream's (proxy.h): Unavailable naming the upstream
 // and the cause; reply->status != 0 says the head had arrived.
 Status Http1Post(const UpstreamConfig& cfg, SocketPool* pool, const std::string& path,

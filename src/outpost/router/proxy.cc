@@ -24,7 +24,7 @@ namespace {
 httplib::Request NewRequest(const UpstreamConfig& cfg, const std::string& path, std::string body) {
   httplib::Request req;
   req.method = "POST";
-  req.path = path;
+  req.path = cfg.path_prefix + path;
   req.body = std::move(body);
   req.set_header("Content-Type", "application/json");
   req.set_header("Accept", "application/json, text/event-stream");

@@ -35,7 +35,7 @@ struct UpstreamReply {
   std::string body;
 };
 
-// POST {base_url}{path} with `body` on the caller's thread, on a pooled
+// POST {base_url}{path_prefix}{path} with `body` on the caller's thread, on a pooled
 // connection, bounded by the upstream's connect, first-byte and total
 // timeouts; fills *reply. Errors: Unavailable naming the upstream and what
 // went wrong (connect failed, no response within the first-byte timeout,
@@ -47,7 +47,7 @@ Status FetchUpstream(const UpstreamConfig& cfg, ConnectionPool* pool, const std:
 
 class UpstreamCall {
  public:
-  // Starts POST {base_url}{path} with `body` (JSON) on a connection from
+  // Starts POST {base_url}{path_prefix}{path} with `body` (JSON) on a connection from
   // `pool`, which must outlive the call.
   UpstreamCall(const UpstreamConfig& cfg, ConnectionPool* pool, const std::string& path,
                std::string body);

@@ -131,6 +131,16 @@ Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConf
                "'url' must start with http:// or https://, got '" + u->base_url + "'", "url");
   }
   while (!u->base_url.empty() && u->base_url.back() == '/') u->base_url.pop_back();
+  // A path in the url is a prefix for every request path ("http://gw/llm" →
+  // POST /llm/v1/chat/completions, GET /llm/health).
+  const size_t path = u->base_url.find('/', u->base_url.find("://") + 3);
+  if (path != std::string::npos) {
+    u->path_prefix = u->base_url.substr(path);
+    u->base_url.resize(path);
+  }
+  if (u->base_url.size() <= u->base_url.find("://") + 3) {
+    return Bad(where + " (" + u->name + ")", "'url' has no host: '" + u->base_url + "'", "url");
+  }
   if (u->models.empty()) u->models.push_back("*");
   return Status::Ok();
 }

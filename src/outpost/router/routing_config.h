@@ -36,7 +36,9 @@ struct OutlierConfig {
 struct UpstreamConfig {
   std::string name;
   UpstreamKind kind = UpstreamKind::kCentral;
-  std::string base_url;             // "http://10.0.0.2:8080" (the /v1 prefix is added)
+  std::string base_url;             // "http://10.0.0.2:8080": scheme, host, port only
+  std::string path_prefix;          // from a url with a path, "http://gw/llm" → "/llm";
+                                    // requests go to {path_prefix}/v1/...
   std::string api_key;              // sent as Authorization: Bearer
   std::vector<std::string> models;  // model ids it serves; "*" = any
   int64_t connect_timeout_ms = 1000;
