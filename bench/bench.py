@@ -17,8 +17,6 @@ import datetime
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +24,8 @@ import threading
 import time
 
 import httpx
+
+from benchlib import free_port, stop, wait_ready
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = "Write a short story about a lighthouse keeper"  # 8 words
@@ -35,38 +35,14 @@ def log(msg):
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(cmd, port, ready_path):
     # A fresh connection pool per server: a new server may reuse an old port.
     global CLIENT
     CLIENT.close()
     CLIENT = new_client()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{cmd[0]} exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}{ready_path}", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"{cmd[0]} not ready")
-
-
-def stop(proc):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    wait_ready(f"http://127.0.0.1:{port}{ready_path}", proc, timeout=180)
+    return proc
 
 
 # One client with a connection pool shared by all bench threads: creating an

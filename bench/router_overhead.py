@@ -17,41 +17,18 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
+
+from benchlib import free_port, stop, wait_ready
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def log(msg):
     print(f"[router-bench] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait(url, proc, timeout=120):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before {url} answered")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status < 500:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not up after {timeout} s")
 
 
 def measure(load_bin, base, model, requests, concurrency):
@@ -130,7 +107,7 @@ def main():
     procs = []
     cport, oport = free_port(), free_port()
     procs.append(subprocess.Popen([args.load, "central", "--port", str(cport)]))
-    wait(f"http://127.0.0.1:{cport}/v1/models", procs[-1])
+    wait_ready(f"http://127.0.0.1:{cport}/v1/models", procs[-1])
     routing = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     routing.write(f"upstreams:\n  - {{name: hq, kind: central, url: 'http://127.0.0.1:{cport}', models: [central-model]}}\n"
                   f"policy: {{aliases: {{large: hq}}}}\n")
@@ -138,7 +115,7 @@ def main():
     procs.append(subprocess.Popen([args.outpost, "serve", "--model", args.model, "--port", str(oport), "--parallel", "1",
                                    "--ctx-size", "256", "--log-level", "warn", "--routing-file", routing.name],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    wait(f"http://127.0.0.1:{oport}/ready", procs[-1])
+    wait_ready(f"http://127.0.0.1:{oport}/ready", procs[-1])
     paths = {"direct": (f"http://127.0.0.1:{cport}", "central-model", args.requests),
              "outpost": (f"http://127.0.0.1:{oport}", "large", args.requests)}
     if os.path.exists(args.nginx):
@@ -163,7 +140,7 @@ http {{
 """)
         procs.append(subprocess.Popen([args.nginx, "-c", os.path.join(d, "nginx.conf")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        wait(f"http://127.0.0.1:{nport}/v1/models", procs[-1])
+        wait_ready(f"http://127.0.0.1:{nport}/v1/models", procs[-1])
         paths["nginx"] = (f"http://127.0.0.1:{nport}", "central-model", args.requests)
     else:
         log(f"nginx not found at {args.nginx}; measuring without it")
@@ -176,7 +153,7 @@ http {{
         procs.append(subprocess.Popen([args.litellm, "--config", cfg.name, "--port", str(lport), "--num_workers", "1"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         log("starting LiteLLM (takes a while)")
-        wait(f"http://127.0.0.1:{lport}/health/liveliness", procs[-1], timeout=180)
+        wait_ready(f"http://127.0.0.1:{lport}/health/liveliness", procs[-1], timeout=180)
         paths["litellm"] = (f"http://127.0.0.1:{lport}", "large", args.litellm_requests)
     else:
         log(f"LiteLLM not found at {args.litellm}; measuring without it")
@@ -195,11 +172,7 @@ http {{
                 res[name][c] = {k: statistics.median(r[k] for r in rounds[name]) for k in ("p50_ms", "p99_ms")}
     finally:
         for p in procs:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            stop(p, timeout=20)
     print(f"{args.requests} requests per round ({args.litellm_requests} through LiteLLM) x {args.rounds} rounds, "
           f"loopback, instant central; medians of rounds.\n")
     print("| clients | path | p50 ms | p99 ms | added p50 ms | added p99 ms |\n|---|---|---|---|---|---|")

@@ -5,17 +5,11 @@
 
 #include "outpost/bench/runner.h"
 #include "outpost/planner/report.h"
+#include "outpost/util/units.h"
 
 namespace outpost::bench {
-namespace {
 
-std::string F(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-}  // namespace
+using util::FormatNumber;
 
 nlohmann::json BenchJson(const BenchReport& r) {
   using nlohmann::json;
@@ -68,12 +62,12 @@ nlohmann::json BenchJson(const BenchReport& r) {
 std::string BenchText(const BenchReport& r) {
   std::ostringstream o;
   o << "Model " << r.model_name << " on " << r.machine << ", " << r.threads << " threads\n\n"
-    << "memory bandwidth        read " << F("%.1f", r.read_gbps) << " GB/s, triad "
-    << F("%.1f", r.triad_gbps) << " GB/s\n"
-    << "prefill                 " << F("%.1f tokens/s", r.prefill_tps) << "\n"
-    << "decode (1 sequence)     " << F("%.1f tokens/s", r.decode_tps) << " = "
-    << F("%.0f%%", r.decode_efficiency * 100) << " of the bandwidth ceiling ("
-    << F("%.1f tokens/s", r.ceiling_tps) << ")\n\n"
+    << "memory bandwidth        read " << FormatNumber("%.1f", r.read_gbps) << " GB/s, triad "
+    << FormatNumber("%.1f", r.triad_gbps) << " GB/s\n"
+    << "prefill                 " << FormatNumber("%.1f tokens/s", r.prefill_tps) << "\n"
+    << "decode (1 sequence)     " << FormatNumber("%.1f tokens/s", r.decode_tps) << " = "
+    << FormatNumber("%.0f%%", r.decode_efficiency * 100) << " of the bandwidth ceiling ("
+    << FormatNumber("%.1f tokens/s", r.ceiling_tps) << ")\n\n"
     << "sessions  aggregate tok/s  per user tok/s  TTFT p50/p99 ms   ITL p50/p99 ms\n";
   for (const auto& p : r.sweep) {
     char line[160];
@@ -82,16 +76,17 @@ std::string BenchText(const BenchReport& r) {
                   p.ttft_s.p99 * 1000, p.itl_s.p50 * 1000, p.itl_s.p99 * 1000);
     o << line;
   }
-  o << "\nmemory                  after load " << F("%.1f MiB", r.rss_after_load / 1048576.0)
-    << ", all " << r.sessions << " sessions full (" << r.ctx_per_session << " tokens) "
-    << F("%.1f MiB", r.rss_full / 1048576.0) << "; plan predicted "
-    << F("%.1f MiB", r.planned_bytes / 1048576.0) << " (error " << F("%+.1f%%", r.memory_error_pct)
-    << ")\n";
+  o << "\nmemory                  after load "
+    << FormatNumber("%.1f MiB", r.rss_after_load / 1048576.0) << ", all " << r.sessions
+    << " sessions full (" << r.ctx_per_session << " tokens) "
+    << FormatNumber("%.1f MiB", r.rss_full / 1048576.0) << "; plan predicted "
+    << FormatNumber("%.1f MiB", r.planned_bytes / 1048576.0) << " (error "
+    << FormatNumber("%+.1f%%", r.memory_error_pct) << ")\n";
   if (!r.sustained.empty()) {
-    o << "sustained               first minute " << F("%.1f", r.first_minute_tps)
-      << " tok/s, last stretch " << F("%.1f", r.sustained_tps) << " tok/s"
+    o << "sustained               first minute " << FormatNumber("%.1f", r.first_minute_tps)
+      << " tok/s, last stretch " << FormatNumber("%.1f", r.sustained_tps) << " tok/s"
       << (r.throttled ? "  THROTTLED" : "  (no throttling)")
-      << "\n                        size with " << F("%.1f tokens/s", r.sustained_tps)
+      << "\n                        size with " << FormatNumber("%.1f tokens/s", r.sustained_tps)
       << "; sensors: " << r.sensor_sources << "\n";
   }
   return o.str();

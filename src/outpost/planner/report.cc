@@ -4,19 +4,18 @@
 #include <cstdio>
 #include <sstream>
 
+#include "outpost/util/units.h"
+
 namespace outpost::planner {
 namespace {
 
-std::string F(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
+using util::FormatNumber;
+
 std::string Gb(uint64_t b) {
-  return F("%.2f GB", static_cast<double>(b) / 1e9);
+  return FormatNumber("%.2f GB", static_cast<double>(b) / 1e9);
 }
 std::string Mb(uint64_t b) {
-  return F("%.1f MB", static_cast<double>(b) / 1e6);
+  return FormatNumber("%.1f MB", static_cast<double>(b) / 1e6);
 }
 const char* Verdict(bool ok) {
   return ok ? "PASS" : "FAIL";
@@ -45,20 +44,23 @@ std::string RenderText(const PlanReport& r) {
   const auto& c = r.concurrency;
   const auto& w = r.workload;
   std::ostringstream o;
-  o << "Model:    " << r.model.name << " (" << F("%.2f", r.model.n_params / 1e9) << "B params, "
-    << F("%.2f", r.model.bits_per_weight) << " bits/weight, " << r.model.n_layers << " layers, "
-    << r.model.n_kv_heads << " KV heads x " << r.model.head_dim << ")\n"
+  o << "Model:    " << r.model.name << " (" << FormatNumber("%.2f", r.model.n_params / 1e9)
+    << "B params, " << FormatNumber("%.2f", r.model.bits_per_weight) << " bits/weight, "
+    << r.model.n_layers << " layers, " << r.model.n_kv_heads << " KV heads x " << r.model.head_dim
+    << ")\n"
     << "Hardware: " << r.hardware.description << " [" << r.hardware.device_class
     << "]: " << Gb(r.hardware.memory_bytes) << ", "
-    << F("%.0f GB/s", r.hardware.bandwidth_bytes_per_s / 1e9) << ", "
-    << F("%.0f TOPS", r.hardware.tops) << ", " << F("%.0f W", r.hardware.power_w) << "\n"
+    << FormatNumber("%.0f GB/s", r.hardware.bandwidth_bytes_per_s / 1e9) << ", "
+    << FormatNumber("%.0f TOPS", r.hardware.tops) << ", "
+    << FormatNumber("%.0f W", r.hardware.power_w) << "\n"
     << "Workload: " << w.peak_sessions << " peak sessions x " << w.context << " tokens, KV "
-    << w.kv_type << ", " << F("%.0f%%", w.headroom * 100) << " headroom, budget "
-    << F("%.0f ms/token", w.latency_budget_ms) << ", prompt " << w.prompt_tokens << " / answer "
-    << w.answer_tokens << " tokens\n\n";
+    << w.kv_type << ", " << FormatNumber("%.0f%%", w.headroom * 100) << " headroom, budget "
+    << FormatNumber("%.0f ms/token", w.latency_budget_ms) << ", prompt " << w.prompt_tokens
+    << " / answer " << w.answer_tokens << " tokens\n\n";
   o << "Gate 1  fit                                   " << Verdict(f.fits) << "\n"
     << "  weights                       " << Gb(f.weight_bytes) << "\n"
-    << "  KV per token                  " << F("%.1f KB", f.kv_bytes_per_token / 1e3) << "\n"
+    << "  KV per token                  " << FormatNumber("%.1f KB", f.kv_bytes_per_token / 1e3)
+    << "\n"
     << "  KV per session                " << Mb(f.kv_bytes_per_session) << "\n"
     << "  total at peak                 " << Gb(f.peak_bytes) << "\n"
     << "  with headroom                 " << Gb(f.required_bytes) << " of " << Gb(f.memory_bytes)
@@ -69,14 +71,15 @@ std::string RenderText(const PlanReport& r) {
   if (!f.advice.empty()) o << "  advice                        " << f.advice << "\n";
   o << "\nGate 2  speed                                 " << Verdict(s.meets_budget) << "\n"
     << "  bytes read per token          " << Gb(s.bytes_per_token) << "\n"
-    << "  decode ceiling                " << F("%.1f tokens/s", s.ceiling_tps)
-    << F(" (%.1f ms/token)", s.ceiling_ms_per_token) << "\n"
-    << "  realistic                     " << F("%.1f", s.low_tps) << "-"
-    << F("%.1f tokens/s", s.high_tps) << F(" (%.1f ms/token)", s.expected_ms_per_token) << ", "
-    << s.efficiency_source << "\n"
-    << "  prefill                       " << F("%.0f tokens/s", s.prefill_tps) << "\n"
-    << "  time to first token           " << F("%.0f ms", s.ttft_ms) << " for " << w.prompt_tokens
-    << " prompt tokens\n";
+    << "  decode ceiling                " << FormatNumber("%.1f tokens/s", s.ceiling_tps)
+    << FormatNumber(" (%.1f ms/token)", s.ceiling_ms_per_token) << "\n"
+    << "  realistic                     " << FormatNumber("%.1f", s.low_tps) << "-"
+    << FormatNumber("%.1f tokens/s", s.high_tps)
+    << FormatNumber(" (%.1f ms/token)", s.expected_ms_per_token) << ", " << s.efficiency_source
+    << "\n"
+    << "  prefill                       " << FormatNumber("%.0f tokens/s", s.prefill_tps) << "\n"
+    << "  time to first token           " << FormatNumber("%.0f ms", s.ttft_ms) << " for "
+    << w.prompt_tokens << " prompt tokens\n";
   o << "\nGate 3  concurrency                           " << Verdict(c.meets_budget_at_peak) << "\n"
     << "  sessions   aggregate tok/s   per user tok/s   memory      bound\n";
   for (const auto& p : c.points) {
@@ -87,8 +90,8 @@ std::string RenderText(const PlanReport& r) {
     o << line;
   }
   o << "  at the peak (" << c.at_peak.sessions
-    << "): " << F("%.1f tokens/s per user", c.at_peak.per_user_tps) << ", "
-    << F("%.1f aggregate", c.at_peak.aggregate_tps) << "\n";
+    << "): " << FormatNumber("%.1f tokens/s per user", c.at_peak.per_user_tps) << ", "
+    << FormatNumber("%.1f aggregate", c.at_peak.aggregate_tps) << "\n";
   if (c.compute_bound_from > 0)
     o << "  compute becomes the limit from " << c.compute_bound_from << " sessions\n";
   o << "  overflow: " << c.overflow_advice << "\n";
@@ -209,11 +212,11 @@ std::string SvgLineChart(const std::string& title, const std::string& x_label,
   for (int i = 0; i <= 4; ++i) {
     const double v = ymax * i / 4;
     o << "<text x=\"" << pad - 4 << "\" y=\"" << Y(v) + 4 << "\" text-anchor=\"end\">"
-      << F("%.3g", v) << "</text>\n";
+      << FormatNumber("%.3g", v) << "</text>\n";
   }
   for (double x : xs) {
     o << "<text x=\"" << X(x) << "\" y=\"" << h - pad + 14 << "\" text-anchor=\"middle\">"
-      << F("%g", x) << "</text>\n";
+      << FormatNumber("%g", x) << "</text>\n";
   }
   o << "<text x=\"" << w / 2 << "\" y=\"" << h - 12 << "\" text-anchor=\"middle\">"
     << Escape(x_label) << "</text>\n"

@@ -67,12 +67,6 @@ void ConnectionPool::Release(const std::string& upstream, std::unique_ptr<httpli
   idle.push_back({std::move(client), Clock::now()});
 }
 
-size_t ConnectionPool::IdleCount(const std::string& upstream) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = idle_.find(upstream);
-  return it == idle_.end() ? 0 : it->second.size();
-}
-
 uint64_t ConnectionPool::connections_opened() const {
   std::lock_guard<std::mutex> lock(mu_);
   return opened_;

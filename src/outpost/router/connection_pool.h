@@ -44,7 +44,6 @@ class ConnectionPool {
   // read). Clients whose connection is closed are dropped.
   void Release(const std::string& upstream, std::unique_ptr<httplib::Client> client);
 
-  size_t IdleCount(const std::string& upstream) const;
   uint64_t connections_opened() const;  // new clients handed out, all upstreams
 
  private:

@@ -22,14 +22,4 @@ int64_t Router::TenantBudgetMs(const std::string& bearer) const {
   return t == cfg_.tenants.end() ? 0 : t->second.latency_budget_ms;
 }
 
-bool Router::ServedUpstream(const std::string& model) const {
-  if (cfg_.policy.aliases.count(model)) return true;
-  for (const auto& u : cfg_.upstreams) {
-    for (const auto& m : u.models) {
-      if (m == "*" || m == model) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace outpost::router

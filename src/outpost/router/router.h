@@ -32,8 +32,6 @@ class Router {
   RouteDecision Decide(const RouteInput& in) const {
     return router::Decide(in, cfg_.policy, cluster_.View());
   }
-  // True when some upstream, not this node, serves `model` (or it is an alias).
-  bool ServedUpstream(const std::string& model) const;
 
   Cluster& cluster() { return cluster_; }
   ConnectionPool& connections() { return connections_; }  // cpp-httplib: TLS and streams

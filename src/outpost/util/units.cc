@@ -124,4 +124,10 @@ StatusOr<uint64_t> PositiveBytesFlag(std::string_view flag, std::string_view tex
   return *bytes;
 }
 
+std::string FormatNumber(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
 }  // namespace outpost::util

@@ -22,6 +22,9 @@ StatusOr<int64_t> ParseDurationMs(std::string_view text);
 StatusOr<int64_t> PositiveDurationMsFlag(std::string_view flag, std::string_view text);
 StatusOr<uint64_t> PositiveBytesFlag(std::string_view flag, std::string_view text);
 
+// printf of one number ("%.1f", 3.14159 → "3.1"), for reports and tables.
+std::string FormatNumber(const char* fmt, double v);
+
 // 1536 → "1.50 KiB"; uses binary units.
 std::string FormatBytes(uint64_t bytes);
 
