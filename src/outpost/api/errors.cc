@@ -20,6 +20,8 @@ int HttpStatusFor(StatusCode code) {
       return 403;
     case StatusCode::kUnavailable:
       return 503;
+    case StatusCode::kBadGateway:
+      return 502;
     case StatusCode::kCancelled:
       return 499;
     case StatusCode::kInternal:
@@ -43,6 +45,7 @@ std::string ErrorBody(const Status& status) {
       code = "over_capacity";
       break;
     case StatusCode::kUnavailable:
+    case StatusCode::kBadGateway:
       type = "server_error";
       code = "unavailable";
       break;

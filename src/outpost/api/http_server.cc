@@ -18,12 +18,16 @@ namespace outpost::api {
 
 using nlohmann::json;
 
-HttpServer::HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics,
-                       router::Router* router)
+HttpServer::HttpServer(HttpOptions options, const models::ServingSet* serving,
+                       router::Dispatcher* dispatcher, telemetry::Metrics* metrics,
+                       router::Router* router, const util::Clock* clock)
     : options_(std::move(options)),
-      catalog_(catalog),
+      serving_(serving),
+      dispatcher_(dispatcher),
       metrics_(metrics),
       router_(router),
+      routing_enabled_(router != nullptr),
+      clock_(clock),
       server_(std::make_unique<httplib::Server>()) {
   const int threads = options_.n_http_threads;
   server_->new_task_queue = [threads] {
@@ -94,10 +98,10 @@ void HttpServer::Routes() {
   };
 
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    HandleGenerate(/*chat=*/true, req, res);
+    HandleCompletion(Endpoint::kChat, req, res);
   });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    HandleGenerate(/*chat=*/false, req, res);
+    HandleCompletion(Endpoint::kCompletion, req, res);
   });
   s.Get("/v1/models",
         [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
@@ -164,7 +168,7 @@ void HttpServer::Routes() {
 
 void HttpServer::HandleReady(httplib::Response& res) {
   json j;
-  if (!catalog_->ready()) {
+  if (!serving_->ready()) {
     j["status"] = "loading";
     res.status = 503;
     res.set_content(j.dump(), "application/json");
@@ -172,11 +176,11 @@ void HttpServer::HandleReady(httplib::Response& res) {
   }
   j["status"] = "ready";
   j["models"] = json::array();
-  for (const auto& m : catalog_->List()) {
-    const auto snap = m.scheduler->Snapshot();
-    const auto& p = m.plan;
+  for (const auto& m : serving_->List()) {
+    const auto snap = m->scheduler->Snapshot();
+    const auto& p = m->plan;
     j["models"].push_back({
-        {"id", m.id},
+        {"id", m->id},
         {"max_sessions", snap.max_sessions},
         {"active", snap.active},
         {"queued", snap.queued},
@@ -202,12 +206,12 @@ void HttpServer::HandleReady(httplib::Response& res) {
 }
 
 void HttpServer::HandleModels(const httplib::Request& req, httplib::Response& res) {
-  auto entry = [](const ServedModel& m) {
+  auto entry = [](const models::ServedModel& m) {
     return json{{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "outpost"}};
   };
   if (req.matches.size() > 1) {
     const std::string id = req.matches[1];
-    auto m = catalog_->Find(id);
+    auto m = serving_->Find(id);
     if (!m || id.empty()) {
       res.status = 404;
       res.set_content(ErrorBody(Status::NotFound("model '" + id + "' does not exist", "model")),
@@ -218,7 +222,7 @@ void HttpServer::HandleModels(const httplib::Request& req, httplib::Response& re
     return;
   }
   json data = json::array();
-  for (const auto& m : catalog_->List()) data.push_back(entry(m));
+  for (const auto& m : serving_->List()) data.push_back(entry(*m));
   res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
 }
 

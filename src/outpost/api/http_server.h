@@ -3,10 +3,12 @@
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
 // GET /v1/models/{id}, GET /health, GET /ready, GET /metrics.
 //
-// Threads: cpp-httplib worker pool (n_http_threads). Workers parse, validate,
-// apply chat templates and tokenize, then hand requests to the model's
-// Scheduler and stream its events back; they never touch llama.cpp state.
-// Owned by the app; Run() blocks until Stop() is called from another thread.
+// Threads: cpp-httplib worker pool (n_http_threads). Workers parse and
+// validate requests into router::CompletionCalls, hand them to the
+// router::Dispatcher with an HttpSink, and write the answer that the engine
+// or relay thread pushes into it. They never reach the scheduler or the
+// engine. Owned by the app; Run() blocks until Stop() is called from another
+// thread.
 #pragma once
 
 #include <cstddef>
@@ -14,9 +16,12 @@
 #include <memory>
 #include <string>
 
-#include "outpost/api/model_catalog.h"
+#include "outpost/api/openai_request.h"
+#include "outpost/models/serving_set.h"
+#include "outpost/router/dispatcher.h"
 #include "outpost/router/router.h"
 #include "outpost/telemetry/metrics.h"
+#include "outpost/util/clock.h"
 #include "outpost/util/status.h"
 
 namespace httplib {
@@ -37,9 +42,11 @@ struct HttpOptions {
 
 class HttpServer {
  public:
-  // router may be null (no upstreams configured: everything is served here).
-  HttpServer(HttpOptions options, ModelCatalog* catalog, telemetry::Metrics* metrics,
-             router::Router* router = nullptr);
+  // router may be null (no upstreams configured: everything is served here;
+  // the routing headers are then ignored). All must outlive the server.
+  HttpServer(HttpOptions options, const models::ServingSet* serving, router::Dispatcher* dispatcher,
+             telemetry::Metrics* metrics, router::Router* router = nullptr,
+             const util::Clock* clock = &util::RealClock());
   ~HttpServer();
 
   // Binds the listening socket. Errors: Unavailable naming host:port.
@@ -51,20 +58,17 @@ class HttpServer {
 
  private:
   void Routes();
-  void HandleGenerate(bool chat, const httplib::Request& req, httplib::Response& res);
+  void HandleCompletion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
   void HandleReady(httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
-  // Relays to upstream `name`; false (nothing sent) when it failed before the
-  // first byte, with the cause in *last_error. `model` and `stream` are the
-  // parsed request's (the body is not parsed again).
-  bool TryProxy(const std::string& name, const std::string& endpoint, const std::string& reason,
-                const std::string& model, bool stream, const httplib::Request& req,
-                httplib::Response& res, Status* last_error);
 
   const HttpOptions options_;
-  ModelCatalog* const catalog_;
+  const models::ServingSet* const serving_;
+  router::Dispatcher* const dispatcher_;
   telemetry::Metrics* const metrics_;
   router::Router* const router_;
+  const bool routing_enabled_;
+  const util::Clock* const clock_;
   std::unique_ptr<httplib::Server> server_;
   int bound_port_ = 0;
   int listen_fd_ = -1;  // the listening socket, once bound

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/util/status_macros.h"
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -70,12 +72,6 @@ Status GetBool(const json& obj, const char* key, const std::string& field, bool*
   *out = it->get<bool>();
   return Status::Ok();
 }
-
-#define OUTPOST_RETURN_IF_ERROR(expr) \
-  do {                                \
-    Status _st = (expr);              \
-    if (!_st.ok()) return _st;        \
-  } while (0)
 
 // Message content: a string, or an array of {"type":"text","text":...} parts.
 Status ParseContent(const json& c, const std::string& field, std::string* out) {
@@ -317,33 +313,50 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   return r;
 }
 
-Status ValidateTokenIds(const ParsedRequest& r, int32_t n_vocab) {
-  for (const auto& [tok, bias] : r.sampling.logit_bias) {
-    if (tok >= n_vocab) {
-      return Status::InvalidArgument("'logit_bias' token id " + std::to_string(tok) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     "logit_bias");
-    }
-  }
-  for (size_t i = 0; i < r.prompt_tokens.size(); ++i) {
-    if (r.prompt_tokens[i] >= n_vocab) {
-      const std::string f = "prompt[" + std::to_string(i) + "]";
-      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(r.prompt_tokens[i]) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     f);
-    }
-  }
-  return Status::Ok();
-}
-
 StatusOr<scheduler::Priority> ParsePriority(std::string_view h) {
   if (h.empty() || h == "interactive") return scheduler::Priority::kInteractive;
   if (h == "batch") return scheduler::Priority::kBatch;
   return Status::InvalidArgument(
       "header X-Outpost-Priority must be 'interactive' or 'batch', got '" + std::string(h) + "'",
       "X-Outpost-Priority");
+}
+
+StatusOr<std::optional<router::DataClass>> ParseDataClassHeader(std::string_view h) {
+  if (h.empty()) return std::optional<router::DataClass>();
+  auto c = router::ParseDataClass(h);
+  if (!c) {
+    return Status::InvalidArgument(
+        "header X-Data-Class must be public, internal or restricted, got '" + std::string(h) + "'",
+        "X-Data-Class");
+  }
+  return std::optional<router::DataClass>(*c);
+}
+
+StatusOr<router::Tier> ParseTierHeader(std::string_view h) {
+  auto t = router::ParseTier(h);
+  if (!t) {
+    return Status::InvalidArgument(
+        "header X-Outpost-Tier must be 'local' or 'central', got '" + std::string(h) + "'",
+        "X-Outpost-Tier");
+  }
+  return *t;
+}
+
+StatusOr<std::optional<int64_t>> ParseLatencyBudgetHeader(std::string_view h) {
+  if (h.empty()) return std::optional<int64_t>();
+  int64_t v = 0;
+  bool ok = h.size() <= 12;
+  for (char c : h) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) v = v * 10 + (c - '0');
+  }
+  if (!ok || v <= 0) {
+    return Status::InvalidArgument(
+        "header X-Latency-Budget-Ms must be a positive whole number of milliseconds, got '" +
+            std::string(h) + "'",
+        "X-Latency-Budget-Ms");
+  }
+  return std::optional<int64_t>(v);
 }
 
 }  // namespace outpost::api

@@ -7,9 +7,10 @@
 #include <iostream>
 
 #include "outpost/app/config.h"
-#include "outpost/app/model_loader.h"
 #include "outpost/bench/runner.h"
 #include "outpost/engine/model.h"
+#include "outpost/models/model_runtime.h"
+#include "outpost/router/dispatcher_impl.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -110,14 +111,17 @@ int RunBenchCommand(const BenchFlags& f) {
   spdlog::set_level(spdlog::level::warn);
   engine::InstallLlamaLogger(false);
   telemetry::Metrics metrics;
-  auto served = LoadServedModel(cfg, &metrics);
+  auto served = models::LoadModel(ModelRuntimeOptionsFrom(cfg), &metrics);
   if (!served.ok()) {
     std::fprintf(stderr, "outpost bench: cannot load %s: %s\n", cfg.model.c_str(),
                  served.status().message().c_str());
     return 1;
   }
-  const bench::BenchReport r = bench::RunBench(*served->scheduler, served->plan, metrics, o);
-  served->scheduler->Stop();
+  models::ServingSet serving;
+  serving.Add(*served);
+  router::DispatcherImpl dispatcher(&serving, /*router=*/nullptr, &metrics);
+  const bench::BenchReport r = bench::RunBench(dispatcher, **served, metrics, o);
+  (*served)->scheduler->Stop();
   const std::string json = bench::BenchJson(r).dump(2);
   if (f.json)
     std::cout << json << "\n";

@@ -191,4 +191,24 @@ std::string DefaultModelPath() {
   return cache + "/outpost/models/gemma-3-270m-q4_k_m.gguf";
 }
 
+models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg) {
+  models::ModelRuntimeOptions o;
+  o.path = cfg.model;
+  o.id = cfg.model_id;
+  o.chat_template_file = cfg.chat_template_file;
+  o.ctx_per_session = cfg.ctx_size;
+  o.parallel = cfg.parallel;
+  o.parallel_auto_max = cfg.parallel_auto_max;
+  o.memory_budget = cfg.memory_budget;
+  o.headroom = cfg.headroom;
+  o.kv_type = cfg.kv_type;
+  o.batch_size = cfg.batch_size;
+  o.prefill_chunk = cfg.prefill_chunk;
+  o.queue_length = cfg.queue_length;
+  o.queue_wait_ms = cfg.queue_wait_ms;
+  o.threads = cfg.threads;
+  o.gpu_layers = cfg.gpu_layers;
+  return o;
+}
+
 }  // namespace outpost::app

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "outpost/models/model_runtime.h"
 #include "outpost/util/status.h"
 
 namespace outpost::app {
@@ -47,6 +48,9 @@ Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string&
 // Reads a YAML mapping of keys to scalars. Errors: NotFound (no file),
 // InvalidArgument (syntax error with line, unknown key, bad value).
 Status LoadConfigFile(const std::string& path, ServeConfig* cfg);
+
+// The model runtime's options from the serve settings.
+models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg);
 
 // Default model path: $OUTPOST_MODEL, else the bootstrap's cached default model.
 std::string DefaultModelPath();

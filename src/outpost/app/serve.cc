@@ -1,7 +1,5 @@
 #include "outpost/app/serve.h"
 
-#include "outpost/app/model_loader.h"
-
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -13,9 +11,11 @@
 #include <thread>
 
 #include "outpost/api/http_server.h"
-#include "outpost/api/model_catalog.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
+#include "outpost/models/model_runtime.h"
+#include "outpost/models/serving_set.h"
+#include "outpost/router/dispatcher_impl.h"
 #include "outpost/router/router.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
@@ -38,7 +38,7 @@ int RunServe(ServeConfig cfg) {
   std::signal(SIGPIPE, SIG_IGN);
 
   telemetry::Metrics metrics;
-  api::ModelCatalog catalog;
+  models::ServingSet serving;
   api::HttpOptions ho;
   ho.host = cfg.host;
   ho.port = cfg.port;
@@ -56,7 +56,8 @@ int RunServe(ServeConfig cfg) {
     spdlog::info("routing: {} upstream(s) from {}", router->config().upstreams.size(),
                  cfg.routing_file);
   }
-  api::HttpServer http(ho, &catalog, &metrics, router.get());
+  router::DispatcherImpl dispatcher(&serving, router.get(), &metrics);
+  api::HttpServer http(ho, &serving, &dispatcher, &metrics, router.get());
   if (Status st = http.Bind(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
@@ -66,17 +67,17 @@ int RunServe(ServeConfig cfg) {
   spdlog::info("outpost {} (llama.cpp {}) listening on http://{}:{}", OUTPOST_VERSION,
                OUTPOST_LLAMA_VERSION, cfg.host, http.port());
 
-  auto served = LoadServedModel(cfg, &metrics);
+  auto served = models::LoadModel(ModelRuntimeOptionsFrom(cfg), &metrics);
   if (!served.ok()) {
     spdlog::error("cannot serve {}: {}", cfg.model, served.status().message());
     http.Stop();
     http_thread.join();
     return 1;
   }
-  const std::string id = served->id;
-  auto sched = served->scheduler;
-  catalog.Add(std::move(served).value());
-  catalog.SetReady(true);
+  const std::string id = (*served)->id;
+  auto sched = (*served)->scheduler;
+  serving.Add(std::move(served).value());
+  serving.SetReady(true);
   spdlog::info("ready: model '{}' on http://{}:{}/v1", id, cfg.host, http.port());
   spdlog::info(
       "try: curl http://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
@@ -86,7 +87,7 @@ int RunServe(ServeConfig cfg) {
   int sig = 0;
   sigwait(&sigs, &sig);
   spdlog::info("signal {} received: shutting down", sig);
-  catalog.SetReady(false);
+  serving.SetReady(false);
   sched->Stop();
   http.Stop();
   http_thread.join();

@@ -6,11 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "outpost/bench/membw.h"
 #include "outpost/bench/sensors.h"
+#include "outpost/engine/engine.h"
 
 namespace outpost::bench {
 namespace {
@@ -58,44 +61,70 @@ struct RunResult {
   std::vector<double> gaps_s;
 };
 
-// One greedy request that ignores end-of-sequence, through the scheduler.
-RunResult RunOne(scheduler::Scheduler& sched, std::vector<Token> prompt, int32_t gen) {
-  scheduler::GenerationRequest req;
-  req.prompt = std::move(prompt);
-  req.max_tokens = gen;
-  req.sampling.temperature = 0;
-  for (Token t : sched.model().EndOfGenerationTokens())
-    req.sampling.logit_bias.emplace_back(t, -100.0f);
-  int32_t retry = 0;
-  const auto t0 = Clock::now();
-  auto h = sched.Submit(std::move(req), &retry);
-  RunResult r;
-  if (!h.ok()) return r;
-  scheduler::GenerationEvent ev;
-  double prev = -1;
-  for (;;) {
-    if (!(*h)->Pop(&ev, std::chrono::milliseconds(1000))) continue;
-    const double t = Since(t0, Clock::now());
-    if (!ev.text.empty()) {
-      if (prev < 0) {
-        r.ttft_s = t;
-        r.first_s = t;
-      } else {
-        r.gaps_s.push_back(t - prev);
-      }
-      prev = t;
-      r.last_s = t;
+// Times one request's output as the engine thread pushes it.
+class TimingSink final : public router::ResponseSink {
+ public:
+  explicit TimingSink(Clock::time_point t0) : t0_(t0) {}
+  void OnRoute(const router::RouteReport&) override {}
+  void OnHeader(const std::string&, const std::string&) override {}
+  void OnLocalStart(const router::LocalAnswerMeta&) override {}
+  void OnText(std::string) override {
+    const double t = Since(t0_, Clock::now());
+    if (prev_ < 0) {
+      r_.ttft_s = t;
+      r_.first_s = t;
+    } else {
+      r_.gaps_s.push_back(t - prev_);
     }
-    if (ev.done) {
-      r.ok = ev.finish != scheduler::FinishReason::kError;
-      r.tokens = ev.usage.completion_tokens;
-      return r;
-    }
+    prev_ = t;
+    r_.last_s = t;
   }
+  void OnDone(scheduler::GenerationResult res) override {
+    r_.ok = res.finish != scheduler::FinishReason::kError;
+    r_.tokens = res.usage.completion_tokens;
+    Finish();
+  }
+  void OnRelayHead(int, const std::string&) override {}
+  void OnRelayBody(std::string) override {}
+  void OnRelayEnd(Status) override { Finish(); }
+  void OnError(Status) override { Finish(); }
+  bool Cancelled() override { return false; }
+
+  RunResult Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    return r_;
+  }
+
+ private:
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  const Clock::time_point t0_;
+  double prev_ = -1;
+  RunResult r_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+// One greedy request that ignores end-of-sequence, through the dispatcher.
+RunResult RunOne(router::Dispatcher& d, std::vector<Token> prompt, int32_t gen) {
+  router::CompletionCall call;
+  call.request.endpoint = router::Endpoint::kCompletion;
+  call.request.prompt_tokens = std::move(prompt);
+  call.request.max_tokens = gen;
+  call.request.ignore_eos = true;
+  call.request.sampling.temperature = 0;
+  auto sink = std::make_shared<TimingSink>(Clock::now());
+  auto in_flight = d.Dispatch(std::move(call), sink);
+  return sink->Wait();
 }
 
 // Prompt of exactly n tokens: a filler text, varied by `salt` so sessions differ.
-std::vector<Token> Prompt(const engine::Model& m, int32_t n, int salt) {
+std::vector<Token> Prompt(const engine::Engine& m, int32_t n, int salt) {
   const std::string unit =
       "Report " + std::to_string(salt) +
       ": the harbour crane moved forty containers before the tide turned, and the night "
@@ -110,16 +139,16 @@ std::vector<Token> Prompt(const engine::Model& m, int32_t n, int salt) {
   return toks;
 }
 
-std::vector<RunResult> RunConcurrent(scheduler::Scheduler& sched, int32_t n, int32_t prompt_len,
-                                     int32_t gen, double* wall_s) {
+std::vector<RunResult> RunConcurrent(router::Dispatcher& d, const engine::Engine& e, int32_t n,
+                                     int32_t prompt_len, int32_t gen, double* wall_s) {
   std::vector<std::vector<Token>> prompts;
-  for (int32_t i = 0; i < n; ++i) prompts.push_back(Prompt(sched.model(), prompt_len, i));
+  for (int32_t i = 0; i < n; ++i) prompts.push_back(Prompt(e, prompt_len, i));
   std::vector<RunResult> results(static_cast<size_t>(n));
   std::vector<std::thread> ts;
   const auto t0 = Clock::now();
   for (int32_t i = 0; i < n; ++i) {
     ts.emplace_back([&, i] {
-      results[static_cast<size_t>(i)] = RunOne(sched, prompts[static_cast<size_t>(i)], gen);
+      results[static_cast<size_t>(i)] = RunOne(d, prompts[static_cast<size_t>(i)], gen);
     });
   }
   for (auto& t : ts) t.join();
@@ -136,13 +165,15 @@ uint64_t PeakResidentBytes() {
   return ReadStatusKb("VmHWM:");
 }
 
-BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan& plan,
+BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
                      const telemetry::Metrics& metrics, const BenchOptions& o) {
+  const scheduler::CapacityPlan& plan = model.plan;
+  const engine::Engine& e = model.scheduler->engine();
   auto progress = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
   BenchReport r;
-  r.model_name = sched.model().info().name;
+  r.model_name = model.info.name;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r.machine = host;
@@ -157,7 +188,7 @@ BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan&
   // engine's, not the bandwidth probe's arrays.
   {
     double wall = 0;
-    RunConcurrent(sched, plan.sessions, plan.ctx_per_session - 2, 1, &wall);
+    RunConcurrent(d, e, plan.sessions, plan.ctx_per_session - 2, 1, &wall);
     r.rss_full = PeakResidentBytes();
     r.planned_bytes = plan.peak_bytes;
     r.memory_error_pct = (static_cast<double>(r.rss_full) - static_cast<double>(r.planned_bytes)) /
@@ -174,7 +205,7 @@ BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan&
   progress("prefill: " + std::to_string(prompt_len) + "-token prompt x " + std::to_string(o.reps));
   std::vector<double> pre;
   for (int i = 0; i < o.reps; ++i) {
-    RunResult rr = RunOne(sched, Prompt(sched.model(), prompt_len, 1000 + i), 1);
+    RunResult rr = RunOne(d, Prompt(e, prompt_len, 1000 + i), 1);
     if (rr.ok && rr.ttft_s > 0) pre.push_back(prompt_len / rr.ttft_s);
   }
   r.prefill_tps = Median(pre);
@@ -183,7 +214,7 @@ BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan&
            std::to_string(o.reps));
   std::vector<double> dec;
   for (int i = 0; i < o.reps; ++i) {
-    RunResult rr = RunOne(sched, Prompt(sched.model(), 16, 2000 + i), o.gen_tokens);
+    RunResult rr = RunOne(d, Prompt(e, 16, 2000 + i), o.gen_tokens);
     if (rr.ok && rr.last_s > rr.first_s) dec.push_back((rr.tokens - 1) / (rr.last_s - rr.first_s));
   }
   r.decode_tps = Median(dec);
@@ -199,7 +230,7 @@ BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan&
   for (int32_t n : counts) {
     progress("sweep: " + std::to_string(n) + " concurrent sessions");
     double wall = 0;
-    auto results = RunConcurrent(sched, n, 16, o.gen_tokens, &wall);
+    auto results = RunConcurrent(d, e, n, 16, o.gen_tokens, &wall);
     SweepPoint p;
     p.sessions = n;
     std::vector<double> ttft, itl, per_user;
@@ -228,7 +259,7 @@ BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan&
     for (int32_t i = 0; i < plan.sessions; ++i) {
       workers.emplace_back([&, i] {
         int k = 0;
-        while (!stop) RunOne(sched, Prompt(sched.model(), 16, 3000 + i * 1000 + k++), o.gen_tokens);
+        while (!stop) RunOne(d, Prompt(e, 16, 3000 + i * 1000 + k++), o.gen_tokens);
       });
     }
     const auto t0 = Clock::now();

@@ -1,5 +1,5 @@
 // BenchRunner — `outpost bench` measurements on this machine, through the real
-// scheduler and engine (the same code path `outpost serve` uses, minus HTTP):
+// dispatcher, scheduler and engine (the path `outpost serve` uses, minus HTTP):
 //
 //   bandwidth   STREAM-style read and triad
 //   prefill     tokens/s for one long prompt
@@ -21,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "outpost/scheduler/capacity.h"
-#include "outpost/scheduler/scheduler.h"
+#include "outpost/models/serving_set.h"
+#include "outpost/router/dispatcher.h"
 #include "outpost/telemetry/metrics.h"
 
 namespace outpost::bench {
@@ -79,9 +79,10 @@ struct BenchReport {
   std::string sensor_sources;
 };
 
-// REQUIRES: the scheduler is started and idle. `metrics` is the one the
-// scheduler reports to.
-BenchReport RunBench(scheduler::Scheduler& sched, const scheduler::CapacityPlan& plan,
+// Requests go through `dispatcher` (as completions with token-id prompts) to
+// `model`. REQUIRES: the model's scheduler is started and idle; `metrics` is
+// the one it reports to.
+BenchReport RunBench(router::Dispatcher& dispatcher, const models::ServedModel& model,
                      const telemetry::Metrics& metrics, const BenchOptions& options);
 
 nlohmann::json BenchJson(const BenchReport& r);

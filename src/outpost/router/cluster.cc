@@ -51,8 +51,10 @@ std::vector<UpstreamView> Cluster::View() const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = now_();
   std::vector<UpstreamView> out;
-  for (const auto& h : hosts_) {
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    const Host& h = hosts_[i];
     UpstreamView v;
+    v.id = static_cast<UpstreamId>(i);
     v.name = h.cfg.name;
     v.kind = h.cfg.kind;
     v.models = h.cfg.models;

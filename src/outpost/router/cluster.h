@@ -61,6 +61,9 @@ class Cluster {
   // Snapshot for the policy: available = no health flags and breaker closed.
   std::vector<UpstreamView> View() const;
   const UpstreamConfig* Find(const std::string& name) const;  // stable for the Cluster's life
+  // The upstream with id `id` (its index in the config). REQUIRES: id < size().
+  const UpstreamConfig& Config(UpstreamId id) const { return hosts_[static_cast<size_t>(id)].cfg; }
+  size_t size() const { return hosts_.size(); }
 
   // Circuit breaker. TryAcquire fails when max_requests are in flight.
   bool TryAcquire(const std::string& name);

@@ -19,23 +19,25 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "outpost/router/route_types.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/status.h"
 
 namespace outpost::router {
 
 struct RouteInput {
-  std::string data_class;  // already resolved: tenant > header > default
-  std::string model;       // as requested ("" = the local default)
+  DataClass data_class = DataClass::kInternal;  // already resolved: tenant > header > default
+  std::string model;                            // as requested ("" = the local default)
   bool local_serves_model = true;
   int32_t prompt_tokens = 0;      // estimate for remote-only models
   int32_t max_tokens = 0;         // 0 = not given
   bool wants_tools = false;       // tools or response_format json_schema
   bool stream = false;            // cascades apply to non-streaming requests only
-  std::string tier;               // X-Outpost-Tier: "", "local", "central"
+  Tier tier = Tier::kAny;         // X-Outpost-Tier
   int64_t local_wait_ms = 0;      // expected wait for a local session
   bool local_full = false;        // the local queue would refuse the request
   int64_t latency_budget_ms = 0;  // 0 = none
@@ -43,6 +45,7 @@ struct RouteInput {
 
 // An upstream as the policy sees it right now.
 struct UpstreamView {
+  UpstreamId id = 0;
   std::string name;
   UpstreamKind kind = UpstreamKind::kCentral;
   std::vector<std::string> models;  // "*" = any
@@ -51,14 +54,14 @@ struct UpstreamView {
 };
 
 struct RouteDecision {
-  // Targets to try in order: "local" or an upstream name. A later target is
-  // tried only when an earlier one fails before sending its first byte.
-  std::vector<std::string> targets;
-  std::string reason;  // short machine-readable cause: "model", "data_class:restricted", ...
-  Status reject;       // non-OK when targets is empty: 403/404/503 with the reason
+  // Targets to try in order. A later target is tried only when an earlier one
+  // fails before sending its first byte.
+  std::vector<Target> targets;
+  RouteReason reason;
+  Status reject;  // non-OK when targets is empty: 403/404/503 with the reason
   // When set (local answers only): the central upstream to ask if the local
   // answer's mean log-probability falls below cascade_min_mean_logprob.
-  std::string cascade_to;
+  std::optional<UpstreamId> cascade_to;
 };
 
 RouteDecision Decide(const RouteInput& in, const PolicyConfig& policy,

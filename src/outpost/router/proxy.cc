@@ -116,8 +116,9 @@ void UpstreamCall::Run(std::string path, std::string body) {
     if (cancelled_ || Clock::now() > deadline_) return false;
     std::lock_guard<std::mutex> lock(mu_);
     chunks_.emplace_back(data, n);
+    DeliverLocked();
     cv_.notify_all();
-    return true;
+    return !cancelled_;
   };
   httplib::Error err = httplib::Error::Success;
   const bool ok = Exchange(cfg_, pool_, req, &err, cancelled_, [this] {
@@ -131,7 +132,28 @@ void UpstreamCall::Run(std::string path, std::string body) {
     error_ = Status::Unavailable("upstream " + cfg_.name + " (" + cfg_.base_url + ") " + what);
   }
   finished_ = true;
+  DeliverLocked();
   cv_.notify_all();
+}
+
+void UpstreamCall::DeliverLocked() {
+  if (!on_chunk_) return;
+  while (!chunks_.empty()) {
+    std::string c = std::move(chunks_.front());
+    chunks_.pop_front();
+    if (!cancelled_ && !on_chunk_(std::move(c))) cancelled_ = true;
+  }
+  if (finished_ && !end_delivered_) {
+    end_delivered_ = true;
+    on_end_(error_);
+  }
+}
+
+void UpstreamCall::StreamTo(ChunkFn on_chunk, EndFn on_end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_chunk_ = std::move(on_chunk);
+  on_end_ = std::move(on_end);
+  DeliverLocked();
 }
 
 StatusOr<int> UpstreamCall::WaitHead() {
@@ -151,29 +173,17 @@ StatusOr<int> UpstreamCall::WaitHead() {
                              std::to_string(cfg_.first_byte_timeout_ms) + " ms)");
 }
 
-bool UpstreamCall::Next(std::string* chunk, std::chrono::milliseconds poll, bool* idle) {
+StatusOr<std::string> UpstreamCall::ReadAll() {
   std::unique_lock<std::mutex> lock(mu_);
-  *idle = false;
-  if (!cv_.wait_for(lock, poll, [&] { return !chunks_.empty() || finished_; })) {
-    if (Clock::now() > deadline_) {
-      cancelled_ = true;
-      error_ = Status::Unavailable("upstream " + cfg_.name + " exceeded its total timeout");
-      return false;
-    }
-    *idle = true;
-    return true;
+  if (!cv_.wait_until(lock, deadline_, [&] { return finished_; })) {
+    cancelled_ = true;
+    return Status::Unavailable("upstream " + cfg_.name + " exceeded its total timeout");
   }
-  if (!chunks_.empty()) {
-    *chunk = std::move(chunks_.front());
-    chunks_.pop_front();
-    return true;
-  }
-  return false;  // finished and drained
-}
-
-Status UpstreamCall::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return error_;
+  if (!error_.ok()) return error_;
+  std::string body;
+  for (auto& c : chunks_) body += c;
+  chunks_.clear();
+  return body;
 }
 
 }  // namespace outpost::router

@@ -14,12 +14,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "outpost/router/connection_pool.h"
+#include "outpost/router/response_sink.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/status.h"
 
@@ -60,15 +62,25 @@ class UpstreamCall {
   StatusOr<int> WaitHead();
   const std::string& content_type() const { return content_type_; }
 
-  // Next body chunk. Returns false when the body ended (check error()) or the
-  // total timeout passed. Blocks up to `poll` per call; *idle says nothing came.
-  bool Next(std::string* chunk, std::chrono::milliseconds poll, bool* idle);
-  // Non-OK when the body ended abnormally (connection lost, timeout).
-  Status error() const;
+  // The rest of the body, whole: blocks until it ended. Errors: Unavailable
+  // (connection lost, total timeout).
+  StatusOr<std::string> ReadAll();
+
+  // Called on the call's own thread for each body chunk as it arrives (those
+  // received before StreamTo first, in order); returning false cancels the
+  // upstream request. `on_end` follows exactly once, with a non-OK Status when
+  // the body ended abnormally (connection lost, total timeout). The callbacks
+  // must not block and must stay valid while the call lives. Call once,
+  // after WaitHead() succeeded, instead of ReadAll().
+  using ChunkFn = std::function<bool(std::string)>;
+  using EndFn = std::function<void(Status)>;
+  void StreamTo(ChunkFn on_chunk, EndFn on_end);
+
   void Cancel() { cancelled_ = true; }
 
  private:
   void Run(std::string path, std::string body);
+  void DeliverLocked();  // REQUIRES: mu_; hands queued chunks (and the end) to the stream
 
   const UpstreamConfig cfg_;
   ConnectionPool* const pool_;
@@ -80,7 +92,10 @@ class UpstreamCall {
   std::string content_type_;
   std::deque<std::string> chunks_;
   bool finished_ = false;
+  bool end_delivered_ = false;
   Status error_;
+  ChunkFn on_chunk_;  // set by StreamTo
+  EndFn on_end_;
   std::thread thread_;
 };
 

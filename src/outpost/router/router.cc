@@ -4,16 +4,11 @@ namespace outpost::router {
 
 Router::Router(RoutingConfig cfg) : cfg_(std::move(cfg)), cluster_(cfg_.upstreams) {}
 
-StatusOr<std::string> Router::DataClass(const std::string& bearer,
-                                        const std::string& header) const {
-  if (!header.empty() && header != "public" && header != "internal" && header != "restricted") {
-    return Status::InvalidArgument(
-        "header X-Data-Class must be public, internal or restricted, got '" + header + "'",
-        "X-Data-Class");
-  }
-  std::string cls = cfg_.policy.default_data_class;
-  if (auto t = cfg_.tenants.find(bearer); t != cfg_.tenants.end()) cls = t->second.data_class;
-  if (header == "restricted") cls = "restricted";  // stricter only
+DataClass Router::ResolveDataClass(const std::string& api_key,
+                                   std::optional<DataClass> header) const {
+  DataClass cls = cfg_.policy.default_data_class;
+  if (auto t = cfg_.tenants.find(api_key); t != cfg_.tenants.end()) cls = t->second.data_class;
+  if (header == DataClass::kRestricted) cls = DataClass::kRestricted;  // stricter only
   return cls;
 }
 

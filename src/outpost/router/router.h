@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "outpost/router/cluster.h"
@@ -23,9 +24,8 @@ class Router {
 
   // The request's data class, enforced here only: the tenant's class (by API
   // key) or the policy default; a client header may make it stricter
-  // ("restricted") but never looser. Errors: InvalidArgument for an unknown
-  // header value.
-  StatusOr<std::string> DataClass(const std::string& bearer_token, const std::string& header) const;
+  // (restricted) but never looser.
+  DataClass ResolveDataClass(const std::string& api_key, std::optional<DataClass> header) const;
   // Tenant latency budget for this API key (0 = none).
   int64_t TenantBudgetMs(const std::string& bearer_token) const;
 

@@ -147,9 +147,22 @@ Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConf
 
 }  // namespace
 
-const char* UpstreamKindName(UpstreamKind k) {
-  return k == UpstreamKind::kPeer ? "peer" : "central";
+namespace {
+
+// A data class value from YAML. Unknown names are errors: a typo must never
+// make data less protected than the operator meant.
+Status ParseDataClassValue(const YAML::Node& v, const std::string& where, const std::string& key,
+                           DataClass* out) {
+  const std::string name = v.as<std::string>();
+  auto c = ParseDataClass(name);
+  if (!c)
+    return Bad(where, "'" + key + "' must be public, internal or restricted, got '" + name + "'",
+               key);
+  *out = *c;
+  return Status::Ok();
 }
+
+}  // namespace
 
 StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
   auto loaded = LoadYamlFile(path, "routing", "routing_file");
@@ -186,9 +199,10 @@ StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
               t.name = kv.second.as<std::string>();
             else if (k == "api_key")
               api_key = kv.second.as<std::string>();
-            else if (k == "data_class")
-              t.data_class = kv.second.as<std::string>();
-            else if (k == "latency_budget")
+            else if (k == "data_class") {
+              Status st = ParseDataClassValue(kv.second, where, k, &t.data_class);
+              if (!st.ok()) return st;
+            } else if (k == "latency_budget")
               ASSIGN_OR_RETURN(t.latency_budget_ms, Ms(kv.second, where, k));
             else
               return Bad(where, "unknown key '" + k + "'", k);
@@ -203,15 +217,16 @@ StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
           const std::string k = kv.first.as<std::string>();
           const YAML::Node& pv = kv.second;
           if (k == "restricted_scope") {
-            p.restricted_scope = pv.as<std::string>();
-            if (p.restricted_scope != "node" && p.restricted_scope != "site") {
-              return Bad(
-                  where,
-                  "'restricted_scope' must be node or site, got '" + p.restricted_scope + "'", k);
+            const std::string name = pv.as<std::string>();
+            auto scope = ParseRestrictedScope(name);
+            if (!scope) {
+              return Bad(where, "'restricted_scope' must be node or site, got '" + name + "'", k);
             }
-          } else if (k == "default_data_class")
-            p.default_data_class = pv.as<std::string>();
-          else if (k == "aliases") {
+            p.restricted_scope = *scope;
+          } else if (k == "default_data_class") {
+            Status st = ParseDataClassValue(pv, where, k, &p.default_data_class);
+            if (!st.ok()) return st;
+          } else if (k == "aliases") {
             for (const auto& a : pv)
               p.aliases[a.first.as<std::string>()] = a.second.as<std::string>();
           } else if (k == "max_local_prompt_tokens")

@@ -12,12 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "outpost/router/route_types.h"
 #include "outpost/util/status.h"
 
 namespace outpost::router {
-
-enum class UpstreamKind { kPeer, kCentral };
-const char* UpstreamKindName(UpstreamKind k);  // "peer", "central"
 
 struct HealthCheckConfig {
   std::string path = "/health";  // GET; 2xx = healthy
@@ -53,15 +51,15 @@ struct UpstreamConfig {
 
 struct TenantConfig {
   std::string name;
-  std::string data_class = "internal";
+  DataClass data_class = DataClass::kInternal;
   int64_t latency_budget_ms = 0;  // 0 = none
 };
 
 struct PolicyConfig {
   // "node": restricted data never leaves this node. "site": it may go to a
   // peer, never to central.
-  std::string restricted_scope = "node";
-  std::string default_data_class = "internal";
+  RestrictedScope restricted_scope = RestrictedScope::kNode;
+  DataClass default_data_class = DataClass::kInternal;
   // Model aliases served by central ("large" → upstream "central").
   std::map<std::string, std::string> aliases;
   // Difficulty rules that send a request up to central (0 = off).

@@ -1,19 +1,15 @@
-// GenerationRequest and the channel its results travel back on.
+// GenerationRequest, and the sink its results are pushed to.
 //
-// An HTTP worker builds a GenerationRequest (prompt already tokenized), hands
-// it to Scheduler::Submit(), and reads GenerationEvents from the returned
-// RequestHandle until one has `done` set. The engine thread pushes events;
-// Cancel() (client gone) is seen by the engine thread at the next step, which
-// then frees the sequence's KV. Internally synchronised.
+// The router builds a GenerationRequest (Scheduler::Prepare tokenizes the
+// prompt), hands it to Scheduler::Submit() with a GenerationSink, and the
+// engine thread pushes into that sink as tokens are sampled: OnText() for each
+// piece of text, then exactly one OnDone(). Nobody polls. The engine thread
+// asks Cancelled() once per step; once it is true the sequence is finished
+// with kCancelled and its KV freed before the next decode.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,6 +23,15 @@ enum class Priority { kInteractive = 0, kBatch = 1 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
 const char* FinishReasonName(FinishReason r);  // "stop", "length", ...
+
+// What to generate from: a conversation (rendered with the chat template), a
+// text, or token ids — whichever is set, in that order.
+struct PromptInput {
+  bool chat = false;
+  std::vector<engine::ChatMessage> messages;  // chat
+  std::string text;                           // plain completion
+  std::vector<engine::Token> tokens;          // completion given as token ids
+};
 
 struct GenerationRequest {
   std::string id;
@@ -46,35 +51,24 @@ struct Usage {
   double sum_logprob = 0;  // with want_logprobs: sum over generated tokens
 };
 
-// One step of output for one request. Text is whole UTF-8 characters.
-struct GenerationEvent {
-  std::string text;
-  bool done = false;
-  FinishReason finish = FinishReason::kNone;  // set when done
-  Status error;                               // non-OK when finish == kError
-  Usage usage;                                // final when done
-  int32_t retry_after_s = 0;                  // with ResourceExhausted errors
+// How a request ended. error is non-OK when finish == kError (it carries
+// Retry-After when the request expired in the queue).
+struct GenerationResult {
+  FinishReason finish = FinishReason::kNone;
+  Status error;
+  Usage usage;
 };
 
-class RequestHandle {
+class GenerationSink {
  public:
-  // Engine side.
-  void Push(GenerationEvent ev);
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
-
-  // HTTP side. Pop waits up to `timeout` and returns false if nothing came.
-  bool Pop(GenerationEvent* out, std::chrono::milliseconds timeout);
-  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-
-  // Timestamps for metrics (steady clock), written by the engine thread before
-  // the corresponding event is pushed.
-  std::chrono::steady_clock::time_point submitted_at;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<GenerationEvent> events_;
-  std::atomic<bool> cancelled_{false};
+  virtual ~GenerationSink() = default;
+  // Engine thread. Whole UTF-8 characters, never empty. Must not block:
+  // buffer and wake the consumer.
+  virtual void OnText(std::string text) = 0;
+  // Engine thread (or the submitting thread at shutdown); exactly once, last.
+  virtual void OnDone(GenerationResult result) = 0;
+  // Any thread; cheap. True once nobody wants the output any more.
+  virtual bool Cancelled() = 0;
 };
 
 }  // namespace outpost::scheduler

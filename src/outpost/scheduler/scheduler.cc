@@ -9,26 +9,15 @@
 
 namespace outpost::scheduler {
 
-using Clock = std::chrono::steady_clock;
+using util::Seconds;
 
-namespace {
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-}  // namespace
-
-Scheduler::Scheduler(std::shared_ptr<const engine::Model> model,
-                     std::unique_ptr<engine::Context> ctx, SchedulerOptions options,
-                     telemetry::Metrics* metrics)
-    : model_ptr_(std::move(model)),
-      model_(*model_ptr_),
-      ctx_(std::move(ctx)),
-      options_(options),
-      metrics_(metrics) {
+Scheduler::Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options,
+                     telemetry::Metrics* metrics, const util::Clock* clock)
+    : engine_(std::move(engine)), options_(options), metrics_(metrics), clock_(clock) {
   slots_.resize(static_cast<size_t>(options_.n_seq));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<engine::SeqId>(i);
   metrics_->max_sessions = options_.n_seq;
-  metrics_->kv_bytes_limit = ctx_->KvBytesAllocated();
+  metrics_->kv_bytes_limit = engine_->KvBytesAllocated();
 }
 
 Scheduler::~Scheduler() {
@@ -46,19 +35,59 @@ void Scheduler::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    DrainOnStop();  // never started (or test-driven): answer what is queued
+  }
 }
 
-StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationRequest req,
-                                                           int32_t* retry_after_s) {
+Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequest* req) const {
+  const engine::Engine& e = *engine_;
+  const int32_t n_vocab = e.VocabSize();
+  for (const auto& [tok, bias] : req->sampling.logit_bias) {
+    if (tok >= n_vocab) {
+      return Status::InvalidArgument("'logit_bias' token id " + std::to_string(tok) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     "logit_bias");
+    }
+  }
+  if (in.chat) {
+    auto text = e.ApplyChatTemplate(in.messages);
+    if (!text.ok()) return text.status();
+    req->prompt = e.Tokenize(*text, /*add_special=*/true, /*parse_special=*/true);
+    for (const auto& s : e.TemplateStops()) req->stop.push_back(s);
+  } else if (!in.tokens.empty()) {
+    for (size_t i = 0; i < in.tokens.size(); ++i) {
+      if (in.tokens[i] >= n_vocab) {
+        const std::string f = "prompt[" + std::to_string(i) + "]";
+        return Status::InvalidArgument("'" + f + "' token id " + std::to_string(in.tokens[i]) +
+                                           " is outside the vocabulary [0, " +
+                                           std::to_string(n_vocab) + ")",
+                                       f);
+      }
+    }
+    req->prompt = in.tokens;
+  } else {
+    req->prompt = e.Tokenize(in.text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  if (ignore_eos) {
+    for (engine::Token t : e.EndOfGenerationTokens())
+      req->sampling.logit_bias.emplace_back(t, -100.0f);
+  }
+  return Status::Ok();
+}
+
+Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> sink) {
   const auto n_prompt = static_cast<int32_t>(req.prompt.size());
-  if (n_prompt == 0) return Status::InvalidArgument("the prompt is empty", "messages");
+  if (n_prompt == 0) return Status::InvalidArgument("the prompt is empty", "prompt");
   if (n_prompt >= options_.ctx_per_session) {
     return Status::InvalidArgument("the prompt has " + std::to_string(n_prompt) +
                                        " tokens but the context per session is " +
                                        std::to_string(options_.ctx_per_session) +
                                        " tokens (at least one must remain for the answer)",
-                                   "messages");
+                                   "prompt");
   }
   if (req.max_tokens > 0 && n_prompt + req.max_tokens > options_.ctx_per_session) {
     return Status::InvalidArgument(
@@ -68,8 +97,6 @@ StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationRequest req
             " for the completion); lower max_tokens or shorten the prompt",
         "max_tokens");
   }
-  auto handle = std::make_shared<RequestHandle>();
-  handle->submitted_at = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status::Unavailable("the server is shutting down");
@@ -77,20 +104,21 @@ StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationRequest req
     // waiting; only those beyond the sessions count against max_queue.
     const auto in_system = active_ + static_cast<int32_t>(queue_[0].size() + queue_[1].size());
     if (in_system >= options_.n_seq + options_.max_queue) {
-      *retry_after_s = RetryAfterLocked();
+      const int32_t retry = RetryAfterLocked();
       metrics_->rejected_total++;
-      return Status::ResourceExhausted(
-          "over capacity: all " + std::to_string(options_.n_seq) +
-          " sessions are busy and the queue holds " + std::to_string(in_system - options_.n_seq) +
-          " of " + std::to_string(options_.max_queue) + " requests; retry after " +
-          std::to_string(*retry_after_s) + " s");
+      return Status::ResourceExhausted("over capacity: all " + std::to_string(options_.n_seq) +
+                                       " sessions are busy and the queue holds " +
+                                       std::to_string(in_system - options_.n_seq) + " of " +
+                                       std::to_string(options_.max_queue) +
+                                       " requests; retry after " + std::to_string(retry) + " s")
+          .WithRetryAfter(retry);
     }
     const int p = req.priority == Priority::kBatch ? 1 : 0;
-    queue_[p].push_back(Queued{std::move(req), handle, handle->submitted_at});
+    queue_[p].push_back(Queued{std::move(req), std::move(sink), clock_->Now()});
     metrics_->queue_depth = static_cast<int64_t>(queue_[0].size() + queue_[1].size());
   }
   cv_.notify_one();
-  return handle;
+  return Status::Ok();
 }
 
 SchedulerSnapshot Scheduler::Snapshot() const {
@@ -101,93 +129,111 @@ SchedulerSnapshot Scheduler::Snapshot() const {
   s.queued = static_cast<int32_t>(queue_[0].size() + queue_[1].size());
   s.max_queue = options_.max_queue;
   s.decode_tokens_per_second = decode_tps_;
+  // The same rule as Submit()'s.
+  s.would_wait = s.active + s.queued >= s.max_sessions;
+  s.full = s.active + s.queued >= s.max_sessions + s.max_queue;
+  s.estimated_wait_ms = s.would_wait ? static_cast<int64_t>(WaitSecondsLocked() * 1000.0) : 0;
   return s;
 }
 
-int64_t Scheduler::EstimatedWaitMs() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  const double queued = static_cast<double>(queue_[0].size() + queue_[1].size());
-  const double rate = decode_tps_ > 0.5 ? decode_tps_ : 10.0 * options_.n_seq;
-  return static_cast<int64_t>((queued + 1.0) * mean_completion_tokens_ / rate * 1000.0);
-}
-
-int32_t Scheduler::RetryAfterLocked() const {
+double Scheduler::WaitSecondsLocked() const {
   // Time until a session frees for one more request: everyone queued ahead plus
   // this one, each needing a mean completion, at the measured aggregate decode
   // rate. Before any measurement, assume 10 tokens/s per session.
   const double queued = static_cast<double>(queue_[0].size() + queue_[1].size());
   const double rate = decode_tps_ > 0.5 ? decode_tps_ : 10.0 * options_.n_seq;
-  const double wait = (queued + 1.0) * mean_completion_tokens_ / rate;
-  return static_cast<int32_t>(std::clamp(std::ceil(wait), 1.0, 3600.0));
+  return (queued + 1.0) * mean_completion_tokens_ / rate;
 }
 
-bool Scheduler::AdmitAndWait() {
+int32_t Scheduler::RetryAfterLocked() const {
+  return static_cast<int32_t>(std::clamp(std::ceil(WaitSecondsLocked()), 1.0, 3600.0));
+}
+
+int32_t Scheduler::AdmitLocked() {
+  const auto now = clock_->Now();
+  const auto max_wait = std::chrono::milliseconds(options_.max_queue_wait_ms);
+  for (auto& q : queue_) {
+    // Cancelled requests leave the queue at once (they hold no KV).
+    for (auto it = q.begin(); it != q.end();) {
+      if (it->sink->Cancelled()) {
+        GenerationResult r;
+        r.finish = FinishReason::kCancelled;
+        it->sink->OnDone(std::move(r));
+        it = q.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Expire requests that waited too long.
+    while (!q.empty() && now - q.front().enqueued > max_wait) {
+      GenerationResult r;
+      r.finish = FinishReason::kError;
+      const int32_t retry = RetryAfterLocked();
+      r.error = Status::ResourceExhausted(
+                    "over capacity: waited " + std::to_string(options_.max_queue_wait_ms) +
+                    " ms in the queue (max_queue_wait) without a free session; retry after " +
+                    std::to_string(retry) + " s")
+                    .WithRetryAfter(retry);
+      metrics_->rejected_total++;
+      q.front().sink->OnDone(std::move(r));
+      q.pop_front();
+    }
+  }
+  // Admit into idle slots, interactive first.
+  for (auto& slot : slots_) {
+    if (slot.state != SlotState::kIdle) continue;
+    std::deque<Queued>* from = queue_[0].empty() ? &queue_[1] : &queue_[0];
+    if (from->empty()) break;
+    Queued& q = from->front();
+    slot.req = std::move(q.req);
+    slot.sink = std::move(q.sink);
+    slot.submitted = q.enqueued;
+    from->pop_front();
+    slot.state = SlotState::kPrefill;
+    engine_->StartSequence(slot.seq, slot.req.sampling);
+    slot.stop.emplace(slot.req.stop);
+    slot.n_prompt_done = 0;
+    slot.n_past = 0;
+    slot.n_generated = 0;
+    slot.sum_logprob = 0;
+    slot.i_batch = -1;
+    slot.utf8_pending.clear();
+    ++active_;
+    metrics_->prompt_tokens_total += slot.req.prompt.size();
+  }
+  metrics_->queue_depth = static_cast<int64_t>(queue_[0].size() + queue_[1].size());
+  metrics_->active_sequences = active_;
+  return active_;
+}
+
+bool Scheduler::WaitForWork() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (stopping_) return false;
-    const auto now = Clock::now();
-    // Expire requests that waited too long.
-    for (auto& q : queue_) {
-      while (!q.empty() &&
-             now - q.front().enqueued > std::chrono::milliseconds(options_.max_queue_wait_ms)) {
-        GenerationEvent ev;
-        ev.done = true;
-        ev.finish = FinishReason::kError;
-        ev.retry_after_s = RetryAfterLocked();
-        ev.error = Status::ResourceExhausted(
-            "over capacity: waited " + std::to_string(options_.max_queue_wait_ms) +
-            " ms in the queue (max_queue_wait) without a free session; retry after " +
-            std::to_string(ev.retry_after_s) + " s");
-        metrics_->rejected_total++;
-        q.front().handle->Push(std::move(ev));
-        q.pop_front();
-      }
-    }
-    // Admit into idle slots, interactive first. Cancelled requests are dropped.
-    for (auto& slot : slots_) {
-      if (slot.state != SlotState::kIdle) continue;
-      std::deque<Queued>* from = nullptr;
-      for (auto& q : queue_) {
-        while (!q.empty() && q.front().handle->cancelled()) q.pop_front();
-        if (!q.empty()) {
-          from = &q;
-          break;
-        }
-      }
-      if (from == nullptr) break;
-      slot.req = std::move(from->front().req);
-      slot.handle = std::move(from->front().handle);
-      from->pop_front();
-      slot.state = SlotState::kPrefill;
-      slot.sampler = std::make_unique<engine::Sampler>(model_, slot.req.sampling);
-      std::vector<std::string> stops = slot.req.stop;
-      slot.stop.emplace(std::move(stops));
-      slot.n_prompt_done = 0;
-      slot.n_past = 0;
-      slot.n_generated = 0;
-      slot.sum_logprob = 0;
-      slot.i_batch = -1;
-      slot.utf8_pending.clear();
-      slot.started = now;
-      ++active_;
-      metrics_->prompt_tokens_total += slot.req.prompt.size();
-    }
-    metrics_->queue_depth = static_cast<int64_t>(queue_[0].size() + queue_[1].size());
-    metrics_->active_sequences = active_;
-    if (active_ > 0) return true;
-    // Idle: sleep until work arrives (or the oldest queued request would expire).
-    cv_.wait_for(lock, std::chrono::milliseconds(500));
+    if (AdmitLocked() > 0) return true;
+    // Nothing active means nothing queued either (a free slot takes any queued
+    // request), so there is nothing to expire: sleep until Submit() or Stop().
+    cv_.wait(lock);
   }
 }
 
+bool Scheduler::StepForTest() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (AdmitLocked() == 0) return false;
+  }
+  Step();
+  return true;
+}
+
 void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
-  ctx_->ClearBatch();
+  engine_->ClearBatch();
   *n_decode = 0;
   *n_prefill = 0;
   for (auto& s : slots_) {
     s.i_batch = -1;
     if (s.state != SlotState::kDecode) continue;
-    s.i_batch = ctx_->Add(s.last_token, s.n_past, s.seq, true);
+    s.i_batch = engine_->Add(s.last_token, s.n_past, s.seq, true);
     ++s.n_past;
     ++*n_decode;
   }
@@ -202,7 +248,7 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
         static_cast<int32_t>(std::min<size_t>(remaining, static_cast<size_t>(budget)));
     for (int32_t k = 0; k < take; ++k) {
       const bool last = s.n_prompt_done + 1 == s.req.prompt.size();
-      const int32_t idx = ctx_->Add(s.req.prompt[s.n_prompt_done], s.n_past, s.seq, last);
+      const int32_t idx = engine_->Add(s.req.prompt[s.n_prompt_done], s.n_past, s.seq, last);
       if (last) s.i_batch = idx;
       ++s.n_prompt_done;
       ++s.n_past;
@@ -215,37 +261,44 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
 void Scheduler::Loop() {
   spdlog::info("engine thread started: {} sessions x {} tokens, batch {}, prefill chunk {}",
                options_.n_seq, options_.ctx_per_session, options_.n_batch, options_.prefill_chunk);
-  while (AdmitAndWait()) {
-    // Cancelled requests (client went away) free their sequence before decoding.
-    for (auto& s : slots_) {
-      if (s.state != SlotState::kIdle && s.handle->cancelled()) Finish(s, FinishReason::kCancelled);
-    }
-    int32_t n_decode = 0, n_prefill = 0;
-    BuildBatch(&n_decode, &n_prefill);
-    if (ctx_->BatchSize() == 0) continue;
+  while (WaitForWork()) Step();
+  DrainOnStop();
+}
 
-    const auto step_start = Clock::now();
-    const Status st = ctx_->Decode();
-    if (!st.ok()) {
-      spdlog::error("decode of {} tokens failed: {}", ctx_->BatchSize(), st.ToString());
-      FailBatch(st);
-      continue;
-    }
-    int32_t n_sampled = 0;
-    for (auto& s : slots_) {
-      if (s.i_batch < 0) continue;
-      const engine::Token tok = s.sampler->Sample(*ctx_, s.i_batch);
-      s.state = SlotState::kDecode;
-      HandleSampled(s, tok, s.i_batch);
-      ++n_sampled;
-    }
-    UpdateRate(n_sampled, Clock::now() - step_start);
-    spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
-                  n_sampled, Seconds(Clock::now() - step_start) * 1000);
-    uint64_t live_tokens = 0;
-    for (const auto& s : slots_) live_tokens += static_cast<uint64_t>(s.n_past);
-    metrics_->kv_bytes_used = live_tokens * options_.kv_bytes_per_token;
+void Scheduler::Step() {
+  // Requests whose client went away free their sequence before decoding.
+  for (auto& s : slots_) {
+    if (s.state != SlotState::kIdle && s.sink->Cancelled()) Finish(s, FinishReason::kCancelled);
   }
+  int32_t n_decode = 0, n_prefill = 0;
+  BuildBatch(&n_decode, &n_prefill);
+  if (engine_->BatchSize() == 0) return;
+
+  const auto step_start = clock_->Now();
+  const Status st = engine_->Decode();
+  if (!st.ok()) {
+    spdlog::error("decode of {} tokens failed: {}", engine_->BatchSize(), st.ToString());
+    FailBatch(st);
+    return;
+  }
+  int32_t n_sampled = 0;
+  for (auto& s : slots_) {
+    if (s.i_batch < 0) continue;
+    const engine::Token tok = engine_->Sample(s.seq, s.i_batch);
+    s.state = SlotState::kDecode;
+    HandleSampled(s, tok, s.i_batch);
+    ++n_sampled;
+  }
+  const auto step_time = clock_->Now() - step_start;
+  UpdateRate(n_sampled, step_time);
+  spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
+                n_sampled, Seconds(step_time) * 1000);
+  uint64_t live_tokens = 0;
+  for (const auto& s : slots_) live_tokens += static_cast<uint64_t>(s.n_past);
+  metrics_->kv_bytes_used = live_tokens * options_.kv_bytes_per_token;
+}
+
+void Scheduler::DrainOnStop() {
   // Stopping: finish everything still running or queued.
   for (auto& s : slots_) {
     if (s.state != SlotState::kIdle)
@@ -254,77 +307,68 @@ void Scheduler::Loop() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& q : queue_) {
     for (auto& item : q) {
-      GenerationEvent ev;
-      ev.done = true;
-      ev.finish = FinishReason::kError;
-      ev.error = Status::Unavailable("the server is shutting down");
-      item.handle->Push(std::move(ev));
+      GenerationResult r;
+      r.finish = FinishReason::kError;
+      r.error = Status::Unavailable("the server is shutting down");
+      item.sink->OnDone(std::move(r));
     }
     q.clear();
   }
 }
 
 void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
-  const auto now = Clock::now();
+  const auto now = clock_->Now();
   if (s.n_generated == 0) {
-    metrics_->time_to_first_token_seconds.Observe(Seconds(now - s.handle->submitted_at));
+    metrics_->time_to_first_token_seconds.Observe(Seconds(now - s.submitted));
   } else {
     metrics_->inter_token_latency_seconds.Observe(Seconds(now - s.last_token_at));
   }
   s.last_token_at = now;
   s.last_token = tok;
 
-  if (model_.IsEndOfGeneration(tok)) {
+  if (engine_->IsEndOfGeneration(tok)) {
     Finish(s, FinishReason::kStop);
     return;
   }
   ++s.n_generated;
   ++metrics_->completion_tokens_total;
-  if (s.req.want_logprobs) s.sum_logprob += ctx_->TokenLogProb(idx, tok);
+  if (s.req.want_logprobs) s.sum_logprob += engine_->TokenLogProb(idx, tok);
 
-  s.utf8_pending += model_.TokenPiece(tok);
+  s.utf8_pending += engine_->TokenPiece(tok);
   const size_t hold = util::IncompleteUtf8Tail(s.utf8_pending);
   std::string whole = s.utf8_pending.substr(0, s.utf8_pending.size() - hold);
   s.utf8_pending.erase(0, s.utf8_pending.size() - hold);
   std::string out = s.stop->Feed(whole);
   if (s.stop->stopped()) {
-    GenerationEvent ev;
-    ev.text = std::move(out);
-    s.handle->Push(std::move(ev));
+    if (!out.empty()) s.sink->OnText(std::move(out));
     Finish(s, FinishReason::kStop);
     return;
   }
   const bool at_max = s.req.max_tokens > 0 && s.n_generated >= s.req.max_tokens;
   const bool ctx_full = s.n_past + 1 >= options_.ctx_per_session;
-  if (!out.empty()) {
-    GenerationEvent ev;
-    ev.text = std::move(out);
-    s.handle->Push(std::move(ev));
-  }
+  if (!out.empty()) s.sink->OnText(std::move(out));
   if (at_max || ctx_full) Finish(s, FinishReason::kLength);
 }
 
 void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
-  GenerationEvent ev;
-  ev.done = true;
-  ev.finish = why;
-  ev.error = std::move(error);
   if (why == FinishReason::kStop || why == FinishReason::kLength) {
     // The held-back tail can no longer become a stop string.
-    ev.text = s.stop->stopped() ? std::string() : s.stop->Flush() + s.utf8_pending;
+    std::string tail = s.stop->stopped() ? std::string() : s.stop->Flush() + s.utf8_pending;
+    if (!tail.empty()) s.sink->OnText(std::move(tail));
   }
-  ev.usage.prompt_tokens = static_cast<int32_t>(s.req.prompt.size());
-  ev.usage.completion_tokens = s.n_generated;
-  ev.usage.sum_logprob = s.sum_logprob;
-  s.handle->Push(std::move(ev));
+  GenerationResult r;
+  r.finish = why;
+  r.error = std::move(error);
+  r.usage.prompt_tokens = static_cast<int32_t>(s.req.prompt.size());
+  r.usage.completion_tokens = s.n_generated;
+  r.usage.sum_logprob = s.sum_logprob;
+  s.sink->OnDone(std::move(r));
 
-  const auto now = Clock::now();
-  metrics_->request_duration_seconds.Observe(Seconds(now - s.handle->submitted_at));
-  ctx_->RemoveSequence(s.seq);
+  metrics_->request_duration_seconds.Observe(Seconds(clock_->Now() - s.submitted));
+  engine_->RemoveSequence(s.seq);
   s.state = SlotState::kIdle;
   s.i_batch = -1;
-  s.handle.reset();
-  s.sampler.reset();
+  s.sink.reset();
   s.stop.reset();
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
@@ -341,7 +385,7 @@ void Scheduler::FailBatch(const Status& st) {
   }
 }
 
-void Scheduler::UpdateRate(int32_t n_sampled, Clock::duration step) {
+void Scheduler::UpdateRate(int32_t n_sampled, util::Clock::Duration step) {
   // Rate over busy time only (idle gaps do not dilute it), refreshed each second.
   rate_window_tokens_ += n_sampled;
   rate_window_busy_ += step;
@@ -349,7 +393,7 @@ void Scheduler::UpdateRate(int32_t n_sampled, Clock::duration step) {
   if (dt < 1.0) return;
   const double tps = static_cast<double>(rate_window_tokens_) / dt;
   rate_window_tokens_ = 0;
-  rate_window_busy_ = Clock::duration::zero();
+  rate_window_busy_ = util::Clock::Duration::zero();
   std::lock_guard<std::mutex> lock(mu_);
   decode_tps_ = decode_tps_ <= 0 ? tps : 0.5 * decode_tps_ + 0.5 * tps;
   metrics_->decode_tokens_per_second = decode_tps_;

@@ -1,8 +1,9 @@
 // Scheduler — admission and continuous batching for one loaded model.
 //
-// Owns the engine thread, the only thread that touches the engine::Context.
-// HTTP workers call Submit() (internally synchronised) and read the returned
-// RequestHandle. Every engine step builds ONE llama_decode batch holding
+// Owns the engine thread, the only thread that touches the engine::Engine's
+// decoding side. Callers Prepare() and Submit() requests from any thread; the
+// engine thread pushes results into each request's GenerationSink as tokens
+// are sampled. Every engine step builds ONE batch holding
 //   * one token for every sequence that is decoding, then
 //   * a bounded chunk of pending prompt tokens (prefill_chunk; the whole batch
 //     when nobody is decoding),
@@ -10,7 +11,7 @@
 //
 // Admission: `n_seq` slots (from the capacity plan); past that a bounded FIFO
 // queue per priority (interactive before batch) with a maximum wait; past that
-// Submit() fails with ResourceExhausted and a Retry-After derived from the
+// Submit() fails with ResourceExhausted carrying a Retry-After derived from the
 // queue length, the mean completion length and the measured decode rate.
 //
 // Slot states (one per sequence id):
@@ -20,7 +21,12 @@
 //       └──── finished / cancelled / failed (KV freed at once) ◀─┘
 //
 // Invariants: a slot in kIdle holds no KV cells; a sequence's KV never grows
-// past ctx_per_session tokens; only the engine thread changes slot state.
+// past ctx_per_session tokens; only the engine thread changes slot state; every
+// accepted request's sink gets exactly one OnDone().
+//
+// Time comes from an injected util::Clock. The engine thread sleeps only when
+// no sequence is active (then the queue is empty too) until Submit() or Stop()
+// wakes it; it never wakes on a timer. Tests drive it with StepForTest().
 #pragma once
 
 #include <chrono>
@@ -34,12 +40,12 @@
 #include <thread>
 #include <vector>
 
-#include "outpost/engine/context.h"
-#include "outpost/engine/model.h"
-#include "outpost/engine/sampler.h"
+#include "outpost/engine/engine.h"
 #include "outpost/scheduler/request.h"
 #include "outpost/scheduler/stop_matcher.h"
 #include "outpost/telemetry/metrics.h"
+#include "outpost/util/clock.h"
+#include "outpost/util/thread_annotations.h"
 
 namespace outpost::scheduler {
 
@@ -53,56 +59,73 @@ struct SchedulerOptions {
   uint64_t kv_bytes_per_token = 0;    // for the kv_bytes_used gauge
 };
 
-// Point-in-time view for /ready.
+// Point-in-time view for /ready and the router's load rule.
 struct SchedulerSnapshot {
   int32_t max_sessions = 0;
   int32_t active = 0;
   int32_t queued = 0;
   int32_t max_queue = 0;
   double decode_tokens_per_second = 0;
+  // Admission as Submit() would decide it now: no free session (a new request
+  // would wait), and no room in the queue either (it would be refused).
+  bool would_wait = false;
+  bool full = false;
+  // Expected wait for a new request to get a session (0 when one is free),
+  // from the queue, the mean completion length and the measured decode rate.
+  int64_t estimated_wait_ms = 0;
 };
 
 class Scheduler {
  public:
-  // Shares ownership of the model so the context is always freed first.
-  Scheduler(std::shared_ptr<const engine::Model> model, std::unique_ptr<engine::Context> ctx,
-            SchedulerOptions options, telemetry::Metrics* metrics);
+  // `metrics` and `clock` must outlive the scheduler.
+  Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options,
+            telemetry::Metrics* metrics, const util::Clock* clock = &util::RealClock());
   ~Scheduler();  // Stop()s
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Starts the engine thread. Call once.
+  // Starts the engine thread. Call once (tests that use StepForTest() don't).
   void Start();
   // Finishes every request with Unavailable and joins the engine thread.
   void Stop();
 
-  // Queues a request. Errors: InvalidArgument (prompt empty or longer than the
-  // session context, naming both numbers), ResourceExhausted (queue full;
-  // *retry_after_s set), Unavailable (stopping). Thread-safe.
-  StatusOr<std::shared_ptr<RequestHandle>> Submit(GenerationRequest req, int32_t* retry_after_s);
+  // Fills req->prompt from `input` (chat template and tokenizer), adds the
+  // chat format's stop strings, bans every end-of-generation token when
+  // ignore_eos, and checks token ids against the vocabulary. Errors:
+  // InvalidArgument naming "prompt", "prompt[i]" or "logit_bias". Thread-safe.
+  Status Prepare(const PromptInput& input, bool ignore_eos, GenerationRequest* req) const;
+
+  // Queues a prepared request; its results go to `sink`. Errors (the sink is
+  // then not called): InvalidArgument naming "prompt" or "max_tokens" (prompt
+  // empty, or prompt plus completion longer than the session context),
+  // ResourceExhausted with retry_after_s (queue full), Unavailable (stopping).
+  // Thread-safe.
+  Status Submit(GenerationRequest req, std::shared_ptr<GenerationSink> sink);
 
   SchedulerSnapshot Snapshot() const;  // thread-safe
-  // Expected wait for a new request to get a session, from the queue, the mean
-  // completion length and the measured decode rate. Thread-safe.
-  int64_t EstimatedWaitMs() const;
   const SchedulerOptions& options() const { return options_; }
-  const engine::Model& model() const { return *model_ptr_; }
+  // The engine's text side (tokenizer, vocabulary); thread-safe.
+  const engine::Engine& engine() const { return *engine_; }
+
+  // Test hook: one pass of the engine loop on the caller's thread (expire and
+  // admit queued requests, drop cancelled ones, decode one batch, push
+  // results). Returns false when nothing was active. REQUIRES: not Start()ed.
+  bool StepForTest();
 
  private:
   enum class SlotState { kIdle, kPrefill, kDecode };
 
   struct Queued {
     GenerationRequest req;
-    std::shared_ptr<RequestHandle> handle;
-    std::chrono::steady_clock::time_point enqueued;
+    std::shared_ptr<GenerationSink> sink;
+    util::Clock::TimePoint enqueued;
   };
 
   struct Slot {
     engine::SeqId seq = 0;
     SlotState state = SlotState::kIdle;
     GenerationRequest req;
-    std::shared_ptr<RequestHandle> handle;
-    std::unique_ptr<engine::Sampler> sampler;
+    std::shared_ptr<GenerationSink> sink;
     std::optional<StopMatcher> stop;
     size_t n_prompt_done = 0;  // prompt tokens already in the KV cache
     int32_t n_past = 0;        // tokens in the KV cache
@@ -111,39 +134,43 @@ class Scheduler {
     engine::Token last_token = 0;
     int32_t i_batch = -1;      // logits index in the current batch, or -1
     std::string utf8_pending;  // bytes of an incomplete UTF-8 character
-    std::chrono::steady_clock::time_point started, last_token_at;
+    util::Clock::TimePoint submitted, last_token_at;
   };
 
   void Loop();
-  // Engine thread: moves queued requests into idle slots, expires old ones.
-  // Returns false when stopping. Blocks while there is nothing to do.
-  bool AdmitAndWait();
+  // Engine thread: expires old queued requests, drops cancelled ones and
+  // moves the rest into idle slots. Returns the number of active slots.
+  int32_t AdmitLocked() OUTPOST_REQUIRES(mu_);
+  // Engine thread: sleeps until there is work; false when stopping.
+  bool WaitForWork();
+  // Engine thread: one decode step over the active slots.
+  void Step();
   void BuildBatch(int32_t* n_decode, int32_t* n_prefill);
   void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
   void Finish(Slot& s, FinishReason why, Status error = Status::Ok());
   void FailBatch(const Status& st);
-  int32_t RetryAfterLocked() const;  // REQUIRES: mu_ held
-  void UpdateRate(int32_t n_sampled, std::chrono::steady_clock::duration step);
+  void DrainOnStop();
+  int32_t RetryAfterLocked() const OUTPOST_REQUIRES(mu_);
+  double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
+  void UpdateRate(int32_t n_sampled, util::Clock::Duration step);
 
   // Const after construction.
-  const std::shared_ptr<const engine::Model> model_ptr_;
-  const engine::Model& model_;
-  std::unique_ptr<engine::Context> ctx_;
+  const std::unique_ptr<engine::Engine> engine_;
   const SchedulerOptions options_;
   telemetry::Metrics* const metrics_;
+  const util::Clock* const clock_;
 
-  // Guarded by mu_.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Queued> queue_[2];  // by Priority
-  bool stopping_ = false;
-  int32_t active_ = 0;
-  double mean_completion_tokens_ = 64;  // EMA over finished requests
-  double decode_tps_ = 0;               // EMA, aggregate over all sequences
+  std::deque<Queued> queue_[2] OUTPOST_GUARDED_BY(mu_);  // by Priority
+  bool stopping_ OUTPOST_GUARDED_BY(mu_) = false;
+  int32_t active_ OUTPOST_GUARDED_BY(mu_) = 0;
+  double mean_completion_tokens_ OUTPOST_GUARDED_BY(mu_) = 64;  // EMA over finished requests
+  double decode_tps_ OUTPOST_GUARDED_BY(mu_) = 0;               // EMA, aggregate over all sequences
 
   // Engine thread only.
   std::vector<Slot> slots_;
-  std::chrono::steady_clock::duration rate_window_busy_{};
+  util::Clock::Duration rate_window_busy_{};
   int64_t rate_window_tokens_ = 0;
   std::thread thread_;
 };

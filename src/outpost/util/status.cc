@@ -20,6 +20,8 @@ const char* StatusCodeName(StatusCode code) {
       return "cancelled";
     case StatusCode::kUnavailable:
       return "unavailable";
+    case StatusCode::kBadGateway:
+      return "bad_gateway";
     case StatusCode::kInternal:
       return "internal";
   }

@@ -8,6 +8,7 @@
 // Thread-safety: value types; safe to copy between threads.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,6 +25,7 @@ enum class StatusCode {
   kPermissionDenied,   // 403: policy forbids (e.g. restricted data to central)
   kCancelled,          // client went away
   kUnavailable,        // 503: not ready (model loading, shutting down)
+  kBadGateway,         // 502: an upstream answered with something unusable
   kInternal,           // 500: a bug
 };
 
@@ -52,12 +54,29 @@ class Status {
   const std::string& message() const { return message_; }
   // The request field the error is about ("messages[0].content"), or empty.
   const std::string& param() const { return param_; }
+  // Seconds after which a retry may succeed (over capacity, loading); 0 = none.
+  // Becomes the Retry-After header.
+  int32_t retry_after_s() const { return retry_after_s_; }
+  Status& WithRetryAfter(int32_t seconds) & {
+    retry_after_s_ = seconds;
+    return *this;
+  }
+  Status&& WithRetryAfter(int32_t seconds) && {
+    retry_after_s_ = seconds;
+    return std::move(*this);
+  }
+  Status WithParam(std::string param) const {
+    Status s = *this;
+    s.param_ = std::move(param);
+    return s;
+  }
   std::string ToString() const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
   std::string param_;
+  int32_t retry_after_s_ = 0;
 };
 
 const char* StatusCodeName(StatusCode code);

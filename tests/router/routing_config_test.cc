@@ -1,6 +1,7 @@
 #include "outpost/router/routing_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -10,8 +11,10 @@ namespace {
 
 std::string Write(const std::string& text) {
   static int n = 0;
+  // Unique per process too: CTest runs each case as its own process, in parallel.
   const auto p =
-      std::filesystem::temp_directory_path() / ("outpost_routing_" + std::to_string(n++) + ".yaml");
+      std::filesystem::temp_directory_path() /
+      ("outpost_routing_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
   std::ofstream(p) << text;
   return p.string();
 }
@@ -48,8 +51,8 @@ policy:
   EXPECT_EQ(c->upstreams[0].health.interval_ms, 250);
   EXPECT_EQ(c->upstreams[1].first_byte_timeout_ms, 10000);
   EXPECT_EQ(c->upstreams[1].outlier.max_ejection_ms, 60000);
-  EXPECT_EQ(c->tenants.at("key-ward3").data_class, "restricted");
-  EXPECT_EQ(c->policy.restricted_scope, "site");
+  EXPECT_EQ(c->tenants.at("key-ward3").data_class, DataClass::kRestricted);
+  EXPECT_EQ(c->policy.restricted_scope, RestrictedScope::kSite);
   EXPECT_EQ(c->policy.aliases.at("large"), "hq");
   EXPECT_EQ(c->policy.default_latency_budget_ms, 1500);
   EXPECT_TRUE(c->policy.cascade);
@@ -87,6 +90,9 @@ INSTANTIATE_TEST_SUITE_P(
             "not a duration"},
         Bad{"upstreams:\n  - {name: a, url: http://x, max_requests: 0}\n", "at least 1"},
         Bad{"policy: {restricted_scope: planet}\n", "node or site"},
+        Bad{"policy: {default_data_class: secret}\n", "public, internal or restricted"},
+        Bad{"tenants:\n  - {api_key: k, data_class: restrictd}\n",
+            "public, internal or restricted"},
         Bad{"policy: {aliases: {large: nowhere}}\n", "unknown upstream 'nowhere'"},
         Bad{"tenants:\n  - {name: t}\n", "'api_key' is required"},
         Bad{"upstreams:\n  - {name: a, url: https://x, tls: {ca_file: /nonexistent/ca.pem}}\n",

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mocks/test_model.h"
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -30,11 +32,13 @@ class SamplerTest : public ::testing::Test {
     model_ = nullptr;
   }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << "OUTPOST_MODEL not set";
+    if (model_) return;
+    if (outpost::testing::ModelRequired()) FAIL() << "OUTPOST_MODEL is missing";
+    GTEST_SKIP() << "OUTPOST_MODEL not set";
   }
 
   // Greedy-decodes `n` tokens with two samplers side by side on one context;
-  // returns false at the first disagreement.
+  // fails the test at the first disagreement.
   static void ExpectSameTokens(const SamplingParams& p, int n) {
     ContextOptions co;
     co.n_seq = 1;

@@ -1,9 +1,10 @@
+"""Shared by tests/integration and tests/e2e: the harness on sys.path and one shared server."""
 import os
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
 from outpost_harness import serve  # noqa: E402
 
 

@@ -3,6 +3,8 @@
 // supplied as overrides, each rendering a system + user conversation exactly.
 #include <gtest/gtest.h>
 
+#include "mocks/test_model.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -33,8 +35,7 @@ void PrintTo(const Case& c, std::ostream* os) {
 class ChatTemplates : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ChatTemplates, RendersSystemAndUserTurns) {
-  const char* model = std::getenv("OUTPOST_MODEL");
-  if (!model || !std::filesystem::exists(model)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  OUTPOST_TEST_MODEL(model);
   InstallLlamaLogger(false);
   ModelOptions o;
   o.path = model;
@@ -68,8 +69,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ChatTemplates, AlternationErrorIsAClearInvalidArgument) {
-  const char* model = std::getenv("OUTPOST_MODEL");
-  if (!model || !std::filesystem::exists(model)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  OUTPOST_TEST_MODEL(model);
   ModelOptions o;
   o.path = model;
   auto m = Model::Load(o);

@@ -1,4 +1,4 @@
-#include "outpost/app/model_loader.h"
+#include "outpost/models/model_runtime.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,16 +11,18 @@
 #include <sstream>
 
 #include "outpost/engine/context.h"
+#include "outpost/engine/llama_engine.h"
 #include "outpost/engine/model.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/util/units.h"
 #include "outpost/version.h"
 
-namespace outpost::app {
+namespace outpost::models {
 
-StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Metrics* metrics) {
-  auto info = engine::ReadModelInfo(cfg.model);
+StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
+                                                 telemetry::Metrics* metrics) {
+  auto info = engine::ReadModelInfo(cfg.path);
   if (!info.ok()) return info.status();
   auto kv_type = engine::ParseKvType(cfg.kv_type);
   if (!kv_type.ok()) return kv_type.status();
@@ -30,9 +32,10 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   in.kv_bytes_per_token =
       scheduler::KvBytesPerToken(info->n_layers, info->n_kv_heads, info->head_dim_k,
                                  info->head_dim_v, engine::KvBytesPerElement(*kv_type));
-  in.ctx_per_session = cfg.ctx_size;
+  in.ctx_per_session = cfg.ctx_per_session;
   in.overhead_bytes = engine::EstimateOverheadBytes(
-      *info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max, cfg.ctx_size);
+      *info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max,
+      cfg.ctx_per_session);
   in.memory_budget_bytes =
       cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
   in.headroom_fraction = cfg.headroom;
@@ -40,8 +43,8 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
     return Status::InvalidArgument("cannot detect available memory; set memory_budget",
                                    "memory_budget");
   }
-  if (cfg.ctx_size > info->n_ctx_train && info->n_ctx_train > 0) {
-    spdlog::warn("ctx_size {} exceeds the model's training context {}", cfg.ctx_size,
+  if (cfg.ctx_per_session > info->n_ctx_train && info->n_ctx_train > 0) {
+    spdlog::warn("ctx_size {} exceeds the model's training context {}", cfg.ctx_per_session,
                  info->n_ctx_train);
   }
   auto plan = scheduler::PlanCapacity(in, cfg.parallel, cfg.parallel_auto_max);
@@ -51,10 +54,11 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
     // first estimate assumed the cap. Settle on the largest count that fits
     // with its own overhead.
     in.overhead_bytes =
-        engine::EstimateOverheadBytes(*info, cfg.batch_size, plan->sessions, cfg.ctx_size);
+        engine::EstimateOverheadBytes(*info, cfg.batch_size, plan->sessions, cfg.ctx_per_session);
     auto wider = scheduler::PlanCapacity(in, 0, cfg.parallel_auto_max);
     for (int32_t n = wider.ok() ? wider->sessions : plan->sessions; n >= 1; --n) {
-      in.overhead_bytes = engine::EstimateOverheadBytes(*info, cfg.batch_size, n, cfg.ctx_size);
+      in.overhead_bytes =
+          engine::EstimateOverheadBytes(*info, cfg.batch_size, n, cfg.ctx_per_session);
       auto p = scheduler::PlanCapacity(in, n, cfg.parallel_auto_max);
       if (p.ok()) {
         plan = std::move(p);
@@ -68,7 +72,7 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   spdlog::info("{}", plan->ToText());
 
   engine::ModelOptions mo;
-  mo.path = cfg.model;
+  mo.path = cfg.path;
   mo.n_gpu_layers = cfg.gpu_layers;
   if (!cfg.chat_template_file.empty()) {
     std::ifstream in(cfg.chat_template_file);
@@ -85,7 +89,7 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
 
   engine::ContextOptions co;
   co.n_seq = plan->sessions;
-  co.n_ctx_per_seq = cfg.ctx_size;
+  co.n_ctx_per_seq = cfg.ctx_per_session;
   co.n_batch = cfg.batch_size;
   co.n_threads = cfg.threads;
   co.kv_type = *kv_type;
@@ -111,7 +115,7 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
 
   scheduler::SchedulerOptions so;
   so.n_seq = plan->sessions;
-  so.ctx_per_session = cfg.ctx_size;
+  so.ctx_per_session = cfg.ctx_per_session;
   so.n_batch = cfg.batch_size;
   so.prefill_chunk = std::min(cfg.prefill_chunk, cfg.batch_size);
   so.max_queue = cfg.queue_length;
@@ -122,25 +126,25 @@ StatusOr<api::ServedModel> LoadServedModel(const ServeConfig& cfg, telemetry::Me
   metrics->memory_planned_peak_bytes = plan->peak_bytes;
   metrics->weight_bytes = plan->weight_bytes;
 
-  api::ServedModel served;
+  auto served = std::make_shared<ServedModel>();
   // Id from the real file name (the bootstrap's default.gguf is a symlink).
   std::error_code ec;
-  const auto real = std::filesystem::canonical(cfg.model, ec);
-  served.id = !cfg.model_id.empty()
-                  ? cfg.model_id
-                  : (ec ? std::filesystem::path(cfg.model) : real).stem().string();
-  served.created = static_cast<int64_t>(std::time(nullptr));
+  const auto real = std::filesystem::canonical(cfg.path, ec);
+  served->id =
+      !cfg.id.empty() ? cfg.id : (ec ? std::filesystem::path(cfg.path) : real).stem().string();
+  served->created = static_cast<int64_t>(std::time(nullptr));
   const size_t h = std::hash<std::string>{}(info->name + "|" + std::to_string(info->file_bytes) +
                                             "|" + OUTPOST_VERSION + "|" + OUTPOST_LLAMA_VERSION);
   char fp[32];
   std::snprintf(fp, sizeof fp, "fp_%010llx", static_cast<unsigned long long>(h & 0xffffffffffULL));
-  served.system_fingerprint = fp;
-  served.plan = *plan;
-  std::shared_ptr<engine::Model> shared_model = std::move(model).value();
-  served.scheduler =
-      std::make_shared<scheduler::Scheduler>(shared_model, std::move(ctx).value(), so, metrics);
-  served.scheduler->Start();
+  served->system_fingerprint = fp;
+  served->plan = *plan;
+  served->info = *info;
+  std::shared_ptr<const engine::Model> shared_model = std::move(model).value();
+  auto engine = std::make_unique<engine::LlamaEngine>(shared_model, std::move(ctx).value());
+  served->scheduler = std::make_shared<scheduler::Scheduler>(std::move(engine), so, metrics);
+  served->scheduler->Start();
   return served;
 }
 
-}  // namespace outpost::app
+}  // namespace outpost::models

@@ -2,17 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "mocks/test_model.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 namespace outpost::engine {
 namespace {
-
-std::string DefaultModel() {
-  const char* env = std::getenv("OUTPOST_MODEL");
-  return env ? env : "";
-}
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -42,8 +39,7 @@ TEST(ReadModelInfo, EmptyFile) {
 }
 
 TEST(ReadModelInfo, DefaultModelExactFigures) {
-  const std::string path = DefaultModel();
-  if (path.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  OUTPOST_TEST_MODEL(path);
   auto r = ReadModelInfo(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->architecture, "gemma3");
@@ -56,8 +52,7 @@ TEST(ReadModelInfo, DefaultModelExactFigures) {
 }
 
 TEST(ReadModelInfo, TruncatedDefaultModelIsRefusedWithNumbers) {
-  const std::string path = DefaultModel();
-  if (path.empty() || !std::filesystem::exists(path)) GTEST_SKIP() << "OUTPOST_MODEL not set";
+  OUTPOST_TEST_MODEL(path);
   const auto p = TempPath("truncated.gguf");
   {
     std::ifstream in(path, std::ios::binary);

@@ -23,7 +23,7 @@ void PrintTo(const Row& r, std::ostream* os) {
 
 RouteInput In(const char* cls, const char* model = "local-model", bool local = true) {
   RouteInput in;
-  in.data_class = cls;
+  in.data_class = *ParseDataClass(cls);
   in.model = model;
   in.local_serves_model = local;
   in.prompt_tokens = 100;
@@ -40,18 +40,20 @@ class RoutingTable : public ::testing::TestWithParam<Row> {};
 TEST_P(RoutingTable, RouteAndReason) {
   const Row& row = GetParam();
   PolicyConfig p;
-  p.restricted_scope = row.scope;
+  p.restricted_scope = *ParseRestrictedScope(row.scope);
   p.aliases["large"] = "hq";
   p.max_local_prompt_tokens = 2000;
   p.max_local_max_tokens = 1000;
   p.default_latency_budget_ms = 0;
   std::vector<UpstreamView> ups = {
-      {"box-b", UpstreamKind::kPeer, {"local-model"}, row.peer_up},
-      {"hq", UpstreamKind::kCentral, {"big-70b", "local-model"}, row.central_up},
+      {0, "box-b", UpstreamKind::kPeer, {"local-model"}, row.peer_up},
+      {1, "hq", UpstreamKind::kCentral, {"big-70b", "local-model"}, row.central_up},
   };
   const RouteDecision d = Decide(row.in, p, ups);
-  EXPECT_EQ(d.targets, row.targets);
-  EXPECT_EQ(d.reason, row.reason);
+  std::vector<std::string> targets;
+  for (const Target& t : d.targets) targets.push_back(t.local() ? "local" : ups[t.upstream].name);
+  EXPECT_EQ(targets, row.targets);
+  EXPECT_EQ(d.reason.ToString(), row.reason);
   if (row.targets.empty()) {
     EXPECT_EQ(d.reject.code(), row.reject) << d.reject.message();
   }
@@ -141,7 +143,7 @@ INSTANTIATE_TEST_SUITE_P(
                           {"hq", "local"},
                           "difficulty:tools"},
                       Row{"tier_header_central",
-                          With(In("internal"), [](RouteInput& i) { i.tier = "central"; }),
+                          With(In("internal"), [](RouteInput& i) { i.tier = Tier::kCentral; }),
                           true,
                           true,
                           "node",
@@ -150,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Row{"tier_header_local_overrides_difficulty",
                           With(In("internal"),
                                [](RouteInput& i) {
-                                 i.tier = "local";
+                                 i.tier = Tier::kLocal;
                                  i.prompt_tokens = 5000;
                                }),
                           true, true, "node", kLocal, "default"},
@@ -247,20 +249,20 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Cascade, OfferedForLocalNonStreamingAnswersWhenCentralIsAllowedAndUp) {
   PolicyConfig p;
   p.cascade = true;
-  std::vector<UpstreamView> ups = {{"hq", UpstreamKind::kCentral, {"*"}, true}};
-  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, "hq");
+  std::vector<UpstreamView> ups = {{0, "hq", UpstreamKind::kCentral, {"*"}, true}};
+  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, 0);
   RouteInput streaming = In("internal");
   streaming.stream = true;
-  EXPECT_EQ(Decide(streaming, p, ups).cascade_to, "");
-  EXPECT_EQ(Decide(In("restricted"), p, ups).cascade_to, "");  // never leaves the node
+  EXPECT_EQ(Decide(streaming, p, ups).cascade_to, std::nullopt);
+  EXPECT_EQ(Decide(In("restricted"), p, ups).cascade_to, std::nullopt);  // never leaves the node
   RouteInput pinned = In("internal");
-  pinned.tier = "local";
-  EXPECT_EQ(Decide(pinned, p, ups).cascade_to, "");
+  pinned.tier = Tier::kLocal;
+  EXPECT_EQ(Decide(pinned, p, ups).cascade_to, std::nullopt);
   ups[0].available = false;
-  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, "");  // link down: no cascade
+  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, std::nullopt);  // link down: no cascade
   p.cascade = false;
   ups[0].available = true;
-  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, "");
+  EXPECT_EQ(Decide(In("internal"), p, ups).cascade_to, std::nullopt);
 }
 
 }  // namespace

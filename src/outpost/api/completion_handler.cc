@@ -1,0 +1,223 @@
+// HttpServer::HandleCompletion — POST /v1/chat/completions and /v1/completions:
+// parse and validate into a router::CompletionCall, hand it to the dispatcher
+// with an HttpSink, and write what arrives as JSON or an SSE stream. Routing,
+// failover, the local scheduler and the cascade all live behind the
+// dispatcher; this file only speaks HTTP.
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <climits>
+#include <memory>
+
+#include "outpost/api/errors.h"
+#include "outpost/api/http_server.h"
+#include "outpost/api/http_sink.h"
+#include "outpost/api/openai_request.h"
+#include "outpost/api/openai_response.h"
+#include "outpost/api/sse.h"
+#include "outpost/router/proxy.h"
+
+namespace outpost::api {
+namespace {
+
+using scheduler::FinishReason;
+
+// What one streamed answer needs across content-provider calls.
+struct Stream {
+  std::shared_ptr<HttpSink> sink;
+  std::unique_ptr<router::InFlight> in_flight;  // a relay still running, if any
+  ResponseMeta meta;
+  bool chat = true;
+  bool include_usage = false;
+  bool role_sent = false;
+  bool finished = false;
+};
+
+// The scheduler calls the prompt "prompt"; a chat request's prompt is its messages.
+Status ForEndpoint(Status st, Endpoint endpoint) {
+  if (endpoint == Endpoint::kChat && st.param() == "prompt") return st.WithParam("messages");
+  return st;
+}
+
+}  // namespace
+
+void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req,
+                                  httplib::Response& res) {
+  const bool chat = endpoint == Endpoint::kChat;
+  const std::string path = router::EndpointPath(endpoint);
+  auto fail = [&](const Status& st) {
+    res.status = HttpStatusFor(st.code());
+    if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
+    res.set_content(ErrorBody(st), "application/json");
+  };
+  if (!serving_->ready()) {
+    return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
+  }
+
+  router::CompletionCall call;
+  auto priority = ParsePriority(req.get_header_value("X-Outpost-Priority"));
+  if (!priority.ok()) return fail(priority.status());
+  call.priority = *priority;
+  // Token ids are checked against the vocabulary once the model is known.
+  auto parsed = ParseRequest(endpoint, req.body, INT32_MAX);
+  if (!parsed.ok()) return fail(parsed.status());
+  call.request = std::move(parsed).value();
+  if (routing_enabled_) {
+    auto data_class = ParseDataClassHeader(req.get_header_value("X-Data-Class"));
+    if (!data_class.ok()) return fail(data_class.status());
+    auto tier = ParseTierHeader(req.get_header_value("X-Outpost-Tier"));
+    if (!tier.ok()) return fail(tier.status());
+    auto budget = ParseLatencyBudgetHeader(req.get_header_value("X-Latency-Budget-Ms"));
+    if (!budget.ok()) return fail(budget.status());
+    call.data_class = *data_class;
+    call.tier = *tier;
+    call.latency_budget_ms = *budget;
+    std::string bearer = req.get_header_value("Authorization");
+    if (bearer.rfind("Bearer ", 0) == 0) bearer = bearer.substr(7);
+    call.api_key = std::move(bearer);
+    call.forwarded = req.has_header(router::kForwardedHeader);
+  }
+  call.body = req.body;
+  call.id = NewId(chat ? "chatcmpl-" : "cmpl-");
+  const bool stream = call.request.stream;
+  const bool include_usage = call.request.include_usage;
+  const std::string echo = call.request.echo ? call.request.prompt : std::string();
+  const std::string request_id = call.id;
+
+  auto sink = std::make_shared<HttpSink>(req.remote_addr, req.remote_port, req.local_port);
+  std::unique_ptr<router::InFlight> in_flight = dispatcher_->Dispatch(std::move(call), sink);
+  const HttpSink::Answer answer = sink->WaitStart();
+  if (const auto& route = sink->route()) {
+    res.set_header("X-Outpost-Route", route->route);
+    res.set_header("X-Outpost-Route-Reason", route->reason);
+  }
+  for (const auto& [name, value] : sink->headers()) res.set_header(name, value);
+
+  if (answer == HttpSink::Answer::kError) {
+    sink->Cancel();
+    return fail(ForEndpoint(sink->error(), endpoint));
+  }
+
+  if (answer == HttpSink::Answer::kRelay) {
+    res.status = sink->relay_status();
+    if (!in_flight) {
+      // A whole body, already here (the relay ran on this thread).
+      std::string body;
+      for (bool ended = false; !ended;) body += sink->Take(&ended);
+      sink->Cancel();
+      res.set_content(body, sink->relay_content_type());
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    auto st = std::make_shared<Stream>();
+    st->sink = sink;
+    st->in_flight = std::move(in_flight);
+    telemetry::Metrics* metrics = metrics_;
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [st, metrics, path](size_t, httplib::DataSink& out) {
+          if (st->finished) {
+            out.done();
+            return true;
+          }
+          bool ended = false;
+          const std::string data = st->sink->Take(&ended);
+          if (!data.empty() && !out.write(data.data(), data.size())) return false;
+          if (!ended) return true;
+          st->finished = true;
+          if (!st->sink->relay_error().ok()) {
+            // Cut short upstream: a clear error event, then the end of the stream.
+            const std::string tail =
+                SseData(ErrorBody(Status::Unavailable(st->sink->relay_error().message()))) +
+                SseDone();
+            out.write(tail.data(), tail.size());
+            metrics->CountRequest(path, 502);
+          } else {
+            metrics->CountRequest(path, 200);
+          }
+          out.done();
+          return true;
+        },
+        [st](bool) {
+          st->sink->Cancel();
+          st->in_flight.reset();  // cancels and joins a relay still running
+        });
+    return;
+  }
+
+  // Answered here.
+  ResponseMeta meta;
+  meta.id = request_id;
+  meta.created = clock_->UnixSeconds();
+  meta.model = sink->meta().model;
+  meta.system_fingerprint = sink->meta().system_fingerprint;
+
+  if (!stream) {
+    std::string text = echo;
+    for (bool ended = false; !ended;) text += sink->Take(&ended);
+    sink->Cancel();
+    const scheduler::GenerationResult& r = sink->result();
+    if (r.finish == FinishReason::kError) return fail(r.error);
+    res.set_content(chat ? ChatCompletionBody(meta, text, r.finish, r.usage)
+                         : CompletionBody(meta, text, r.finish, r.usage),
+                    "application/json");
+    return;
+  }
+
+  auto st = std::make_shared<Stream>();
+  st->sink = sink;
+  st->meta = std::move(meta);
+  st->chat = chat;
+  st->include_usage = include_usage;
+  telemetry::Metrics* metrics = metrics_;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, metrics, path](size_t, httplib::DataSink& out) {
+        auto write = [&](const std::string& s) { return out.write(s.data(), s.size()); };
+        if (st->finished) {
+          out.done();
+          return true;
+        }
+        if (st->chat && !st->role_sent) {
+          const std::string empty;
+          if (!write(
+                  SseData(ChatChunk(st->meta, &empty, /*role_start=*/true, FinishReason::kNone))))
+            return false;
+          st->role_sent = true;
+        }
+        bool ended = false;
+        const std::string text = st->sink->Take(&ended);
+        if (!text.empty()) {
+          const std::string chunk = st->chat
+                                        ? ChatChunk(st->meta, &text, false, FinishReason::kNone)
+                                        : CompletionChunk(st->meta, text, FinishReason::kNone);
+          if (!write(SseData(chunk))) return false;
+        }
+        if (!ended) return true;
+        st->finished = true;
+        const scheduler::GenerationResult& r = st->sink->result();
+        if (r.finish == FinishReason::kError) {
+          // Headers are gone; report in-band as OpenAI does, then end the stream.
+          write(SseData(ErrorBody(r.error)));
+          metrics->CountRequest(path, HttpStatusFor(r.error.code()));
+        } else {
+          const std::string last = st->chat ? ChatChunk(st->meta, nullptr, false, r.finish)
+                                            : CompletionChunk(st->meta, "", r.finish);
+          if (!write(SseData(last))) return false;
+          if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, r.usage))))
+            return false;
+          metrics->CountRequest(path, 200);
+        }
+        write(SseDone());
+        out.done();
+        return true;
+      },
+      [st](bool) {
+        // Connection closed (or stream ended): free the sequence if still running.
+        st->sink->Cancel();
+      });
+}
+
+}  // namespace outpost::api

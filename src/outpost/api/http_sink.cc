@@ -1,0 +1,141 @@
+#include "outpost/api/http_sink.h"
+
+#include <poll.h>
+
+#include "outpost/api/client_socket.h"
+
+namespace outpost::api {
+
+HttpSink::HttpSink(std::string remote_addr, int remote_port, int local_port)
+    : remote_addr_(std::move(remote_addr)), remote_port_(remote_port), local_port_(local_port) {}
+
+void HttpSink::OnRoute(const router::RouteReport& route) {
+  std::lock_guard<std::mutex> lock(mu_);
+  route_ = route;
+}
+
+void HttpSink::OnHeader(const std::string& name, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  headers_[name] = value;
+}
+
+void HttpSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    meta_ = meta;
+  }
+  // The dispatching (HTTP worker) thread: find the socket now, not on the
+  // engine thread.
+  if (remote_port_ < 0 || cancelled_) return;
+  const int fd = FindClientSocket(remote_addr_, remote_port_, local_port_);
+  std::lock_guard<std::mutex> lock(fd_mu_);
+  client_fd_ = fd;
+}
+
+void HttpSink::Append(std::string data, bool end) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ += data;
+    ended_ = ended_ || end;
+  }
+  cv_.notify_all();
+}
+
+void HttpSink::OnText(std::string text) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == State::kWaiting) state_ = State::kLocal;
+    started_ = true;
+  }
+  Append(std::move(text), false);
+}
+
+void HttpSink::OnDone(scheduler::GenerationResult result) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A request that failed before any output gets a real error status, not a
+    // 200 with the error inside.
+    const bool failed_early = !started_ && result.finish == scheduler::FinishReason::kError;
+    if (state_ == State::kWaiting) {
+      state_ = failed_early ? State::kError : State::kLocal;
+      if (failed_early) error_ = result.error;
+    }
+    result_ = std::move(result);
+  }
+  Append({}, true);
+}
+
+void HttpSink::OnRelayHead(int http_status, const std::string& content_type) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    relay_status_ = http_status;
+    relay_content_type_ = content_type;
+    state_ = State::kRelay;
+  }
+  cv_.notify_all();
+}
+
+void HttpSink::OnRelayBody(std::string chunk) {
+  Append(std::move(chunk), false);
+}
+
+void HttpSink::OnRelayEnd(Status error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    relay_error_ = std::move(error);
+  }
+  Append({}, true);
+}
+
+void HttpSink::OnError(Status error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_ = State::kError;
+    error_ = std::move(error);
+  }
+  Append({}, true);
+}
+
+bool HttpSink::Cancelled() {
+  if (cancelled_.load(std::memory_order_relaxed)) return true;
+  std::lock_guard<std::mutex> lock(fd_mu_);
+  if (client_fd_ < 0) return false;
+  // A client that hung up makes its socket readable with RDHUP (or HUP/ERR).
+  // Data without RDHUP is a pipelined request: the client is still there.
+  pollfd p{client_fd_, POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+    cancelled_.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  return false;
+}
+
+HttpSink::Answer HttpSink::WaitStart() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return state_ != State::kWaiting; });
+  switch (state_) {
+    case State::kRelay:
+      return Answer::kRelay;
+    case State::kLocal:
+      return Answer::kLocal;
+    default:
+      return Answer::kError;
+  }
+}
+
+std::string HttpSink::Take(bool* ended) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !pending_.empty() || ended_; });
+  std::string out = std::move(pending_);
+  pending_.clear();
+  *ended = ended_;
+  return out;
+}
+
+void HttpSink::Cancel() {
+  cancelled_.store(true, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(fd_mu_);
+  client_fd_ = -1;
+}
+
+}  // namespace outpost::api

@@ -1,0 +1,68 @@
+// Engine — what the scheduler needs from an inference engine for one loaded
+// model: text in and out, and batched decoding of many sequences at once.
+//
+// engine/llama_engine.h implements it over llama.cpp; tests/mocks/fake_engine.h
+// implements it with a deterministic toy model, so the scheduler is tested
+// without a model file.
+//
+// Threads: the text methods (first group) are const and safe from any thread.
+// The decoding methods (second group) belong to the one engine thread that
+// owns this object (the scheduler's).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "outpost/engine/types.h"
+#include "outpost/util/status.h"
+
+namespace outpost::engine {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // --- Text: any thread ----------------------------------------------------
+  // Text → tokens. add_special adds BOS where the model wants it; parse_special
+  // turns "<start_of_turn>"-style text into control tokens.
+  virtual std::vector<Token> Tokenize(std::string_view text, bool add_special,
+                                      bool parse_special) const = 0;
+  // Messages rendered with the model's chat template, assistant prefix added.
+  // Errors: InvalidArgument when the template rejects the conversation.
+  virtual StatusOr<std::string> ApplyChatTemplate(
+      const std::vector<ChatMessage>& messages) const = 0;
+  // Stop strings the chat format adds ("<|im_end|>" for ChatML).
+  virtual const std::vector<std::string>& TemplateStops() const = 0;
+  virtual const std::vector<Token>& EndOfGenerationTokens() const = 0;
+  virtual bool IsEndOfGeneration(Token token) const = 0;
+  // Raw bytes of one token (may be part of a UTF-8 character).
+  virtual std::string TokenPiece(Token token) const = 0;
+  virtual int32_t VocabSize() const = 0;
+
+  // --- Decoding: engine thread only ----------------------------------------
+  // One batch per step. Add returns the token's index in the batch (pass it to
+  // Sample when want_logits). REQUIRES: BatchSize() < the batch capacity.
+  virtual void ClearBatch() = 0;
+  virtual int32_t Add(Token token, int32_t pos, SeqId seq, bool want_logits) = 0;
+  virtual int32_t BatchSize() const = 0;
+  // Runs the model on the batch. Errors: ResourceExhausted (no KV slot),
+  // Cancelled, Internal.
+  virtual Status Decode() = 0;
+
+  // Sets up sequence `seq`'s sampler for a new request.
+  virtual void StartSequence(SeqId seq, const SamplingParams& params) = 0;
+  // Samples seq's next token from the logits at batch index idx of the last
+  // Decode(). REQUIRES: StartSequence(seq) since the last RemoveSequence(seq).
+  virtual Token Sample(SeqId seq, int32_t idx) = 0;
+  // log p(token) under the raw distribution at batch index idx.
+  virtual double TokenLogProb(int32_t idx, Token token) const = 0;
+  // Frees seq's KV cells and sampler at once.
+  virtual void RemoveSequence(SeqId seq) = 0;
+
+  // Bytes of KV cache allocated for all sequences.
+  virtual uint64_t KvBytesAllocated() const = 0;
+};
+
+}  // namespace outpost::engine

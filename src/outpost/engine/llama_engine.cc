@@ -1,0 +1,28 @@
+#include "outpost/engine/llama_engine.h"
+
+namespace outpost::engine {
+
+LlamaEngine::LlamaEngine(std::shared_ptr<const Model> model, std::unique_ptr<Context> ctx)
+    : model_(std::move(model)), ctx_(std::move(ctx)) {
+  samplers_.resize(static_cast<size_t>(ctx_->options().n_seq));
+}
+
+LlamaEngine::~LlamaEngine() {
+  samplers_.clear();
+  ctx_.reset();  // before the model it was created from
+}
+
+void LlamaEngine::StartSequence(SeqId seq, const SamplingParams& params) {
+  samplers_[static_cast<size_t>(seq)] = std::make_unique<Sampler>(*model_, params);
+}
+
+Token LlamaEngine::Sample(SeqId seq, int32_t idx) {
+  return samplers_[static_cast<size_t>(seq)]->Sample(*ctx_, idx);
+}
+
+void LlamaEngine::RemoveSequence(SeqId seq) {
+  ctx_->RemoveSequence(seq);
+  samplers_[static_cast<size_t>(seq)].reset();
+}
+
+}  // namespace outpost::engine

@@ -1,0 +1,63 @@
+// LlamaEngine — engine::Engine over llama.cpp: a shared Model (weights,
+// vocabulary, chat template), one Context (KV cache for every sequence and the
+// batch) and one Sampler per sequence.
+//
+// Owned by a scheduler::Scheduler. Threads as Engine's: text methods from any
+// thread (the Model is immutable after load), decoding on the engine thread.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "outpost/engine/context.h"
+#include "outpost/engine/engine.h"
+#include "outpost/engine/model.h"
+#include "outpost/engine/sampler.h"
+
+namespace outpost::engine {
+
+class LlamaEngine final : public Engine {
+ public:
+  // Shares the model so the context is always freed before it.
+  LlamaEngine(std::shared_ptr<const Model> model, std::unique_ptr<Context> ctx);
+  ~LlamaEngine() override;
+
+  std::vector<Token> Tokenize(std::string_view text, bool add_special,
+                              bool parse_special) const override {
+    return model_->Tokenize(text, add_special, parse_special);
+  }
+  StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& m) const override {
+    return model_->ApplyChatTemplate(m);
+  }
+  const std::vector<std::string>& TemplateStops() const override { return model_->TemplateStops(); }
+  const std::vector<Token>& EndOfGenerationTokens() const override {
+    return model_->EndOfGenerationTokens();
+  }
+  bool IsEndOfGeneration(Token t) const override { return model_->IsEndOfGeneration(t); }
+  std::string TokenPiece(Token t) const override { return model_->TokenPiece(t); }
+  int32_t VocabSize() const override { return model_->VocabSize(); }
+
+  void ClearBatch() override { ctx_->ClearBatch(); }
+  int32_t Add(Token token, int32_t pos, SeqId seq, bool want_logits) override {
+    return ctx_->Add(token, pos, seq, want_logits);
+  }
+  int32_t BatchSize() const override { return ctx_->BatchSize(); }
+  Status Decode() override { return ctx_->Decode(); }
+  void StartSequence(SeqId seq, const SamplingParams& params) override;
+  Token Sample(SeqId seq, int32_t idx) override;
+  double TokenLogProb(int32_t idx, Token token) const override {
+    return ctx_->TokenLogProb(idx, token);
+  }
+  void RemoveSequence(SeqId seq) override;
+  uint64_t KvBytesAllocated() const override { return ctx_->KvBytesAllocated(); }
+
+  const Model& model() const { return *model_; }
+  const Context& context() const { return *ctx_; }
+
+ private:
+  const std::shared_ptr<const Model> model_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<std::unique_ptr<Sampler>> samplers_;  // by sequence id
+};
+
+}  // namespace outpost::engine

@@ -1,0 +1,42 @@
+// Loading a model for serving (or benchmarking): read the GGUF metadata, plan
+// capacity, load weights, create the context, check what llama.cpp allocated
+// against the plan, and start the model's scheduler on a LlamaEngine. Used by
+// `outpost serve` and `outpost bench`, so both run exactly the same engine
+// setup. Takes its own options, not the CLI's configuration.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "outpost/models/serving_set.h"
+#include "outpost/telemetry/metrics.h"
+#include "outpost/util/status.h"
+
+namespace outpost::models {
+
+struct ModelRuntimeOptions {
+  std::string path;                // GGUF file
+  std::string id;                  // id clients use; "" = file name without .gguf
+  std::string chat_template_file;  // jinja overriding the GGUF's template; "" = the GGUF's
+  int32_t ctx_per_session = 4096;  // tokens per session (prompt + answer)
+  int32_t parallel = 0;            // sessions; 0 = as many as fit, up to parallel_auto_max
+  int32_t parallel_auto_max = 16;
+  uint64_t memory_budget = 0;  // bytes; 0 = detect available memory
+  double headroom = 0.20;      // fraction added on top of the planned peak
+  std::string kv_type = "f16";
+  int32_t batch_size = 512;
+  int32_t prefill_chunk = 256;
+  int32_t queue_length = 16;
+  int64_t queue_wait_ms = 30000;
+  int32_t threads = 0;     // 0 = all cores
+  int32_t gpu_layers = 0;  // -1 = all
+};
+
+// Errors name the file or the limit that failed (NotFound, InvalidArgument,
+// ResourceExhausted with the numbers). The returned model's scheduler is
+// running; `metrics` must outlive it.
+StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& options,
+                                                 telemetry::Metrics* metrics);
+
+}  // namespace outpost::models

@@ -1,0 +1,47 @@
+// ServingSet — the models this process serves, by id.
+//
+// Owned by the app; read by HTTP workers and the router's local target.
+// Internally synchronised. Entries are immutable and shared: a caller that
+// found a model keeps it (and its scheduler) alive until it lets go, so a
+// model replaced later (hot swap) drains instead of vanishing mid-request.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "outpost/engine/model_info.h"
+#include "outpost/scheduler/capacity.h"
+#include "outpost/scheduler/scheduler.h"
+#include "outpost/util/thread_annotations.h"
+
+namespace outpost::models {
+
+struct ServedModel {
+  std::string id;
+  engine::ModelInfo info;  // from the GGUF
+  int64_t created = 0;     // unix seconds, when loaded
+  std::string system_fingerprint;
+  std::shared_ptr<scheduler::Scheduler> scheduler;  // holds the engine for this model
+  scheduler::CapacityPlan plan;
+};
+
+class ServingSet {
+ public:
+  void Add(std::shared_ptr<const ServedModel> m);
+  // Empty id: the first (default) model. Null when unknown.
+  std::shared_ptr<const ServedModel> Find(const std::string& id) const;
+  std::vector<std::shared_ptr<const ServedModel>> List() const;
+  // Not ready while models load and once shutdown begins (/ready, 503s).
+  void SetReady(bool ready);
+  bool ready() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<const ServedModel>> models_ OUTPOST_GUARDED_BY(mu_);
+  bool ready_ OUTPOST_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace outpost::models

@@ -1,0 +1,50 @@
+// CompletionCall — one /v1/chat/completions or /v1/completions request, parsed
+// and validated by api/ into types the router acts on. No JSON and no HTTP:
+// the same call can come from a batch file or a test.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "outpost/engine/types.h"
+#include "outpost/router/route_types.h"
+#include "outpost/scheduler/request.h"
+
+namespace outpost::router {
+
+enum class Endpoint { kChat, kCompletion };
+const char* EndpointPath(Endpoint e);  // "/v1/chat/completions", "/v1/completions"
+
+// The request body's meaning (OpenAI semantics), every field already checked.
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::kChat;
+  std::string model;                          // empty: the default model
+  std::vector<engine::ChatMessage> messages;  // chat
+  std::string prompt;                         // completions (text)
+  std::vector<engine::Token> prompt_tokens;   // completions given as token ids
+  bool stream = false;
+  bool include_usage = false;
+  engine::SamplingParams sampling;
+  int32_t max_tokens = -1;  // -1: not given
+  std::vector<std::string> stop;
+  bool echo = false;        // completions only
+  bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
+  bool wants_tools = false;  // tools or response_format json_schema requested
+};
+
+struct CompletionCall {
+  CompletionRequest request;
+  std::string body;  // the request body as received: relayed upstream unchanged
+  std::string id;    // "chatcmpl-…" / "cmpl-…"
+  scheduler::Priority priority = scheduler::Priority::kInteractive;
+  // Who is asking and what they asked for, from the headers.
+  std::string api_key;                       // bearer token: selects the tenant
+  std::optional<DataClass> data_class;       // X-Data-Class: may only make it stricter
+  Tier tier = Tier::kAny;                    // X-Outpost-Tier
+  std::optional<int64_t> latency_budget_ms;  // X-Latency-Budget-Ms: overrides the tenant's
+  bool forwarded = false;                    // another Outpost sent it: never forward again
+};
+
+}  // namespace outpost::router

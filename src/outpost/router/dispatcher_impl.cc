@@ -1,0 +1,219 @@
+#include "outpost/router/dispatcher_impl.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+namespace outpost::router {
+namespace {
+
+// The local half of a confidence cascade: the whole answer, collected before
+// anything reaches the client. Cancelled when the client is gone.
+class CollectedAnswer final : public scheduler::GenerationSink {
+ public:
+  explicit CollectedAnswer(std::shared_ptr<ResponseSink> client) : client_(std::move(client)) {}
+
+  void OnText(std::string text) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    text_ += text;
+  }
+  void OnDone(scheduler::GenerationResult r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_ = std::move(r);
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool Cancelled() override { return client_->Cancelled(); }
+
+  // Blocks until OnDone (the scheduler always sends it).
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+  const std::string& text() const { return text_; }
+  const scheduler::GenerationResult& result() const { return result_; }
+
+ private:
+  const std::shared_ptr<ResponseSink> client_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string text_;
+  scheduler::GenerationResult result_;
+  bool done_ = false;
+};
+
+bool Retryable(const Status& st) {
+  return st.code() == StatusCode::kResourceExhausted || st.code() == StatusCode::kUnavailable;
+}
+
+}  // namespace
+
+DispatcherImpl::DispatcherImpl(const models::ServingSet* serving, Router* router,
+                               telemetry::Metrics* metrics)
+    : local_(serving), router_(router), metrics_(metrics) {
+  if (router_ != nullptr) upstream_.emplace(router_, metrics_);
+}
+
+std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
+                                                   std::shared_ptr<ResponseSink> sink) {
+  const CompletionRequest& req = call.request;
+  const char* endpoint = EndpointPath(req.endpoint);
+  const auto served = local_.Find(call);
+  scheduler::GenerationRequest gen;
+  bool prepared = false;
+  std::optional<UpstreamId> cascade_to;
+  RouteReason local_reason;
+
+  if (router_ != nullptr && call.forwarded) {
+    // Another Outpost forwarded it: answer here, never forward again.
+    local_reason.cause = RouteCause::kForwarded;
+    const RouteReport report{"local", local_reason.ToString()};
+    metrics_->CountRoute(report.route, report.reason);
+    sink->OnRoute(report);
+  } else if (router_ != nullptr) {
+    RouteInput in;
+    in.data_class = router_->ResolveDataClass(call.api_key, call.data_class);
+    in.model = req.model;
+    in.local_serves_model = served != nullptr;
+    if (served) {
+      // Prompt tokens feed the difficulty rules; the local answer reuses them.
+      if (Status st = LocalTarget::Prepare(*served, call, &gen); !st.ok()) {
+        sink->OnError(st);
+        return nullptr;
+      }
+      prepared = true;
+      in.prompt_tokens = static_cast<int32_t>(gen.prompt.size());
+      const auto snap = served->scheduler->Snapshot();
+      in.local_full = snap.full;
+      in.local_wait_ms = snap.estimated_wait_ms;
+    } else {
+      in.prompt_tokens = static_cast<int32_t>(call.body.size() / 4);
+    }
+    in.max_tokens = req.max_tokens > 0 ? req.max_tokens : 0;
+    in.wants_tools = req.wants_tools;
+    in.tier = call.tier;
+    in.stream = req.stream;
+    in.latency_budget_ms =
+        call.latency_budget_ms ? *call.latency_budget_ms : router_->TenantBudgetMs(call.api_key);
+    const RouteDecision d = router_->Decide(in);
+    const std::string reason = d.reason.ToString();
+    if (d.targets.empty()) {
+      metrics_->CountRoute("reject", reason);
+      sink->OnRoute(RouteReport{"reject", reason});
+      spdlog::info("route {} {}: reject ({}) {}", endpoint, req.model, reason, d.reject.message());
+      Status st = d.reject;
+      sink->OnError(Retryable(st) ? std::move(st).WithRetryAfter(1) : st);
+      return nullptr;
+    }
+    Status last_error;
+    bool local = false;
+    for (const Target& t : d.targets) {
+      if (t.local()) {
+        local = true;
+        break;
+      }
+      std::unique_ptr<InFlight> in_flight;
+      if (upstream_->Try(t.upstream, call, d.reason, req.stream, sink, &in_flight, &last_error)) {
+        return in_flight;
+      }
+    }
+    if (!local) {
+      RouteReason failed = d.reason;
+      failed.fallback = RouteFallback::kUpstreamsFailed;
+      metrics_->CountRoute("reject", failed.ToString());
+      sink->OnRoute(RouteReport{"reject", reason});
+      sink->OnError(Status::Unavailable("no upstream could take the request (" + reason +
+                                        "): " + last_error.message())
+                        .WithRetryAfter(1));
+      return nullptr;
+    }
+    metrics_->CountRoute("local", reason);
+    spdlog::debug("route {} {}: local ({})", endpoint, req.model, reason);
+    local_reason = d.reason;
+    cascade_to = d.cascade_to;
+    // The cascade reports its route once it knows which answer stands.
+    if (!cascade_to) sink->OnRoute(RouteReport{"local", reason});
+  }
+
+  if (!served) {
+    sink->OnError(Status::NotFound(
+        "the model '" + req.model + "' does not exist; GET /v1/models lists the served models",
+        "model"));
+    return nullptr;
+  }
+  if (req.wants_tools) {
+    sink->OnError(
+        Status::InvalidArgument("tools and JSON-schema output are not supported by the local "
+                                "model; configure a central upstream to route them",
+                                "tools"));
+    return nullptr;
+  }
+  if (!prepared) {
+    if (Status st = LocalTarget::Prepare(*served, call, &gen); !st.ok()) {
+      sink->OnError(st);
+      return nullptr;
+    }
+  }
+  if (cascade_to) {
+    RunCascade(*served, std::move(gen), call, local_reason, *cascade_to, sink);
+    return nullptr;
+  }
+  LocalTarget::Run(*served, std::move(gen), sink);
+  return nullptr;
+}
+
+void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::GenerationRequest gen,
+                                const CompletionCall& call, const RouteReason& reason,
+                                UpstreamId central, const std::shared_ptr<ResponseSink>& sink) {
+  gen.want_logprobs = true;
+  auto local = std::make_shared<CollectedAnswer>(sink);
+  if (Status st = model.scheduler->Submit(std::move(gen), local); !st.ok()) {
+    sink->OnRoute(RouteReport{"local", reason.ToString()});
+    sink->OnError(st);
+    return;
+  }
+  local->Wait();
+  const scheduler::GenerationResult& r = local->result();
+  auto answer_locally = [&](const RouteReason& why) {
+    sink->OnRoute(RouteReport{"local", why.ToString()});
+    sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint});
+    if (!local->text().empty()) sink->OnText(local->text());
+    sink->OnDone(r);
+  };
+  if (r.finish == scheduler::FinishReason::kError) {
+    sink->OnRoute(RouteReport{"local", reason.ToString()});
+    sink->OnError(r.error);
+    return;
+  }
+  // A low mean log-probability sends the request to central; both costs are
+  // recorded (local tokens in the usual counters, central's in the proxied ones).
+  const double mean = r.usage.sum_logprob / std::max(1, r.usage.completion_tokens);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", mean);
+  sink->OnHeader("X-Outpost-Local-Mean-Logprob", buf);
+  if (mean >= router_->config().policy.cascade_min_mean_logprob) {
+    metrics_->CountRoute("cascade", "kept_local");
+    answer_locally(reason);
+    return;
+  }
+  sink->OnHeader("X-Outpost-Local-Completion-Tokens", std::to_string(r.usage.completion_tokens));
+  Status last_error;
+  std::unique_ptr<InFlight> unused;  // non-streaming: the answer is whole when Try returns
+  RouteReason escalated = reason;
+  escalated.cause = RouteCause::kCascadeLowConfidence;
+  escalated.fallback = RouteFallback::kNone;
+  if (upstream_->Try(central, call, escalated, /*stream=*/false, sink, &unused, &last_error)) {
+    metrics_->CountRoute("cascade", "escalated");
+    return;
+  }
+  metrics_->CountRoute("cascade", "escalation_failed");
+  RouteReason kept = reason;
+  kept.cause = RouteCause::kCascadeCentralFailed;
+  kept.fallback = RouteFallback::kNone;
+  answer_locally(kept);
+}
+
+}  // namespace outpost::router

@@ -1,0 +1,27 @@
+#include "outpost/router/local_target.h"
+
+namespace outpost::router {
+
+Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCall& call,
+                            scheduler::GenerationRequest* gen) {
+  const CompletionRequest& r = call.request;
+  gen->id = call.id;
+  gen->priority = call.priority;
+  gen->sampling = r.sampling;
+  gen->max_tokens = r.max_tokens;
+  gen->stop = r.stop;
+  scheduler::PromptInput in;
+  in.chat = r.endpoint == Endpoint::kChat;
+  in.messages = r.messages;
+  in.text = r.prompt;
+  in.tokens = r.prompt_tokens;
+  return model.scheduler->Prepare(in, r.ignore_eos, gen);
+}
+
+void LocalTarget::Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
+                      const std::shared_ptr<ResponseSink>& sink) {
+  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint});
+  if (Status st = model.scheduler->Submit(std::move(gen), sink); !st.ok()) sink->OnError(st);
+}
+
+}  // namespace outpost::router

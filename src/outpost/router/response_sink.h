@@ -1,0 +1,53 @@
+// ResponseSink — where the dispatcher pushes one call's answer as it happens.
+//
+// Implemented by api/ (HTTP: JSON or SSE), by tests, and later by the batch
+// writer (JSONL). The dispatcher calls, in order:
+//
+//   OnRoute(route)                      exactly once, before any answer
+//   then one of
+//     OnLocalStart(meta), OnText(...)*, OnDone(result)        answered here
+//     OnRelayHead(status, type), OnRelayBody(...)*, OnRelayEnd(error)   upstream
+//     OnError(status)                   refused or failed before any answer
+//
+// OnText/OnDone come from the engine thread and OnRelayBody/OnRelayEnd from a
+// relay thread: they must not block (buffer and wake the consumer). The
+// others come from the dispatching thread. Cancelled() may be asked from any
+// thread at any time; true stops the work at its next step (a decode step, an
+// upstream chunk) and frees what it holds.
+#pragma once
+
+#include <string>
+
+#include "outpost/scheduler/request.h"
+#include "outpost/util/status.h"
+
+namespace outpost::router {
+
+// The route taken, as it is reported (X-Outpost-Route, metrics).
+struct RouteReport {
+  std::string route;   // "local", "peer:box-b", "central:hq", "reject"
+  std::string reason;  // RouteReason::ToString()
+};
+
+// What a local answer needs for its response body.
+struct LocalAnswerMeta {
+  std::string model;               // the served model's id
+  std::string system_fingerprint;  // model file + build
+};
+
+class ResponseSink : public scheduler::GenerationSink {
+ public:
+  virtual void OnRoute(const RouteReport& route) = 0;
+  // A diagnostic header (cascade: X-Outpost-Local-Mean-Logprob). Before the answer.
+  virtual void OnHeader(const std::string& name, const std::string& value) = 0;
+  virtual void OnLocalStart(const LocalAnswerMeta& meta) = 0;
+  // OnText and OnDone: see scheduler::GenerationSink.
+  virtual void OnRelayHead(int http_status, const std::string& content_type) = 0;
+  virtual void OnRelayBody(std::string chunk) = 0;
+  // The upstream body ended; non-OK when it ended abnormally (connection lost,
+  // timeout, not valid JSON).
+  virtual void OnRelayEnd(Status error) = 0;
+  virtual void OnError(Status error) = 0;
+};
+
+}  // namespace outpost::router

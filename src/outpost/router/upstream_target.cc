@@ -1,0 +1,265 @@
+#include "outpost/router/upstream_target.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "outpost/router/http1_client.h"
+#include "outpost/router/proxy.h"
+
+namespace outpost::router {
+namespace {
+
+// Validates a JSON text and picks out usage.prompt_tokens and
+// usage.completion_tokens without building a document (relayed bodies are
+// only checked and counted, never changed).
+class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  // False when `text` is not valid JSON.
+  bool Scan(const std::string& text) {
+    return nlohmann::json::sax_parse(text, this, nlohmann::json::input_format_t::json,
+                                     /*strict=*/true);
+  }
+  void AddTo(telemetry::Metrics* m) const {
+    m->proxied_prompt_tokens_total += prompt_;
+    m->proxied_completion_tokens_total += completion_;
+  }
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t v) override { return Number(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Number(static_cast<int64_t>(v)); }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    // Entering the top-level "usage" object puts us at depth 2 inside it.
+    if (depth_ == 1) in_usage_ = key_ == "usage";
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ <= 2) key_ = k;
+    return true;
+  }
+  bool end_object() override {
+    if (--depth_ == 1) in_usage_ = false;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool Number(int64_t v) {
+    if (in_usage_ && depth_ == 2) {
+      if (key_ == "prompt_tokens") prompt_ = v;
+      if (key_ == "completion_tokens") completion_ = v;
+    }
+    return true;
+  }
+  int depth_ = 0;
+  bool in_usage_ = false;
+  std::string key_;
+  int64_t prompt_ = 0, completion_ = 0;
+};
+
+// The body to send: aliases and local model ids mean nothing upstream, so a
+// model the upstream does not serve becomes the first one it does. Only then
+// is the body parsed and re-serialised.
+std::string UpstreamBody(const UpstreamConfig& cfg, const std::string& model,
+                         const std::string& body) {
+  const auto& ms = cfg.models;
+  if (ms.empty() || std::find(ms.begin(), ms.end(), "*") != ms.end() ||
+      std::find(ms.begin(), ms.end(), model) != ms.end()) {
+    return body;
+  }
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return body;
+  j["model"] = ms.front();
+  return j.dump();
+}
+
+// Hands a whole upstream answer to the sink: an event stream as is, a JSON
+// body as is (its usage counted), anything broken or not JSON as 502.
+void RelayWhole(const UpstreamConfig& cfg, const Status& error, const UpstreamReply& reply,
+                Cluster& cluster, telemetry::Metrics* metrics, ResponseSink* sink) {
+  if (error.ok() && reply.content_type.find("text/event-stream") != std::string::npos) {
+    sink->OnRelayHead(reply.status, "text/event-stream");
+    sink->OnRelayBody(reply.body);
+    sink->OnRelayEnd(Status::Ok());
+    return;
+  }
+  UsageScanner usage;
+  if (!error.ok() || !usage.Scan(reply.body)) {
+    cluster.ReportFailure(cfg.name);
+    sink->OnError(Status(StatusCode::kBadGateway,
+                         error.ok()
+                             ? "upstream " + cfg.name + " returned a body that is not valid JSON"
+                             : error.message()));
+    return;
+  }
+  usage.AddTo(metrics);
+  sink->OnRelayHead(reply.status, "application/json");
+  sink->OnRelayBody(reply.body);
+  sink->OnRelayEnd(Status::Ok());
+}
+
+// A streamed relay in progress: the upstream call and what the stream has
+// shown so far. Lives in the InFlight the dispatcher returns.
+class StreamRelay final : public InFlight {
+ public:
+  StreamRelay(std::unique_ptr<UpstreamCall> call, const UpstreamConfig& cfg, Cluster* cluster,
+              telemetry::Metrics* metrics, std::shared_ptr<ResponseSink> sink)
+      : call_(std::move(call)),
+        cfg_(cfg),
+        cluster_(cluster),
+        metrics_(metrics),
+        sink_(std::move(sink)) {}
+  ~StreamRelay() override {
+    call_.reset();  // cancels and joins: no callback runs after this
+    Release();
+  }
+
+  void Start() {
+    call_->StreamTo([this](std::string chunk) { return OnChunk(std::move(chunk)); },
+                    [this](Status error) { OnEnd(std::move(error)); });
+  }
+
+ private:
+  // Relay thread. Watches for [DONE] and usage across chunk boundaries.
+  bool OnChunk(std::string chunk) {
+    if (sink_->Cancelled()) return false;
+    line_buffer_ += chunk;
+    size_t nl;
+    while ((nl = line_buffer_.find('\n')) != std::string::npos) {
+      const std::string line = line_buffer_.substr(0, nl);
+      line_buffer_.erase(0, nl + 1);
+      if (line.rfind("data: [DONE]", 0) == 0) {
+        saw_done_ = true;
+      } else if (line.rfind("data: {", 0) == 0 && line.find("\"usage\"") != std::string::npos) {
+        UsageScanner usage;
+        if (usage.Scan(line.substr(6))) usage.AddTo(metrics_);
+      }
+    }
+    sink_->OnRelayBody(std::move(chunk));
+    return true;
+  }
+
+  // Relay thread. A stream cut short ends with a clear error.
+  void OnEnd(Status error) {
+    Release();
+    if (!saw_done_ && !sink_->Cancelled()) {
+      cluster_->ReportFailure(cfg_.name);
+      sink_->OnRelayEnd(Status::Unavailable(
+          error.ok() ? "upstream " + cfg_.name + " ended the stream early" : error.message()));
+      return;
+    }
+    sink_->OnRelayEnd(Status::Ok());
+  }
+
+  void Release() {
+    if (!released_.exchange(true)) cluster_->Release(cfg_.name);
+  }
+
+  std::unique_ptr<UpstreamCall> call_;
+  const UpstreamConfig& cfg_;
+  Cluster* const cluster_;
+  telemetry::Metrics* const metrics_;
+  const std::shared_ptr<ResponseSink> sink_;
+  std::string line_buffer_;
+  bool saw_done_ = false;
+  std::atomic<bool> released_{false};
+};
+
+}  // namespace
+
+UpstreamTarget::UpstreamTarget(Router* router, telemetry::Metrics* metrics)
+    : router_(router), metrics_(metrics) {}
+
+bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteReason& reason,
+                         bool stream, const std::shared_ptr<ResponseSink>& sink,
+                         std::unique_ptr<InFlight>* in_flight, Status* last_error) {
+  Cluster& cluster = router_->cluster();
+  const UpstreamConfig& cfg = cluster.Config(id);
+  const std::string endpoint = EndpointPath(call.request.endpoint);
+  if (!cluster.TryAcquire(cfg.name)) {
+    *last_error = Status::Unavailable("upstream " + cfg.name + " is at its limit of " +
+                                      std::to_string(cfg.max_requests) +
+                                      " concurrent requests (circuit breaker)");
+    return false;
+  }
+  auto failed_before_first_byte = [&](Status st) {
+    *last_error = std::move(st);
+    spdlog::warn("route {} to {} failed before the first byte: {}", endpoint, cfg.name,
+                 last_error->message());
+    cluster.ReportFailure(cfg.name);
+    cluster.Release(cfg.name);
+    return false;
+  };
+  auto answered = [&]() {
+    cluster.ReportSuccess(cfg.name);
+    const RouteReport report{std::string(UpstreamKindName(cfg.kind)) + ":" + cfg.name,
+                             reason.ToString()};
+    metrics_->CountRoute(report.route, report.reason);
+    sink->OnRoute(report);
+    spdlog::debug("route {}: {} ({})", endpoint, report.route, report.reason);
+  };
+  std::string body = UpstreamBody(cfg, call.request.model, call.body);
+
+  if (!stream) {
+    // Whole body on this thread, bounded by the upstream's timeouts.
+    UpstreamReply reply;
+    const Status st =
+        IsPlainHttp(cfg.base_url)
+            ? Http1Post(cfg, &router_->sockets(), endpoint, body, &reply)
+            : FetchUpstream(cfg, &router_->connections(), endpoint, std::move(body), &reply);
+    if (reply.status == 0) return failed_before_first_byte(st);
+    if (reply.status >= 500) {
+      return failed_before_first_byte(Status::Unavailable(
+          "upstream " + cfg.name + " answered HTTP " + std::to_string(reply.status)));
+    }
+    answered();
+    cluster.Release(cfg.name);
+    RelayWhole(cfg, st, reply, cluster, metrics_, sink.get());
+    return true;
+  }
+
+  auto upstream_call =
+      std::make_unique<UpstreamCall>(cfg, &router_->connections(), endpoint, std::move(body));
+  auto head = upstream_call->WaitHead();
+  if (!head.ok()) return failed_before_first_byte(head.status());
+  if (*head >= 500) {
+    return failed_before_first_byte(
+        Status::Unavailable("upstream " + cfg.name + " answered HTTP " + std::to_string(*head)));
+  }
+  answered();
+  if (upstream_call->content_type().find("text/event-stream") == std::string::npos) {
+    // A whole-body answer to a stream request: relay it whole.
+    UpstreamReply reply;
+    reply.status = *head;
+    reply.content_type = upstream_call->content_type();
+    auto whole = upstream_call->ReadAll();
+    if (whole.ok()) reply.body = std::move(whole).value();
+    cluster.Release(cfg.name);
+    RelayWhole(cfg, whole.status(), reply, cluster, metrics_, sink.get());
+    return true;
+  }
+  sink->OnRelayHead(*head, "text/event-stream");
+  auto relay =
+      std::make_unique<StreamRelay>(std::move(upstream_call), cfg, &cluster, metrics_, sink);
+  relay->Start();
+  *in_flight = std::move(relay);
+  return true;
+}
+
+}  // namespace outpost::router

@@ -1,0 +1,122 @@
+// FakeEngine — an engine::Engine with a toy model, for scheduler tests
+// without a model file. Tokens are bytes (id = byte value); token 256 is the
+// only end-of-generation token. Every sequence answers the configured reply
+// one byte per step and then ends, unless end-of-generation is banned
+// (ignore_eos), in which case it goes on with 'x'. It checks what a real
+// engine would reject (positions out of order, batches over capacity) and
+// records every batch, so tests can assert on chunking and freed KV cells.
+// Engine-thread methods are not synchronised (like the real one).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "outpost/engine/engine.h"
+
+namespace outpost::testing {
+
+class FakeEngine final : public engine::Engine {
+ public:
+  static constexpr engine::Token kEog = 256;
+
+  FakeEngine(int32_t n_seq, int32_t n_batch, std::string reply = "hello")
+      : n_batch_(n_batch),
+        reply_(std::move(reply)),
+        kv_(static_cast<size_t>(n_seq), 0),
+        produced_(static_cast<size_t>(n_seq), 0),
+        eog_banned_(static_cast<size_t>(n_seq), false) {}
+
+  std::vector<engine::Token> Tokenize(std::string_view text, bool, bool) const override {
+    return {text.begin(), text.end()};
+  }
+  StatusOr<std::string> ApplyChatTemplate(
+      const std::vector<engine::ChatMessage>& messages) const override {
+    std::string out;
+    for (const auto& m : messages) {
+      if (m.role != "system" && m.role != "user" && m.role != "assistant")
+        return Status::InvalidArgument("role '" + m.role + "' is not supported", "messages");
+      out += m.role + ": " + m.content + "\n";
+    }
+    return out + "assistant: ";
+  }
+  const std::vector<std::string>& TemplateStops() const override { return stops_; }
+  const std::vector<engine::Token>& EndOfGenerationTokens() const override { return eog_; }
+  bool IsEndOfGeneration(engine::Token t) const override { return t == kEog; }
+  std::string TokenPiece(engine::Token t) const override {
+    return t < 256 ? std::string(1, static_cast<char>(t)) : std::string();
+  }
+  int32_t VocabSize() const override { return 257; }
+
+  void ClearBatch() override { batch_.clear(); }
+  int32_t Add(engine::Token token, int32_t pos, engine::SeqId seq, bool want_logits) override {
+    if (static_cast<int32_t>(batch_.size()) >= n_batch_) ++violations;
+    batch_.push_back({token, pos, seq, want_logits});
+    return static_cast<int32_t>(batch_.size()) - 1;
+  }
+  int32_t BatchSize() const override { return static_cast<int32_t>(batch_.size()); }
+  Status Decode() override {
+    if (fail_next_decode) {
+      fail_next_decode = false;
+      return Status::Internal("injected decode failure");
+    }
+    for (const auto& e : batch_) {
+      int32_t& n = kv_[static_cast<size_t>(e.seq)];
+      if (e.pos != n) ++violations;  // positions must continue the sequence
+      ++n;
+    }
+    batches.push_back(batch_);
+    return Status::Ok();
+  }
+  void StartSequence(engine::SeqId seq, const engine::SamplingParams& p) override {
+    produced_[static_cast<size_t>(seq)] = 0;
+    bool banned = false;
+    for (const auto& [t, b] : p.logit_bias) banned = banned || (t == kEog && b <= -100.0f);
+    eog_banned_[static_cast<size_t>(seq)] = banned;
+  }
+  engine::Token Sample(engine::SeqId seq, int32_t idx) override {
+    if (idx < 0 || idx >= BatchSize() || batch_[static_cast<size_t>(idx)].seq != seq) ++violations;
+    size_t& k = produced_[static_cast<size_t>(seq)];
+    const size_t i = k++;
+    if (i < reply_.size()) return static_cast<unsigned char>(reply_[i]);
+    return eog_banned_[static_cast<size_t>(seq)] ? 'x' : kEog;
+  }
+  double TokenLogProb(int32_t, engine::Token) const override { return logprob; }
+  void RemoveSequence(engine::SeqId seq) override {
+    kv_[static_cast<size_t>(seq)] = 0;
+    ++removed[seq];
+  }
+  uint64_t KvBytesAllocated() const override { return 4096; }
+
+  // KV cells sequence `seq` holds now.
+  int32_t KvCells(engine::SeqId seq) const { return kv_[static_cast<size_t>(seq)]; }
+  int32_t TotalKvCells() const {
+    int32_t n = 0;
+    for (int32_t c : kv_) n += c;
+    return n;
+  }
+
+  struct Entry {
+    engine::Token token;
+    int32_t pos;
+    engine::SeqId seq;
+    bool logits;
+  };
+  std::vector<std::vector<Entry>> batches;  // every decoded batch, in order
+  std::map<engine::SeqId, int> removed;     // RemoveSequence calls by sequence
+  int violations = 0;                       // contract breaches seen
+  bool fail_next_decode = false;
+  double logprob = -0.5;
+
+ private:
+  const int32_t n_batch_;
+  const std::string reply_;
+  std::vector<int32_t> kv_;
+  std::vector<size_t> produced_;
+  std::vector<bool> eog_banned_;
+  std::vector<Entry> batch_;
+  const std::vector<std::string> stops_;
+  const std::vector<engine::Token> eog_{kEog};
+};
+
+}  // namespace outpost::testing

@@ -1,0 +1,304 @@
+// The scheduler on a fake engine and a simulated clock: admission, priority
+// order, queue-wait expiry with Retry-After, chunked prefill bounds,
+// cancellation freeing KV, and the results pushed to the sink.
+#include "outpost/scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mocks/fake_engine.h"
+#include "mocks/sim_clock.h"
+
+namespace outpost::scheduler {
+namespace {
+
+using outpost::testing::FakeEngine;
+using outpost::testing::SimClock;
+
+// Records what the engine thread pushes.
+class RecordingSink final : public GenerationSink {
+ public:
+  void OnText(std::string text) override {
+    EXPECT_FALSE(done) << "text after OnDone";
+    EXPECT_FALSE(text.empty());
+    this->text += text;
+    ++pieces;
+  }
+  void OnDone(GenerationResult r) override {
+    EXPECT_FALSE(done) << "OnDone twice";
+    done = true;
+    result = std::move(r);
+    order.push_back(name);
+  }
+  bool Cancelled() override { return cancel; }
+
+  std::string name;
+  std::string text;
+  int pieces = 0;
+  bool done = false;
+  bool cancel = false;
+  GenerationResult result;
+  static inline std::vector<std::string> order;  // finishing order across sinks
+};
+
+struct Fixture {
+  explicit Fixture(SchedulerOptions o, std::string reply = "hello") {
+    o.kv_bytes_per_token = 16;
+    auto e = std::make_unique<FakeEngine>(o.n_seq, o.n_batch, std::move(reply));
+    engine = e.get();
+    sched = std::make_unique<Scheduler>(std::move(e), o, &metrics, &clock);
+    RecordingSink::order.clear();
+  }
+  // Submits a prompt of `n` tokens.
+  Status Submit(const std::shared_ptr<RecordingSink>& sink, int n = 4, int32_t max_tokens = -1,
+                Priority p = Priority::kInteractive) {
+    GenerationRequest req;
+    req.prompt.assign(static_cast<size_t>(n), 'a');
+    req.max_tokens = max_tokens;
+    req.priority = p;
+    return sched->Submit(std::move(req), sink);
+  }
+  // Steps until nothing is active (bounded).
+  int RunToIdle() {
+    int steps = 0;
+    while (sched->StepForTest() && steps < 10000) ++steps;
+    return steps;
+  }
+  std::shared_ptr<RecordingSink> Sink(std::string name) {
+    auto s = std::make_shared<RecordingSink>();
+    s->name = std::move(name);
+    return s;
+  }
+
+  telemetry::Metrics metrics;
+  SimClock clock;
+  FakeEngine* engine = nullptr;
+  std::unique_ptr<Scheduler> sched;
+};
+
+SchedulerOptions Opts(int32_t n_seq, int32_t max_queue, int32_t n_batch = 64,
+                      int32_t prefill_chunk = 16) {
+  SchedulerOptions o;
+  o.n_seq = n_seq;
+  o.max_queue = max_queue;
+  o.n_batch = n_batch;
+  o.prefill_chunk = prefill_chunk;
+  o.ctx_per_session = 128;
+  o.max_queue_wait_ms = 1000;
+  return o;
+}
+
+TEST(Scheduler, AnswersWithTheModelsTextAndUsage) {
+  Fixture f(Opts(1, 0));
+  auto a = f.Sink("a");
+  ASSERT_TRUE(f.Submit(a, 6).ok());
+  f.RunToIdle();
+  ASSERT_TRUE(a->done);
+  EXPECT_EQ(a->text, "hello");
+  EXPECT_EQ(a->result.finish, FinishReason::kStop);
+  EXPECT_EQ(a->result.usage.prompt_tokens, 6);
+  EXPECT_EQ(a->result.usage.completion_tokens, 5);
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);  // finished: KV freed
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(Scheduler, MaxTokensEndsWithLength) {
+  Fixture f(Opts(1, 0));
+  auto a = f.Sink("a");
+  ASSERT_TRUE(f.Submit(a, 4, /*max_tokens=*/3).ok());
+  f.RunToIdle();
+  EXPECT_EQ(a->text, "hel");
+  EXPECT_EQ(a->result.finish, FinishReason::kLength);
+  EXPECT_EQ(a->result.usage.completion_tokens, 3);
+}
+
+TEST(Scheduler, AdmitsSessionsThenQueueThenRefusesWithRetryAfter) {
+  Fixture f(Opts(/*n_seq=*/2, /*max_queue=*/1));
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(f.Sink("r" + std::to_string(i)));
+    ASSERT_TRUE(f.Submit(sinks.back()).ok()) << i;
+  }
+  auto refused = f.Sink("refused");
+  const Status st = f.Submit(refused);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_GE(st.retry_after_s(), 1);
+  EXPECT_NE(st.message().find("all 2 sessions are busy"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("1 of 1 requests"), std::string::npos) << st.message();
+  EXPECT_FALSE(refused->done);  // a refused request's sink is never called
+  EXPECT_TRUE(f.sched->Snapshot().full);
+  f.RunToIdle();
+  for (const auto& s : sinks) EXPECT_EQ(s->text, "hello") << s->name;
+  EXPECT_FALSE(f.sched->Snapshot().would_wait);
+}
+
+TEST(Scheduler, InteractiveIsAdmittedBeforeBatch) {
+  Fixture f(Opts(1, 4));
+  auto running = f.Sink("running");
+  ASSERT_TRUE(f.Submit(running).ok());
+  ASSERT_TRUE(f.sched->StepForTest());  // `running` holds the only session
+  auto b1 = f.Sink("batch1"), b2 = f.Sink("batch2"), i1 = f.Sink("interactive");
+  ASSERT_TRUE(f.Submit(b1, 4, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.Submit(b2, 4, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.Submit(i1, 4, -1, Priority::kInteractive).ok());
+  f.RunToIdle();
+  EXPECT_EQ(RecordingSink::order,
+            (std::vector<std::string>{"running", "interactive", "batch1", "batch2"}));
+}
+
+TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
+  Fixture f(Opts(1, 2), std::string(50, 'z'));
+  auto running = f.Sink("running"), waiting = f.Sink("waiting");
+  ASSERT_TRUE(f.Submit(running).ok());
+  ASSERT_TRUE(f.Submit(waiting).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  f.clock.Advance(std::chrono::milliseconds(999));
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_FALSE(waiting->done);  // not yet past max_queue_wait
+  f.clock.Advance(std::chrono::milliseconds(2));
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(waiting->done);
+  EXPECT_EQ(waiting->result.finish, FinishReason::kError);
+  EXPECT_EQ(waiting->result.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_GE(waiting->result.error.retry_after_s(), 1);
+  EXPECT_NE(waiting->result.error.message().find("waited 1000 ms"), std::string::npos);
+  EXPECT_TRUE(waiting->text.empty());
+  EXPECT_FALSE(running->done);  // the running request is untouched
+  EXPECT_EQ(f.metrics.rejected_total.load(), 1u);
+}
+
+TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {
+  // n_batch 16, prefill_chunk 4: while `a` decodes, `b`'s 40-token prompt
+  // enters at most 4 tokens per step; alone, a prompt takes the whole batch.
+  Fixture f(Opts(2, 0, /*n_batch=*/16, /*prefill_chunk=*/4), std::string(30, 'y'));
+  auto a = f.Sink("a"), b = f.Sink("b");
+  ASSERT_TRUE(f.Submit(a, 40).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_EQ(f.engine->batches.back().size(), 16u);  // alone: a whole batch of prompt
+  while (f.engine->KvCells(0) < 40) ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(f.Submit(b, 40).ok());
+  const size_t first = f.engine->batches.size();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.sched->StepForTest());
+  for (size_t i = first; i < f.engine->batches.size(); ++i) {
+    const auto& batch = f.engine->batches[i];
+    int prompt_tokens = 0, decode_tokens = 0;
+    for (const auto& e : batch) (e.seq == 1 ? prompt_tokens : decode_tokens)++;
+    EXPECT_EQ(decode_tokens, 1) << "step " << i;
+    EXPECT_LE(prompt_tokens, 4) << "step " << i;
+  }
+  f.RunToIdle();
+  EXPECT_EQ(b->text, std::string(30, 'y'));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(Scheduler, CancelledRequestFreesItsKvAtTheNextStep) {
+  Fixture f(Opts(1, 1), std::string(100, 'w'));
+  auto a = f.Sink("a"), next = f.Sink("next");
+  ASSERT_TRUE(f.Submit(a, 10).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_GT(f.engine->KvCells(0), 10);
+  ASSERT_TRUE(f.Submit(next, 4, 3).ok());  // queued behind `a`
+  a->cancel = true;
+  const size_t decoded = f.engine->batches.size();
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(a->done);
+  EXPECT_EQ(a->result.finish, FinishReason::kCancelled);
+  EXPECT_EQ(f.engine->removed[0], 1);
+  // The step after the cancel decoded nothing of `a`.
+  for (size_t i = decoded; i < f.engine->batches.size(); ++i) {
+    for (const auto& e : f.engine->batches[i]) EXPECT_NE(e.token, 'w');
+  }
+  f.RunToIdle();
+  EXPECT_EQ(next->text, "www");  // the freed session served the queued request
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);
+}
+
+TEST(Scheduler, CancelledWhileQueuedLeavesTheQueue) {
+  Fixture f(Opts(1, 1), std::string(20, 'q'));
+  auto a = f.Sink("a"), queued = f.Sink("queued"), later = f.Sink("later");
+  ASSERT_TRUE(f.Submit(a).ok());
+  ASSERT_TRUE(f.Submit(queued).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_EQ(f.Submit(later).code(), StatusCode::kResourceExhausted);  // queue full
+  queued->cancel = true;
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_TRUE(queued->done);
+  EXPECT_EQ(queued->result.finish, FinishReason::kCancelled);
+  EXPECT_TRUE(f.Submit(later).ok());  // its place in the queue is free again
+}
+
+TEST(Scheduler, RejectsPromptsThatDoNotFitNamingTheField) {
+  Fixture f(Opts(1, 0));
+  auto s = f.Sink("s");
+  Status empty = f.Submit(s, 0);
+  EXPECT_EQ(empty.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(empty.param(), "prompt");
+  Status too_long = f.Submit(s, 128);
+  EXPECT_EQ(too_long.param(), "prompt");
+  EXPECT_NE(too_long.message().find("128 tokens"), std::string::npos);
+  Status too_much = f.Submit(s, 100, 50);
+  EXPECT_EQ(too_much.param(), "max_tokens");
+  EXPECT_NE(too_much.message().find("150 were requested"), std::string::npos);
+  EXPECT_FALSE(s->done);
+}
+
+TEST(Scheduler, DecodeFailureFailsTheBatchAndKeepsServing) {
+  Fixture f(Opts(1, 0));
+  auto a = f.Sink("a");
+  ASSERT_TRUE(f.Submit(a).ok());
+  f.engine->fail_next_decode = true;
+  f.RunToIdle();
+  EXPECT_EQ(a->result.finish, FinishReason::kError);
+  EXPECT_EQ(a->result.error.code(), StatusCode::kInternal);
+  auto b = f.Sink("b");
+  ASSERT_TRUE(f.Submit(b).ok());
+  f.RunToIdle();
+  EXPECT_EQ(b->text, "hello");
+}
+
+TEST(Scheduler, StopAnswersQueuedRequestsWithUnavailable) {
+  Fixture f(Opts(1, 1));
+  auto a = f.Sink("a"), b = f.Sink("b");
+  ASSERT_TRUE(f.Submit(a).ok());
+  ASSERT_TRUE(f.Submit(b).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  f.sched->Stop();
+  EXPECT_EQ(a->result.error.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(b->result.error.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(f.Submit(f.Sink("c")).code(), StatusCode::kUnavailable);
+}
+
+TEST(Scheduler, PrepareTemplatesTokenizesAndChecksTheVocabulary) {
+  Fixture f(Opts(1, 0));
+  PromptInput chat;
+  chat.chat = true;
+  chat.messages = {{"user", "hi"}};
+  GenerationRequest req;
+  ASSERT_TRUE(f.sched->Prepare(chat, /*ignore_eos=*/false, &req).ok());
+  EXPECT_EQ(std::string(req.prompt.begin(), req.prompt.end()), "user: hi\nassistant: ");
+  PromptInput tokens;
+  tokens.tokens = {1, 2, 999};
+  GenerationRequest bad;
+  const Status st = f.sched->Prepare(tokens, false, &bad);
+  EXPECT_EQ(st.param(), "prompt[2]");
+  GenerationRequest bias;
+  bias.sampling.logit_bias = {{5000, 1.0f}};
+  EXPECT_EQ(f.sched->Prepare(chat, false, &bias).param(), "logit_bias");
+  // ignore_eos bans every end-of-generation token: the answer runs to max_tokens.
+  PromptInput text;
+  text.text = "go";
+  GenerationRequest forever;
+  forever.max_tokens = 8;
+  ASSERT_TRUE(f.sched->Prepare(text, /*ignore_eos=*/true, &forever).ok());
+  auto s = f.Sink("s");
+  ASSERT_TRUE(f.sched->Submit(std::move(forever), s).ok());
+  f.RunToIdle();
+  EXPECT_EQ(s->text, "helloxxx");
+  EXPECT_EQ(s->result.finish, FinishReason::kLength);
+}
+
+}  // namespace
+}  // namespace outpost::scheduler
