@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build run test unit bench format clean
+.PHONY: all bootstrap build run test unit asan check bench format format-check clean
 
 all: build
 
@@ -25,8 +25,19 @@ run: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
 
+# The fast lane: unit tests only (seconds; the fake engine and the real model).
 unit: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -L unit
+	cd $(BUILD_DIR) && ctest --output-on-failure -L unit -j $(JOBS)
+
+# Unit tests of Outpost's code under AddressSanitizer and UBSan (preset asan).
+asan: bootstrap
+	cmake --preset asan
+	cmake --build --preset asan --parallel $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+# Static checks: formatting and the layering of includes.
+check: format-check
+	scripts/check_layers
 
 # Benchmarks against llama.cpp's own tools (not part of `make test`).
 bench: build
@@ -35,5 +46,8 @@ bench: build
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan

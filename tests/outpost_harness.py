@@ -43,12 +43,20 @@ class Server:
     def ready(self):
         return self.get("/ready").json()
 
-    def metric(self, name):
-        """Value of an unlabelled metric from /metrics."""
+    def metric(self, name, **labels):
+        """Sum of a metric's series in /metrics, over those whose labels include
+        `labels` (series are labelled by model, route, ...)."""
+        total, found = 0.0, False
         for line in self.get("/metrics").text.splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise KeyError(name)
+            if line.startswith("#") or not (line.startswith(name + " ") or line.startswith(name + "{")):
+                continue
+            series, value = line.rsplit(" ", 1)
+            if all(f'{k}="{v}"' in series for k, v in labels.items()):
+                total += float(value)
+                found = True
+        if not found:
+            raise KeyError(name)
+        return total
 
     def rss_peak_bytes(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -59,11 +67,13 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(*flags, wait_ready=True, timeout=120, port=None):
-    """Runs `outpost serve --model MODEL --port P *flags` until the block ends."""
+def serve(*flags, wait_ready=True, timeout=120, port=None, models=None):
+    """Runs `outpost serve --model M... --port P *flags` until the block ends;
+    `models` (--model values) defaults to [MODEL]."""
     port = port or free_port()
     log = tempfile.NamedTemporaryFile(prefix="outpost-", suffix=".log", delete=False)
-    cmd = [BIN, "serve", "--model", MODEL, "--port", str(port), "--threads", "2", *flags]
+    model_flags = [a for m in (models or [MODEL]) for a in ("--model", m)]
+    cmd = [BIN, "serve", *model_flags, "--port", str(port), "--threads", "2", *flags]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     server = Server(proc, port, log.name)
     try:

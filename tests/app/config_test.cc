@@ -78,7 +78,53 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"log_level: loud\n", "log_level", "one of trace"},
                       BadConfig{"port: [1, 2]\n", "port", "single value"},
                       BadConfig{"port: 1\n  bad: indent: here\n", "config", "YAML syntax error"},
-                      BadConfig{"- a\n- b\n", "config", "must be a mapping"}));
+                      BadConfig{"- a\n- b\n", "config", "must be a mapping"},
+                      BadConfig{"models: 5\n", "models", "non-empty list"},
+                      BadConfig{"models: []\n", "models", "non-empty list"},
+                      BadConfig{"models:\n  - a.gguf\n", "models", "must be a mapping"},
+                      BadConfig{"models:\n  - {id: a}\n", "models", "'models[].path' is required"},
+                      BadConfig{"models:\n  - {path: a.gguf, size: 7B}\n", "models",
+                                "unknown key 'models[].size'"}));
+
+TEST(Config, ModelsListServesSeveralModelsTheFirstBeingTheDefault) {
+  ServeConfig c;
+  ASSERT_TRUE(LoadConfigFile(WriteTemp("models:\n  - {path: /a.gguf, id: small}\n"
+                                       "  - {path: /b.gguf}\n  - path: /c.gguf\n    id: big\n"),
+                             &c)
+                  .ok());
+  EXPECT_EQ(c.model, "/a.gguf");
+  EXPECT_EQ(c.model_id, "small");
+  ASSERT_EQ(c.extra_models.size(), 2u);
+  EXPECT_EQ(c.extra_models[0].path, "/b.gguf");
+  EXPECT_EQ(c.extra_models[1].id, "big");
+  EXPECT_EQ(ModelRuntimeOptionsFrom(c, 2).path, "/c.gguf");
+  EXPECT_EQ(ModelRuntimeOptionsFrom(c, 0).id, "small");
+}
+
+TEST(Config, RepeatedModelFlagsReplaceTheFilesModels) {
+  ServeConfig c;
+  ASSERT_TRUE(
+      LoadConfigFile(WriteTemp("models:\n  - {path: /a.gguf}\n  - {path: /b.gguf}\n"), &c).ok());
+  ASSERT_TRUE(ApplyModelFlags(&c, {"/x.gguf", "chat=/models/y.gguf"}).ok());
+  EXPECT_EQ(c.model, "/x.gguf");
+  ASSERT_EQ(c.extra_models.size(), 1u);
+  EXPECT_EQ(c.extra_models[0].id, "chat");
+  EXPECT_EQ(c.extra_models[0].path, "/models/y.gguf");
+  // No flags: the file's models stay.
+  ServeConfig d;
+  d.model = "/keep.gguf";
+  ASSERT_TRUE(ApplyModelFlags(&d, {}).ok());
+  EXPECT_EQ(d.model, "/keep.gguf");
+}
+
+TEST(Config, BadModelFlagsNameTheValue) {
+  for (const std::string v : {"=/a.gguf", "x=", ""}) {
+    ServeConfig c;
+    const Status st = ApplyModelFlags(&c, {v});
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << v;
+    EXPECT_EQ(st.param(), "model") << v;
+  }
+}
 
 TEST(Config, MissingFile) {
   ServeConfig c;

@@ -3,6 +3,7 @@ import concurrent.futures as cf
 import time
 
 import httpx
+import pytest
 from outpost_harness import chat_body, stream_events
 
 CHAT = "/v1/chat/completions"
@@ -185,6 +186,25 @@ def test_disconnect_mid_stream_frees_the_session(server):
     assert server.metric("outpost_completion_tokens_total") - before == generated
 
 
+def test_disconnect_while_waiting_for_a_whole_answer_frees_the_session(server):
+    """A non-streaming client that hangs up frees its session at the next decode
+    step, as a streaming one does (it used to hold the slot to the end)."""
+    before = server.metric("outpost_completion_tokens_total")
+    body = {"prompt": "Write a very long story about a ship.", "max_tokens": 900,
+            "ignore_eos": True}
+    with pytest.raises(httpx.ReadTimeout):
+        # The answer takes far longer than this on two cores: the client gives up.
+        httpx.post(server.base + "/v1/completions", json=body, timeout=httpx.Timeout(60, read=1.5))
+    deadline = time.time() + 30
+    while time.time() < deadline and server.ready()["models"][0]["active"] != 0:
+        time.sleep(0.05)
+    assert server.ready()["models"][0]["active"] == 0
+    generated = server.metric("outpost_completion_tokens_total") - before
+    assert 0 < generated < 900, f"the abandoned request kept generating ({generated} tokens)"
+    time.sleep(0.5)
+    assert server.metric("outpost_completion_tokens_total") - before == generated
+
+
 def test_ready_and_metrics(server):
     ready = server.ready()
     assert ready["status"] == "ready"
@@ -201,6 +221,10 @@ def test_ready_and_metrics(server):
                  "outpost_queue_depth", "outpost_active_sequences", "outpost_kv_bytes_used",
                  "outpost_kv_bytes_limit", "outpost_decode_tokens_per_second"]:
         assert name in text, name
+    # Serving series carry the model they belong to.
+    model = m["id"]
+    assert f'outpost_completion_tokens_total{{model="{model}"}}' in text
+    assert server.metric("outpost_completion_tokens_total", model=model) > 0
     assert server.metric("outpost_decode_tokens_per_second") > 0
     assert server.metric("outpost_kv_bytes_limit") == 8 * 1024 * 18432
     assert server.get("/health").json() == {"status": "ok"}

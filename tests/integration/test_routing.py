@@ -142,11 +142,24 @@ def test_confidence_cascade(pair, threshold, escalates):
         assert s.headers["X-Outpost-Route"] == "local"
 
 
-def test_bad_data_class_header(pair):
+@pytest.mark.parametrize("header,value", [
+    ("X-Data-Class", "secret"),
+    ("X-Data-Class", "Restricted"),
+    ("X-Outpost-Tier", "cloud"),
+    ("X-Latency-Budget-Ms", "soon"),
+    ("X-Latency-Budget-Ms", "-5"),
+    ("X-Latency-Budget-Ms", "0"),
+    ("X-Outpost-Priority", "urgent"),
+])
+def test_bad_routing_headers_name_the_header(pair, header, value):
     edge, _ = pair
-    r = edge.post(CHAT, json=chat_body(), headers={"X-Data-Class": "secret"})
-    assert r.status_code == 400
-    assert r.json()["error"]["param"] == "X-Data-Class"
+    r = edge.post(CHAT, json=chat_body(), headers={header: value})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == header
+    assert value in err["message"]
+    # ... and the server keeps serving.
+    assert edge.post(CHAT, json=chat_body(max_tokens=2)).status_code == 200
 
 
 def test_uplink_loss_and_recovery():

@@ -49,7 +49,8 @@ struct Fixture {
     o.kv_bytes_per_token = 16;
     auto e = std::make_unique<FakeEngine>(o.n_seq, o.n_batch, std::move(reply));
     engine = e.get();
-    sched = std::make_unique<Scheduler>(std::move(e), o, &metrics, &clock);
+    sched = std::make_unique<Scheduler>(
+        std::move(e), o, SchedulerStats::Register(registry, {"model"}, {"fake"}), &clock);
     RecordingSink::order.clear();
   }
   // Submits a prompt of `n` tokens.
@@ -73,7 +74,7 @@ struct Fixture {
     return s;
   }
 
-  telemetry::Metrics metrics;
+  telemetry::StatRegistry registry;
   SimClock clock;
   FakeEngine* engine = nullptr;
   std::unique_ptr<Scheduler> sched;
@@ -167,7 +168,7 @@ TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   EXPECT_NE(waiting->result.error.message().find("waited 1000 ms"), std::string::npos);
   EXPECT_TRUE(waiting->text.empty());
   EXPECT_FALSE(running->done);  // the running request is untouched
-  EXPECT_EQ(f.metrics.rejected_total.load(), 1u);
+  EXPECT_EQ(SchedulerStats::Register(f.registry, {"model"}, {"fake"}).rejected.value(), 1u);
 }
 
 TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {

@@ -112,10 +112,10 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
     auto st = std::make_shared<Stream>();
     st->sink = sink;
     st->in_flight = std::move(in_flight);
-    telemetry::Metrics* metrics = metrics_;
+    const ApiStats stats = stats_;
     res.set_chunked_content_provider(
         "text/event-stream",
-        [st, metrics, path](size_t, httplib::DataSink& out) {
+        [st, stats, path](size_t, httplib::DataSink& out) {
           if (st->finished) {
             out.done();
             return true;
@@ -131,9 +131,9 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
                 SseData(ErrorBody(Status::Unavailable(st->sink->relay_error().message()))) +
                 SseDone();
             out.write(tail.data(), tail.size());
-            metrics->CountRequest(path, 502);
+            stats.requests.With({path, "502"}).Add();
           } else {
-            metrics->CountRequest(path, 200);
+            stats.requests.With({path, "200"}).Add();
           }
           out.done();
           return true;
@@ -169,12 +169,12 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   st->meta = std::move(meta);
   st->chat = chat;
   st->include_usage = include_usage;
-  telemetry::Metrics* metrics = metrics_;
+  const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [st, metrics, path](size_t, httplib::DataSink& out) {
+      [st, stats, path](size_t, httplib::DataSink& out) {
         auto write = [&](const std::string& s) { return out.write(s.data(), s.size()); };
         if (st->finished) {
           out.done();
@@ -201,14 +201,14 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
         if (r.finish == FinishReason::kError) {
           // Headers are gone; report in-band as OpenAI does, then end the stream.
           write(SseData(ErrorBody(r.error)));
-          metrics->CountRequest(path, HttpStatusFor(r.error.code()));
+          stats.requests.With({path, std::to_string(HttpStatusFor(r.error.code()))}).Add();
         } else {
           const std::string last = st->chat ? ChatChunk(st->meta, nullptr, false, r.finish)
                                             : CompletionChunk(st->meta, "", r.finish);
           if (!write(SseData(last))) return false;
           if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, r.usage))))
             return false;
-          metrics->CountRequest(path, 200);
+          stats.requests.With({path, "200"}).Add();
         }
         write(SseDone());
         out.done();

@@ -13,18 +13,20 @@
 #include <thread>
 
 #include "outpost/api/errors.h"
+#include "outpost/telemetry/prometheus_text.h"
 
 namespace outpost::api {
 
 using nlohmann::json;
 
 HttpServer::HttpServer(HttpOptions options, const models::ServingSet* serving,
-                       router::Dispatcher* dispatcher, telemetry::Metrics* metrics,
+                       router::Dispatcher* dispatcher, telemetry::StatRegistry* stats,
                        router::Router* router, const util::Clock* clock)
     : options_(std::move(options)),
       serving_(serving),
       dispatcher_(dispatcher),
-      metrics_(metrics),
+      registry_(stats),
+      stats_(ApiStats::Register(*stats)),
       router_(router),
       routing_enabled_(router != nullptr),
       clock_(clock),
@@ -112,11 +114,8 @@ void HttpServer::Routes() {
   });
   s.Get("/ready", [this](const httplib::Request&, httplib::Response& res) { HandleReady(res); });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    if (router_ != nullptr) {
-      metrics_->upstream_connections_opened_total =
-          router_->connections().connections_opened() + router_->sockets().connections_opened();
-    }
-    res.set_content(metrics_->Render(), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(telemetry::PrometheusText(registry_->Snapshot()),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
   // Wrong method on a known path: 405 rather than a bare 404.
   for (const char* p : {"/v1/chat/completions", "/v1/completions"}) {
@@ -159,9 +158,12 @@ void HttpServer::Routes() {
     // Streamed generation responses are counted when the stream ends.
     const bool streamed =
         res.status == 200 && res.get_header_value("Content-Type") == "text/event-stream";
-    if (!streamed)
-      metrics_->CountRequest(req.path.rfind("/v1/models/", 0) == 0 ? "/v1/models/{id}" : req.path,
-                             res.status);
+    if (!streamed) {
+      stats_.requests
+          .With({req.path.rfind("/v1/models/", 0) == 0 ? "/v1/models/{id}" : req.path,
+                 std::to_string(res.status)})
+          .Add();
+    }
     spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
   });
 }
@@ -198,8 +200,15 @@ void HttpServer::HandleReady(httplib::Response& res) {
           {"max_sessions_that_fit", p.max_sessions},
           {"sessions", p.sessions},
           {"peak_bytes", p.peak_bytes},
-          {"required_bytes", p.required_bytes}}},
+          {"required_bytes", p.required_bytes},
+          {"reserved_bytes", m->memory ? m->memory->bytes() : 0}}},
     });
+  }
+  if (const models::MemoryLedger* ledger = serving_->ledger()) {
+    // The one budget every loaded model is planned against.
+    j["memory"] = {{"budget_bytes", ledger->budget()},
+                   {"reserved_bytes", ledger->reserved()},
+                   {"available_bytes", ledger->available()}};
   }
   if (router_ != nullptr) j["upstreams"] = router_->cluster().StatusJson();
   res.set_content(j.dump(), "application/json");

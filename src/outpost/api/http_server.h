@@ -16,11 +16,12 @@
 #include <memory>
 #include <string>
 
+#include "outpost/api/api_stats.h"
 #include "outpost/api/openai_request.h"
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher.h"
 #include "outpost/router/router.h"
-#include "outpost/telemetry/metrics.h"
+#include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/status.h"
 
@@ -44,8 +45,9 @@ class HttpServer {
  public:
   // router may be null (no upstreams configured: everything is served here;
   // the routing headers are then ignored). All must outlive the server.
+  // /metrics renders `stats`, where the server registers its own.
   HttpServer(HttpOptions options, const models::ServingSet* serving, router::Dispatcher* dispatcher,
-             telemetry::Metrics* metrics, router::Router* router = nullptr,
+             telemetry::StatRegistry* stats, router::Router* router = nullptr,
              const util::Clock* clock = &util::RealClock());
   ~HttpServer();
 
@@ -65,7 +67,8 @@ class HttpServer {
   const HttpOptions options_;
   const models::ServingSet* const serving_;
   router::Dispatcher* const dispatcher_;
-  telemetry::Metrics* const metrics_;
+  telemetry::StatRegistry* const registry_;
+  const ApiStats stats_;
   router::Router* const router_;
   const bool routing_enabled_;
   const util::Clock* const clock_;

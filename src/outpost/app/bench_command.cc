@@ -11,6 +11,7 @@
 #include "outpost/engine/model.h"
 #include "outpost/models/model_runtime.h"
 #include "outpost/router/dispatcher_impl.h"
+#include "outpost/scheduler/capacity.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -110,8 +111,10 @@ int RunBenchCommand(const BenchFlags& f) {
 
   spdlog::set_level(spdlog::level::warn);
   engine::InstallLlamaLogger(false);
-  telemetry::Metrics metrics;
-  auto served = models::LoadModel(ModelRuntimeOptionsFrom(cfg), &metrics);
+  telemetry::StatRegistry stats;
+  models::MemoryLedger ledger(cfg.memory_budget > 0 ? cfg.memory_budget
+                                                    : scheduler::DetectAvailableMemory());
+  auto served = models::LoadModel(ModelRuntimeOptionsFrom(cfg), &ledger, &stats);
   if (!served.ok()) {
     std::fprintf(stderr, "outpost bench: cannot load %s: %s\n", cfg.model.c_str(),
                  served.status().message().c_str());
@@ -119,8 +122,8 @@ int RunBenchCommand(const BenchFlags& f) {
   }
   models::ServingSet serving;
   serving.Add(*served);
-  router::DispatcherImpl dispatcher(&serving, /*router=*/nullptr, &metrics);
-  const bench::BenchReport r = bench::RunBench(dispatcher, **served, metrics, o);
+  router::DispatcherImpl dispatcher(&serving, /*router=*/nullptr);
+  const bench::BenchReport r = bench::RunBench(dispatcher, **served, stats, o);
   (*served)->scheduler->Stop();
   const std::string json = bench::BenchJson(r).dump(2);
   if (f.json)

@@ -164,6 +164,50 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
                                    "config");
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
+    const std::string line = std::to_string(kv.first.Mark().line + 1);
+    if (key == "models") {
+      if (!kv.second.IsSequence() || kv.second.size() == 0) {
+        return Status::InvalidArgument(
+            path + " line " + line + ": 'models' must be a non-empty list of {path, id}", key);
+      }
+      std::vector<ExtraModel> list;
+      for (const auto& m : kv.second) {
+        ExtraModel e;
+        if (!m.IsMap()) {
+          return Status::InvalidArgument(
+              path + " line " + std::to_string(m.Mark().line + 1) +
+                  ": each entry of 'models' must be a mapping with 'path' (and 'id')",
+              key);
+        }
+        for (const auto& f : m) {
+          const std::string fk = f.first.as<std::string>();
+          const std::string fv = f.second.IsScalar() ? f.second.as<std::string>() : "";
+          if (fk == "path") {
+            e.path = fv;
+          } else if (fk == "id") {
+            e.id = fv;
+          } else if (fk == "chat_template_file") {
+            e.chat_template_file = fv;
+          } else {
+            return Status::InvalidArgument(
+                path + " line " + std::to_string(f.first.Mark().line + 1) +
+                    ": unknown key 'models[]." + fk + "' (use path, id, chat_template_file)",
+                key);
+          }
+        }
+        if (e.path.empty()) {
+          return Status::InvalidArgument(
+              path + " line " + std::to_string(m.Mark().line + 1) + ": 'models[].path' is required",
+              key);
+        }
+        list.push_back(std::move(e));
+      }
+      cfg->model = list[0].path;
+      cfg->model_id = list[0].id;
+      cfg->chat_template_file = list[0].chat_template_file;
+      cfg->extra_models.assign(list.begin() + 1, list.end());
+      continue;
+    }
     if (!kv.second.IsScalar()) {
       return Status::InvalidArgument(path + ": '" + key + "' (line " +
                                          std::to_string(kv.first.Mark().line + 1) +
@@ -191,15 +235,21 @@ std::string DefaultModelPath() {
   return cache + "/outpost/models/gemma-3-270m-q4_k_m.gguf";
 }
 
-models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg) {
+models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size_t index) {
   models::ModelRuntimeOptions o;
-  o.path = cfg.model;
-  o.id = cfg.model_id;
-  o.chat_template_file = cfg.chat_template_file;
+  if (index == 0) {
+    o.path = cfg.model;
+    o.id = cfg.model_id;
+    o.chat_template_file = cfg.chat_template_file;
+  } else {
+    const ExtraModel& e = cfg.extra_models.at(index - 1);
+    o.path = e.path;
+    o.id = e.id;
+    o.chat_template_file = e.chat_template_file;
+  }
   o.ctx_per_session = cfg.ctx_size;
   o.parallel = cfg.parallel;
   o.parallel_auto_max = cfg.parallel_auto_max;
-  o.memory_budget = cfg.memory_budget;
   o.headroom = cfg.headroom;
   o.kv_type = cfg.kv_type;
   o.batch_size = cfg.batch_size;
@@ -209,6 +259,31 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg) {
   o.threads = cfg.threads;
   o.gpu_layers = cfg.gpu_layers;
   return o;
+}
+
+Status ApplyModelFlags(ServeConfig* cfg, const std::vector<std::string>& values) {
+  std::vector<ExtraModel> list;
+  for (const std::string& v : values) {
+    ExtraModel e;
+    // "ID=PATH" names the model; a bare path keeps its file name as the id.
+    const size_t eq = v.find('=');
+    if (eq != std::string::npos && v.find('/') > eq) {
+      e.id = v.substr(0, eq);
+      e.path = v.substr(eq + 1);
+      if (e.id.empty() || e.path.empty()) {
+        return Status::InvalidArgument("'model' must be PATH or ID=PATH, got '" + v + "'", "model");
+      }
+    } else {
+      e.path = v;
+    }
+    if (e.path.empty()) return Status::InvalidArgument("'model' must not be empty", "model");
+    list.push_back(std::move(e));
+  }
+  if (list.empty()) return Status::Ok();
+  cfg->model = list[0].path;
+  if (!list[0].id.empty()) cfg->model_id = list[0].id;
+  cfg->extra_models.assign(list.begin() + 1, list.end());
+  return Status::Ok();
 }
 
 }  // namespace outpost::app

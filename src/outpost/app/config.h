@@ -15,6 +15,13 @@
 
 namespace outpost::app {
 
+// A further model served beside the first (`models:` list, repeated --model).
+struct ExtraModel {
+  std::string path;
+  std::string id;  // "" = the file name without .gguf
+  std::string chat_template_file;
+};
+
 struct ServeConfig {
   std::string model;               // GGUF path; default: the bootstrap's default model
   std::string model_id;            // id clients use; default: file name without .gguf
@@ -37,6 +44,9 @@ struct ServeConfig {
   int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all
   std::string routing_file;  // YAML with upstreams, tenants and routing policy ("" = all local)
   std::string log_level = "info";  // trace | debug | info | warn | error
+  // Models served beside `model`, each with its own scheduler, all planned
+  // against the one memory budget; the first model is the default.
+  std::vector<ExtraModel> extra_models;
 };
 
 // All keys accepted in YAML (snake_case) and as flags (--kebab-case).
@@ -45,12 +55,20 @@ const std::vector<std::string>& ConfigKeys();
 // Sets one key from its text form. Errors name the key and the allowed values.
 Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string& value);
 
-// Reads a YAML mapping of keys to scalars. Errors: NotFound (no file),
-// InvalidArgument (syntax error with line, unknown key, bad value).
+// Reads a YAML mapping of keys to scalars, plus `models:`, a list of
+// {path, id, chat_template_file} mappings (the first becomes `model`, the
+// rest extra_models). Errors: NotFound (no file), InvalidArgument (syntax
+// error with line, unknown key, bad value).
 Status LoadConfigFile(const std::string& path, ServeConfig* cfg);
 
-// The model runtime's options from the serve settings.
-models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg);
+// The model runtime's options from the serve settings: the first model
+// (index 0) or extra_models[index - 1].
+models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size_t index = 0);
+
+// Sets the served models from repeated --model flags: "PATH" or "ID=PATH".
+// The first replaces `model` (and `model_id` when given); the rest replace
+// extra_models. Errors: InvalidArgument naming the flag value.
+Status ApplyModelFlags(ServeConfig* cfg, const std::vector<std::string>& values);
 
 // Default model path: $OUTPOST_MODEL, else the bootstrap's cached default model.
 std::string DefaultModelPath();

@@ -24,7 +24,9 @@ struct FlagDoc {
   const char* help;
 };
 constexpr FlagDoc kServeFlags[] = {
-    {"model", "GGUF model file (default: $OUTPOST_MODEL or the bootstrap's Gemma 3 270M)"},
+    {"model",
+     "GGUF model file, or ID=PATH; repeat to serve several models, the first being the default "
+     "(default: $OUTPOST_MODEL or the bootstrap's Gemma 3 270M)"},
     {"model_id", "model id clients send (default: the file name without .gguf)"},
     {"chat_template_file", "jinja chat template to use instead of the model's own"},
     {"host", "address to listen on (default 127.0.0.1)"},
@@ -72,9 +74,13 @@ int main(int argc, char** argv) {
   serve->add_option("-c,--config", config_path, "YAML config file; flags override its keys");
   std::map<std::string, std::optional<std::string>> flag_values;
   for (const auto& f : kServeFlags) flag_values[f.key];
+  std::vector<std::string> model_flags;  // --model may repeat
   for (const auto& f : kServeFlags) {
     std::string name = "--" + Kebab(f.key);
-    if (std::string(f.key) == "model") name = "-m," + name;
+    if (std::string(f.key) == "model") {
+      serve->add_option("-m," + name, model_flags, f.help);
+      continue;
+    }
     if (std::string(f.key) == "port") name = "-p," + name;
     serve->add_option(name, flag_values[f.key], f.help);
   }
@@ -112,6 +118,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "outpost: --%s: %s\n", Kebab(key).c_str(), st.message().c_str());
       return 2;
     }
+  }
+  if (auto st = outpost::app::ApplyModelFlags(&cfg, model_flags); !st.ok()) {
+    std::fprintf(stderr, "outpost: --model: %s\n", st.message().c_str());
+    return 2;
   }
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   return outpost::app::RunServe(std::move(cfg));

@@ -19,7 +19,7 @@
 #include "outpost/router/router.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
-#include "outpost/telemetry/metrics.h"
+#include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/units.h"
 #include "outpost/version.h"
 
@@ -37,8 +37,16 @@ int RunServe(ServeConfig cfg) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  telemetry::Metrics metrics;
-  models::ServingSet serving;
+  telemetry::StatRegistry stats;
+  // One memory budget for every model loaded; declared before the models.
+  const uint64_t budget =
+      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
+  if (budget == 0) {
+    spdlog::error("cannot detect available memory; set memory_budget");
+    return 2;
+  }
+  models::MemoryLedger ledger(budget);
+  models::ServingSet serving(&ledger);
   api::HttpOptions ho;
   ho.host = cfg.host;
   ho.port = cfg.port;
@@ -51,13 +59,13 @@ int RunServe(ServeConfig cfg) {
       spdlog::error("routing: {}", rc.status().message());
       return 2;
     }
-    router = std::make_unique<router::Router>(std::move(rc).value());
+    router = std::make_unique<router::Router>(std::move(rc).value(), &stats);
     router->Start();
     spdlog::info("routing: {} upstream(s) from {}", router->config().upstreams.size(),
                  cfg.routing_file);
   }
-  router::DispatcherImpl dispatcher(&serving, router.get(), &metrics);
-  api::HttpServer http(ho, &serving, &dispatcher, &metrics, router.get());
+  router::DispatcherImpl dispatcher(&serving, router.get());
+  api::HttpServer http(ho, &serving, &dispatcher, &stats, router.get());
   if (Status st = http.Bind(); !st.ok()) {
     spdlog::error("{}", st.message());
     return 1;
@@ -67,18 +75,27 @@ int RunServe(ServeConfig cfg) {
   spdlog::info("outpost {} (llama.cpp {}) listening on http://{}:{}", OUTPOST_VERSION,
                OUTPOST_LLAMA_VERSION, cfg.host, http.port());
 
-  auto served = models::LoadModel(ModelRuntimeOptionsFrom(cfg), &metrics);
-  if (!served.ok()) {
-    spdlog::error("cannot serve {}: {}", cfg.model, served.status().message());
-    http.Stop();
-    http_thread.join();
-    return 1;
+  std::vector<std::shared_ptr<scheduler::Scheduler>> schedulers;
+  std::string ids;
+  for (size_t i = 0; i <= cfg.extra_models.size(); ++i) {
+    const models::ModelRuntimeOptions mo = ModelRuntimeOptionsFrom(cfg, i);
+    auto served = models::LoadModel(mo, &ledger, &stats);
+    if (!served.ok()) {
+      spdlog::error("cannot serve {}: {}", mo.path, served.status().message());
+      for (auto& s : schedulers) s->Stop();
+      http.Stop();
+      http_thread.join();
+      return 1;
+    }
+    schedulers.push_back((*served)->scheduler);
+    ids += (ids.empty() ? "'" : ", '") + (*served)->id + "'";
+    serving.Add(std::move(served).value());
   }
-  const std::string id = (*served)->id;
-  auto sched = (*served)->scheduler;
-  serving.Add(std::move(served).value());
+  spdlog::info("memory: {} of the budget {} reserved by {} model(s)",
+               util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
+               schedulers.size());
   serving.SetReady(true);
-  spdlog::info("ready: model '{}' on http://{}:{}/v1", id, cfg.host, http.port());
+  spdlog::info("ready: model {} on http://{}:{}/v1", ids, cfg.host, http.port());
   spdlog::info(
       "try: curl http://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
       "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}]}}'",
@@ -88,7 +105,7 @@ int RunServe(ServeConfig cfg) {
   sigwait(&sigs, &sig);
   spdlog::info("signal {} received: shutting down", sig);
   serving.SetReady(false);
-  sched->Stop();
+  for (auto& s : schedulers) s->Stop();
   http.Stop();
   http_thread.join();
   if (router) router->Stop();

@@ -14,6 +14,7 @@
 #include "outpost/bench/membw.h"
 #include "outpost/bench/sensors.h"
 #include "outpost/engine/engine.h"
+#include "outpost/scheduler/scheduler_stats.h"
 
 namespace outpost::bench {
 namespace {
@@ -166,7 +167,9 @@ uint64_t PeakResidentBytes() {
 }
 
 BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
-                     const telemetry::Metrics& metrics, const BenchOptions& o) {
+                     telemetry::StatRegistry& stats, const BenchOptions& o) {
+  // The model's own series (registering again finds them).
+  const auto sched_stats = scheduler::SchedulerStats::Register(stats, {"model"}, {model.id});
   const scheduler::CapacityPlan& plan = model.plan;
   const engine::Engine& e = model.scheduler->engine();
   auto progress = [&](const std::string& s) {
@@ -263,13 +266,13 @@ BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
       });
     }
     const auto t0 = Clock::now();
-    uint64_t last_tokens = metrics.completion_tokens_total.load();
+    uint64_t last_tokens = sched_stats.completion_tokens.value();
     auto last_t = t0;
     while (Since(t0, Clock::now()) < o.duration_s) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(static_cast<int64_t>(o.sample_interval_s * 1000)));
       const auto now = Clock::now();
-      const uint64_t tokens = metrics.completion_tokens_total.load();
+      const uint64_t tokens = sched_stats.completion_tokens.value();
       const SensorSample s = sensors.Read();
       SustainedSample ss;
       ss.t_s = Since(t0, now);

@@ -23,7 +23,7 @@
 
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher.h"
-#include "outpost/telemetry/metrics.h"
+#include "outpost/telemetry/stat_registry.h"
 
 namespace outpost::bench {
 
@@ -80,10 +80,10 @@ struct BenchReport {
 };
 
 // Requests go through `dispatcher` (as completions with token-id prompts) to
-// `model`. REQUIRES: the model's scheduler is started and idle; `metrics` is
-// the one it reports to.
+// `model`. REQUIRES: the model's scheduler is started and idle and reports to
+// `stats`.
 BenchReport RunBench(router::Dispatcher& dispatcher, const models::ServedModel& model,
-                     const telemetry::Metrics& metrics, const BenchOptions& options);
+                     telemetry::StatRegistry& stats, const BenchOptions& options);
 
 nlohmann::json BenchJson(const BenchReport& r);
 std::string BenchText(const BenchReport& r);

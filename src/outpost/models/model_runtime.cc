@@ -1,5 +1,7 @@
 #include "outpost/models/model_runtime.h"
 
+#include "outpost/models/model_stats.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,8 +22,18 @@
 
 namespace outpost::models {
 
+std::string ModelIdFor(const ModelRuntimeOptions& cfg) {
+  if (!cfg.id.empty()) return cfg.id;
+  // From the real file name (the bootstrap's default.gguf is a symlink).
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(cfg.path, ec);
+  return (ec ? std::filesystem::path(cfg.path) : real).stem().string();
+}
+
 StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
-                                                 telemetry::Metrics* metrics) {
+                                                 MemoryLedger* ledger,
+                                                 telemetry::StatRegistry* stats) {
+  const std::string id = ModelIdFor(cfg);
   auto info = engine::ReadModelInfo(cfg.path);
   if (!info.ok()) return info.status();
   auto kv_type = engine::ParseKvType(cfg.kv_type);
@@ -36,12 +48,13 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   in.overhead_bytes = engine::EstimateOverheadBytes(
       *info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max,
       cfg.ctx_per_session);
-  in.memory_budget_bytes =
-      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
+  // Planned against what the other loaded models left of the one budget.
+  in.memory_budget_bytes = ledger->available();
   in.headroom_fraction = cfg.headroom;
   if (in.memory_budget_bytes == 0) {
-    return Status::InvalidArgument("cannot detect available memory; set memory_budget",
-                                   "memory_budget");
+    return Status::ResourceExhausted("model '" + id + "': nothing is left of the memory budget " +
+                                     util::FormatBytes(ledger->budget()) +
+                                     " after the models already loaded; raise memory_budget");
   }
   if (cfg.ctx_per_session > info->n_ctx_train && info->n_ctx_train > 0) {
     spdlog::warn("ctx_size {} exceeds the model's training context {}", cfg.ctx_per_session,
@@ -122,16 +135,11 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.max_queue_wait_ms = cfg.queue_wait_ms;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
 
-  metrics->memory_budget_bytes = plan->budget_bytes;
-  metrics->memory_planned_peak_bytes = plan->peak_bytes;
-  metrics->weight_bytes = plan->weight_bytes;
-
+  auto reservation = ledger->Reserve(id, plan->required_bytes);
+  if (!reservation.ok()) return reservation.status();
   auto served = std::make_shared<ServedModel>();
-  // Id from the real file name (the bootstrap's default.gguf is a symlink).
-  std::error_code ec;
-  const auto real = std::filesystem::canonical(cfg.path, ec);
-  served->id =
-      !cfg.id.empty() ? cfg.id : (ec ? std::filesystem::path(cfg.path) : real).stem().string();
+  served->id = id;
+  served->memory = std::move(reservation).value();
   served->created = static_cast<int64_t>(std::time(nullptr));
   const size_t h = std::hash<std::string>{}(info->name + "|" + std::to_string(info->file_bytes) +
                                             "|" + OUTPOST_VERSION + "|" + OUTPOST_LLAMA_VERSION);
@@ -142,7 +150,14 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   served->info = *info;
   std::shared_ptr<const engine::Model> shared_model = std::move(model).value();
   auto engine = std::make_unique<engine::LlamaEngine>(shared_model, std::move(ctx).value());
-  served->scheduler = std::make_shared<scheduler::Scheduler>(std::move(engine), so, metrics);
+  const std::vector<std::string> model_label = {"model"};
+  const ModelStats model_stats = ModelStats::Register(*stats, model_label, {served->id});
+  model_stats.memory_budget_bytes.Set(static_cast<double>(plan->budget_bytes));
+  model_stats.memory_planned_peak_bytes.Set(static_cast<double>(plan->peak_bytes));
+  model_stats.weight_bytes.Set(static_cast<double>(plan->weight_bytes));
+  served->scheduler = std::make_shared<scheduler::Scheduler>(
+      std::move(engine), so,
+      scheduler::SchedulerStats::Register(*stats, model_label, {served->id}));
   served->scheduler->Start();
   return served;
 }

@@ -9,8 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "outpost/models/memory_ledger.h"
 #include "outpost/models/serving_set.h"
-#include "outpost/telemetry/metrics.h"
+#include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/status.h"
 
 namespace outpost::models {
@@ -22,8 +23,7 @@ struct ModelRuntimeOptions {
   int32_t ctx_per_session = 4096;  // tokens per session (prompt + answer)
   int32_t parallel = 0;            // sessions; 0 = as many as fit, up to parallel_auto_max
   int32_t parallel_auto_max = 16;
-  uint64_t memory_budget = 0;  // bytes; 0 = detect available memory
-  double headroom = 0.20;      // fraction added on top of the planned peak
+  double headroom = 0.20;  // fraction added on top of the planned peak
   std::string kv_type = "f16";
   int32_t batch_size = 512;
   int32_t prefill_chunk = 256;
@@ -34,9 +34,15 @@ struct ModelRuntimeOptions {
 };
 
 // Errors name the file or the limit that failed (NotFound, InvalidArgument,
-// ResourceExhausted with the numbers). The returned model's scheduler is
-// running; `metrics` must outlive it.
+// ResourceExhausted with the numbers). The model is planned against what
+// `ledger` has left and holds its planned peak (with headroom) there while it
+// is loaded. The returned model's scheduler is running and reports to `stats`
+// under the label model=<id>. Ledger and registry must outlive the model.
 StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& options,
-                                                 telemetry::Metrics* metrics);
+                                                 MemoryLedger* ledger,
+                                                 telemetry::StatRegistry* stats);
+
+// The id clients use for the model: options.id, else the file name without .gguf.
+std::string ModelIdFor(const ModelRuntimeOptions& options);
 
 }  // namespace outpost::models

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "outpost/engine/model_info.h"
+#include "outpost/models/memory_ledger.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/util/thread_annotations.h"
@@ -20,6 +21,9 @@
 namespace outpost::models {
 
 struct ServedModel {
+  // Declared before the scheduler, so it is destroyed after it: the memory is
+  // handed back only once the engine that used it is gone.
+  std::shared_ptr<MemoryReservation> memory;
   std::string id;
   engine::ModelInfo info;  // from the GGUF
   int64_t created = 0;     // unix seconds, when loaded
@@ -30,6 +34,11 @@ struct ServedModel {
 
 class ServingSet {
  public:
+  // `ledger` (may be null) is the memory budget the models are loaded
+  // against, reported with them; it must outlive the set.
+  explicit ServingSet(const MemoryLedger* ledger = nullptr) : ledger_(ledger) {}
+  const MemoryLedger* ledger() const { return ledger_; }
+
   void Add(std::shared_ptr<const ServedModel> m);
   // Empty id: the first (default) model. Null when unknown.
   std::shared_ptr<const ServedModel> Find(const std::string& id) const;
@@ -39,6 +48,7 @@ class ServingSet {
   bool ready() const;
 
  private:
+  const MemoryLedger* const ledger_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<const ServedModel>> models_ OUTPOST_GUARDED_BY(mu_);
   bool ready_ OUTPOST_GUARDED_BY(mu_) = false;

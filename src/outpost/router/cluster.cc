@@ -7,11 +7,8 @@
 
 namespace outpost::router {
 
-using Clock = std::chrono::steady_clock;
-
-Cluster::Cluster(std::vector<UpstreamConfig> upstreams, NowFn now, ProbeFn probe)
-    : now_(now ? std::move(now) : NowFn([] { return Clock::now(); })),
-      probe_(probe ? std::move(probe) : ProbeFn(&Cluster::HttpProbe)) {
+Cluster::Cluster(std::vector<UpstreamConfig> upstreams, const util::Clock* clock, ProbeFn probe)
+    : clock_(clock), probe_(probe ? std::move(probe) : ProbeFn(&Cluster::HttpProbe)) {
   for (auto& u : upstreams) {
     Host h;
     h.cfg = std::move(u);
@@ -49,7 +46,7 @@ const UpstreamConfig* Cluster::Find(const std::string& name) const {
 
 std::vector<UpstreamView> Cluster::View() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = now_();
+  const auto now = clock_->Now();
   std::vector<UpstreamView> out;
   for (size_t i = 0; i < hosts_.size(); ++i) {
     const Host& h = hosts_[i];
@@ -101,7 +98,7 @@ void Cluster::ReportFailure(const std::string& name) {
     const int64_t ms =
         std::min<int64_t>(h.cfg.outlier.max_ejection_ms,
                           h.cfg.outlier.base_ejection_ms << std::min(h.ejections - 1, 20));
-    h.ejected_until = now_() + std::chrono::milliseconds(ms);
+    h.ejected_until = clock_->Now() + std::chrono::milliseconds(ms);
     h.health |= kOutlierEjected;
     spdlog::warn("upstream {} ejected for {} ms after {} consecutive failures (ejection #{})", name,
                  ms, h.cfg.outlier.consecutive_failures, h.ejections);
@@ -126,7 +123,7 @@ bool Cluster::HttpProbe(const UpstreamConfig& cfg) {
 
 Cluster::TimePoint Cluster::CheckHost(size_t i) {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto now = now_();
+  const auto now = clock_->Now();
   if (stopping_ || hosts_[i].next_check > now) return hosts_[i].next_check;
   const UpstreamConfig cfg = hosts_[i].cfg;
   lock.unlock();
@@ -146,7 +143,7 @@ Cluster::TimePoint Cluster::CheckHost(size_t i) {
     spdlog::info("upstream {} ({}) is now {}", h.cfg.name, h.cfg.base_url,
                  healthy ? "healthy" : "UNHEALTHY");
   }
-  h.next_check = now_() + std::chrono::milliseconds(h.cfg.health.interval_ms);
+  h.next_check = clock_->Now() + std::chrono::milliseconds(h.cfg.health.interval_ms);
   return h.next_check;
 }
 
@@ -166,7 +163,7 @@ void Cluster::Loop(size_t i) {
 
 nlohmann::json Cluster::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = now_();
+  const auto now = clock_->Now();
   nlohmann::json out = nlohmann::json::array();
   for (const auto& h : hosts_) {
     nlohmann::json flags = nlohmann::json::array();

@@ -10,9 +10,9 @@
 //
 // Health is a bitset that records the cause. Owned by the router; internally
 // synchronised; one health-check thread per host, so a slow or unreachable
-// upstream never delays another's checks. Time and the probe are injected
-// (defaults: the steady clock and an HTTP GET), so tests drive health checks
-// and ejections on a simulated clock through RunDueChecks().
+// upstream never delays another's checks. The clock and the probe are
+// injected (defaults: util::RealClock() and an HTTP GET), so tests drive
+// health checks and ejections on a simulated clock through RunDueChecks().
 #pragma once
 
 #include <atomic>
@@ -30,6 +30,7 @@
 
 #include "outpost/router/policy.h"
 #include "outpost/router/routing_config.h"
+#include "outpost/util/clock.h"
 
 namespace outpost::router {
 
@@ -40,15 +41,15 @@ enum HealthFlag : uint32_t {
 
 class Cluster {
  public:
-  using TimePoint = std::chrono::steady_clock::time_point;
-  using NowFn = std::function<TimePoint()>;
+  using TimePoint = util::Clock::TimePoint;
   using ProbeFn = std::function<bool(const UpstreamConfig&)>;  // true: healthy answer
 
-  // `now` and `probe` default to the steady clock and a GET of health.path
-  // bounded by health.timeout. The thread started by Start() waits on the
-  // steady clock; a simulated `now` is for tests that call RunDueChecks().
-  explicit Cluster(std::vector<UpstreamConfig> upstreams, NowFn now = nullptr,
-                   ProbeFn probe = nullptr);
+  // `probe` defaults to a GET of health.path bounded by health.timeout;
+  // `clock` must outlive the cluster. The threads started by Start() sleep
+  // on the steady clock; a simulated clock is for tests that call
+  // RunDueChecks().
+  explicit Cluster(std::vector<UpstreamConfig> upstreams,
+                   const util::Clock* clock = &util::RealClock(), ProbeFn probe = nullptr);
   ~Cluster();  // Stop()s
 
   void Start();  // starts the health-check threads
@@ -91,7 +92,7 @@ class Cluster {
   void Loop(size_t i);
   static bool HttpProbe(const UpstreamConfig& cfg);
 
-  const NowFn now_;
+  const util::Clock* const clock_;
   const ProbeFn probe_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -7,8 +7,6 @@
 namespace outpost::router {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 bool StillOpen(const httplib::Client& cli) {
   return cli.is_socket_open() && IdleSocketAlive(cli.socket());
 }
@@ -31,8 +29,9 @@ std::unique_ptr<httplib::Client> NewClient(const UpstreamConfig& cfg) {
 
 }  // namespace
 
-ConnectionPool::ConnectionPool(size_t max_idle_per_upstream, std::chrono::milliseconds max_idle)
-    : max_idle_per_upstream_(max_idle_per_upstream), max_idle_(max_idle) {}
+ConnectionPool::ConnectionPool(size_t max_idle_per_upstream, std::chrono::milliseconds max_idle,
+                               const util::Clock* clock)
+    : max_idle_per_upstream_(max_idle_per_upstream), max_idle_(max_idle), clock_(clock) {}
 
 ConnectionPool::~ConnectionPool() = default;
 
@@ -42,7 +41,7 @@ ConnectionPool::Lease ConnectionPool::Acquire(const UpstreamConfig& cfg, bool fr
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto& idle = idle_[cfg.name];
-    const auto now = Clock::now();
+    const auto now = clock_->Now();
     while (!fresh && !idle.empty()) {
       Idle top = std::move(idle.back());
       idle.pop_back();
@@ -64,7 +63,7 @@ void ConnectionPool::Release(const std::string& upstream, std::unique_ptr<httpli
   std::lock_guard<std::mutex> lock(mu_);
   auto& idle = idle_[upstream];
   if (idle.size() >= max_idle_per_upstream_) return;  // dropped: closes the socket
-  idle.push_back({std::move(client), Clock::now()});
+  idle.push_back({std::move(client), clock_->Now()});
 }
 
 uint64_t ConnectionPool::connections_opened() const {

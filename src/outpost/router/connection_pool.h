@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "outpost/router/routing_config.h"
+#include "outpost/util/clock.h"
 
 namespace httplib {
 class Client;
@@ -26,8 +27,10 @@ namespace outpost::router {
 
 class ConnectionPool {
  public:
+  // `clock` (idle ages) must outlive the pool.
   explicit ConnectionPool(size_t max_idle_per_upstream = 64,
-                          std::chrono::milliseconds max_idle = std::chrono::milliseconds(2000));
+                          std::chrono::milliseconds max_idle = std::chrono::milliseconds(2000),
+                          const util::Clock* clock = &util::RealClock());
   ~ConnectionPool();
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
@@ -49,10 +52,11 @@ class ConnectionPool {
  private:
   struct Idle {
     std::unique_ptr<httplib::Client> client;
-    std::chrono::steady_clock::time_point since;
+    util::Clock::TimePoint since;
   };
   const size_t max_idle_per_upstream_;
   const std::chrono::milliseconds max_idle_;
+  const util::Clock* const clock_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Idle>> idle_;  // LIFO: the warmest on top
   uint64_t opened_ = 0;

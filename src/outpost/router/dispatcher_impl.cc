@@ -51,10 +51,13 @@ bool Retryable(const Status& st) {
 
 }  // namespace
 
-DispatcherImpl::DispatcherImpl(const models::ServingSet* serving, Router* router,
-                               telemetry::Metrics* metrics)
-    : local_(serving), router_(router), metrics_(metrics) {
-  if (router_ != nullptr) upstream_.emplace(router_, metrics_);
+DispatcherImpl::DispatcherImpl(const models::ServingSet* serving, Router* router)
+    : local_(serving), router_(router) {
+  if (router_ != nullptr) upstream_.emplace(router_);
+}
+
+void DispatcherImpl::Count(const std::string& route, const std::string& reason) const {
+  router_->stats().route_decisions.With({route, reason}).Add();
 }
 
 std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
@@ -71,7 +74,7 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     // Another Outpost forwarded it: answer here, never forward again.
     local_reason.cause = RouteCause::kForwarded;
     const RouteReport report{"local", local_reason.ToString()};
-    metrics_->CountRoute(report.route, report.reason);
+    Count(report.route, report.reason);
     sink->OnRoute(report);
   } else if (router_ != nullptr) {
     RouteInput in;
@@ -101,7 +104,7 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     const RouteDecision d = router_->Decide(in);
     const std::string reason = d.reason.ToString();
     if (d.targets.empty()) {
-      metrics_->CountRoute("reject", reason);
+      Count("reject", reason);
       sink->OnRoute(RouteReport{"reject", reason});
       spdlog::info("route {} {}: reject ({}) {}", endpoint, req.model, reason, d.reject.message());
       Status st = d.reject;
@@ -123,14 +126,14 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     if (!local) {
       RouteReason failed = d.reason;
       failed.fallback = RouteFallback::kUpstreamsFailed;
-      metrics_->CountRoute("reject", failed.ToString());
+      Count("reject", failed.ToString());
       sink->OnRoute(RouteReport{"reject", reason});
       sink->OnError(Status::Unavailable("no upstream could take the request (" + reason +
                                         "): " + last_error.message())
                         .WithRetryAfter(1));
       return nullptr;
     }
-    metrics_->CountRoute("local", reason);
+    Count("local", reason);
     spdlog::debug("route {} {}: local ({})", endpoint, req.model, reason);
     local_reason = d.reason;
     cascade_to = d.cascade_to;
@@ -195,7 +198,7 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
   std::snprintf(buf, sizeof buf, "%.4f", mean);
   sink->OnHeader("X-Outpost-Local-Mean-Logprob", buf);
   if (mean >= router_->config().policy.cascade_min_mean_logprob) {
-    metrics_->CountRoute("cascade", "kept_local");
+    Count("cascade", "kept_local");
     answer_locally(reason);
     return;
   }
@@ -206,10 +209,10 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
   escalated.cause = RouteCause::kCascadeLowConfidence;
   escalated.fallback = RouteFallback::kNone;
   if (upstream_->Try(central, call, escalated, /*stream=*/false, sink, &unused, &last_error)) {
-    metrics_->CountRoute("cascade", "escalated");
+    Count("cascade", "escalated");
     return;
   }
-  metrics_->CountRoute("cascade", "escalation_failed");
+  Count("cascade", "escalation_failed");
   RouteReason kept = reason;
   kept.cause = RouteCause::kCascadeCentralFailed;
   kept.fallback = RouteFallback::kNone;

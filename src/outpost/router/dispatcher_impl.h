@@ -11,15 +11,14 @@
 #include "outpost/router/local_target.h"
 #include "outpost/router/router.h"
 #include "outpost/router/upstream_target.h"
-#include "outpost/telemetry/metrics.h"
 
 namespace outpost::router {
 
 class DispatcherImpl final : public Dispatcher {
  public:
-  // `router` may be null (no routing file: everything is answered here). All
+  // `router` may be null (no routing file: everything is answered here). Both
   // must outlive this object.
-  DispatcherImpl(const models::ServingSet* serving, Router* router, telemetry::Metrics* metrics);
+  DispatcherImpl(const models::ServingSet* serving, Router* router);
 
   std::unique_ptr<InFlight> Dispatch(CompletionCall call,
                                      std::shared_ptr<ResponseSink> sink) override;
@@ -33,8 +32,10 @@ class DispatcherImpl final : public Dispatcher {
                   const std::shared_ptr<ResponseSink>& sink);
 
   const LocalTarget local_;
+  // Counts one routing decision (route_decisions{route, reason}).
+  void Count(const std::string& route, const std::string& reason) const;
+
   Router* const router_;
-  telemetry::Metrics* const metrics_;
   std::optional<UpstreamTarget> upstream_;
 };
 

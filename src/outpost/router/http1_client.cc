@@ -18,6 +18,7 @@
 namespace outpost::router {
 namespace {
 
+// Socket I/O deadlines are real time: they bound waits in recv() and connect().
 using Clock = std::chrono::steady_clock;
 
 bool IEquals(std::string_view a, std::string_view b) {
@@ -351,8 +352,9 @@ Status ChunkedDecoder::Feed(std::string_view data, std::string* out) {
   return Status::Ok();
 }
 
-SocketPool::SocketPool(size_t max_idle_per_upstream, std::chrono::milliseconds max_idle)
-    : max_idle_per_upstream_(max_idle_per_upstream), max_idle_(max_idle) {}
+SocketPool::SocketPool(size_t max_idle_per_upstream, std::chrono::milliseconds max_idle,
+                       const util::Clock* clock)
+    : max_idle_per_upstream_(max_idle_per_upstream), max_idle_(max_idle), clock_(clock) {}
 
 SocketPool::~SocketPool() {
   for (auto& [key, idle] : idle_) {
@@ -366,7 +368,7 @@ int SocketPool::TakeIdle(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto& idle = idle_[key];
-    const auto now = Clock::now();
+    const auto now = clock_->Now();
     while (!idle.empty()) {
       const Idle top = idle.back();
       idle.pop_back();
@@ -386,7 +388,7 @@ void SocketPool::PutIdle(const std::string& key, int fd) {
     std::lock_guard<std::mutex> lock(mu_);
     auto& idle = idle_[key];
     if (idle.size() < max_idle_per_upstream_) {
-      idle.push_back({fd, Clock::now()});
+      idle.push_back({fd, clock_->Now()});
       return;
     }
   }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "outpost/router/routing_config.h"
+#include "outpost/util/clock.h"
 #include "outpost/util/status.h"
 
 namespace outpost::router {
@@ -65,8 +66,10 @@ class ChunkedDecoder {
 // `max_idle` or when the peer closed them.
 class SocketPool {
  public:
+  // `clock` (idle ages) must outlive the pool.
   explicit SocketPool(size_t max_idle_per_upstream = 64,
-                      std::chrono::milliseconds max_idle = std::chrono::milliseconds(2000));
+                      std::chrono::milliseconds max_idle = std::chrono::milliseconds(2000),
+                      const util::Clock* clock = &util::RealClock());
   ~SocketPool();  // closes the idle sockets
   SocketPool(const SocketPool&) = delete;
   SocketPool& operator=(const SocketPool&) = delete;
@@ -79,10 +82,11 @@ class SocketPool {
  private:
   struct Idle {
     int fd;
-    std::chrono::steady_clock::time_point since;
+    util::Clock::TimePoint since;
   };
   const size_t max_idle_per_upstream_;
   const std::chrono::milliseconds max_idle_;
+  const util::Clock* const clock_;
   std::mutex mu_;
   std::map<std::string, std::vector<Idle>> idle_;
   std::atomic<uint64_t> opened_{0};

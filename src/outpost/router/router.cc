@@ -2,7 +2,21 @@
 
 namespace outpost::router {
 
-Router::Router(RoutingConfig cfg) : cfg_(std::move(cfg)), cluster_(cfg_.upstreams) {}
+Router::Router(RoutingConfig cfg, telemetry::StatRegistry* stats)
+    : cfg_(std::move(cfg)), cluster_(cfg_.upstreams), stats_(RouterStats::Register(*stats)) {
+  // Far below the relayed requests = pooling works. Counted by the pools,
+  // read when a snapshot is taken.
+  stats
+      ->Register({"outpost_upstream_connections_opened_total",
+                  "TCP connections opened to upstreams (relayed requests reuse pooled ones).",
+                  telemetry::StatType::kCounter,
+                  {},
+                  {}})
+      .ComputedWith({}, [this] {
+        return static_cast<double>(connections_.connections_opened() +
+                                   sockets_.connections_opened());
+      });
+}
 
 DataClass Router::ResolveDataClass(const std::string& api_key,
                                    std::optional<DataClass> header) const {

@@ -11,6 +11,7 @@
 #include "outpost/router/connection_pool.h"
 #include "outpost/router/http1_client.h"
 #include "outpost/router/policy.h"
+#include "outpost/router/router_stats.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/status.h"
 
@@ -18,7 +19,8 @@ namespace outpost::router {
 
 class Router {
  public:
-  explicit Router(RoutingConfig cfg);
+  // Registers the router's stats in `stats`, which must outlive the router.
+  Router(RoutingConfig cfg, telemetry::StatRegistry* stats);
   void Start() { cluster_.Start(); }
   void Stop() { cluster_.Stop(); }
 
@@ -37,12 +39,14 @@ class Router {
   ConnectionPool& connections() { return connections_; }  // cpp-httplib: TLS and streams
   SocketPool& sockets() { return sockets_; }              // Http1Client: plain non-streaming
   const RoutingConfig& config() const { return cfg_; }
+  const RouterStats& stats() const { return stats_; }
 
  private:
   const RoutingConfig cfg_;
   Cluster cluster_;
   ConnectionPool connections_;
   SocketPool sockets_;
+  const RouterStats stats_;
 };
 
 }  // namespace outpost::router

@@ -21,9 +21,9 @@ class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
     return nlohmann::json::sax_parse(text, this, nlohmann::json::input_format_t::json,
                                      /*strict=*/true);
   }
-  void AddTo(telemetry::Metrics* m) const {
-    m->proxied_prompt_tokens_total += prompt_;
-    m->proxied_completion_tokens_total += completion_;
+  void AddTo(const RouterStats& s) const {
+    s.proxied_prompt_tokens.Add(static_cast<uint64_t>(prompt_));
+    s.proxied_completion_tokens.Add(static_cast<uint64_t>(completion_));
   }
 
   bool null() override { return true; }
@@ -92,7 +92,7 @@ std::string UpstreamBody(const UpstreamConfig& cfg, const std::string& model,
 // Hands a whole upstream answer to the sink: an event stream as is, a JSON
 // body as is (its usage counted), anything broken or not JSON as 502.
 void RelayWhole(const UpstreamConfig& cfg, const Status& error, const UpstreamReply& reply,
-                Cluster& cluster, telemetry::Metrics* metrics, ResponseSink* sink) {
+                Cluster& cluster, const RouterStats& stats, ResponseSink* sink) {
   if (error.ok() && reply.content_type.find("text/event-stream") != std::string::npos) {
     sink->OnRelayHead(reply.status, "text/event-stream");
     sink->OnRelayBody(reply.body);
@@ -108,7 +108,7 @@ void RelayWhole(const UpstreamConfig& cfg, const Status& error, const UpstreamRe
                              : error.message()));
     return;
   }
-  usage.AddTo(metrics);
+  usage.AddTo(stats);
   sink->OnRelayHead(reply.status, "application/json");
   sink->OnRelayBody(reply.body);
   sink->OnRelayEnd(Status::Ok());
@@ -119,11 +119,11 @@ void RelayWhole(const UpstreamConfig& cfg, const Status& error, const UpstreamRe
 class StreamRelay final : public InFlight {
  public:
   StreamRelay(std::unique_ptr<UpstreamCall> call, const UpstreamConfig& cfg, Cluster* cluster,
-              telemetry::Metrics* metrics, std::shared_ptr<ResponseSink> sink)
+              const RouterStats* stats, std::shared_ptr<ResponseSink> sink)
       : call_(std::move(call)),
         cfg_(cfg),
         cluster_(cluster),
-        metrics_(metrics),
+        stats_(stats),
         sink_(std::move(sink)) {}
   ~StreamRelay() override {
     call_.reset();  // cancels and joins: no callback runs after this
@@ -148,7 +148,7 @@ class StreamRelay final : public InFlight {
         saw_done_ = true;
       } else if (line.rfind("data: {", 0) == 0 && line.find("\"usage\"") != std::string::npos) {
         UsageScanner usage;
-        if (usage.Scan(line.substr(6))) usage.AddTo(metrics_);
+        if (usage.Scan(line.substr(6))) usage.AddTo(*stats_);
       }
     }
     sink_->OnRelayBody(std::move(chunk));
@@ -174,7 +174,7 @@ class StreamRelay final : public InFlight {
   std::unique_ptr<UpstreamCall> call_;
   const UpstreamConfig& cfg_;
   Cluster* const cluster_;
-  telemetry::Metrics* const metrics_;
+  const RouterStats* const stats_;
   const std::shared_ptr<ResponseSink> sink_;
   std::string line_buffer_;
   bool saw_done_ = false;
@@ -183,8 +183,7 @@ class StreamRelay final : public InFlight {
 
 }  // namespace
 
-UpstreamTarget::UpstreamTarget(Router* router, telemetry::Metrics* metrics)
-    : router_(router), metrics_(metrics) {}
+UpstreamTarget::UpstreamTarget(Router* router) : router_(router) {}
 
 bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteReason& reason,
                          bool stream, const std::shared_ptr<ResponseSink>& sink,
@@ -210,7 +209,7 @@ bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteR
     cluster.ReportSuccess(cfg.name);
     const RouteReport report{std::string(UpstreamKindName(cfg.kind)) + ":" + cfg.name,
                              reason.ToString()};
-    metrics_->CountRoute(report.route, report.reason);
+    router_->stats().route_decisions.With({report.route, report.reason}).Add();
     sink->OnRoute(report);
     spdlog::debug("route {}: {} ({})", endpoint, report.route, report.reason);
   };
@@ -230,7 +229,7 @@ bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteR
     }
     answered();
     cluster.Release(cfg.name);
-    RelayWhole(cfg, st, reply, cluster, metrics_, sink.get());
+    RelayWhole(cfg, st, reply, cluster, router_->stats(), sink.get());
     return true;
   }
 
@@ -251,12 +250,12 @@ bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteR
     auto whole = upstream_call->ReadAll();
     if (whole.ok()) reply.body = std::move(whole).value();
     cluster.Release(cfg.name);
-    RelayWhole(cfg, whole.status(), reply, cluster, metrics_, sink.get());
+    RelayWhole(cfg, whole.status(), reply, cluster, router_->stats(), sink.get());
     return true;
   }
   sink->OnRelayHead(*head, "text/event-stream");
-  auto relay =
-      std::make_unique<StreamRelay>(std::move(upstream_call), cfg, &cluster, metrics_, sink);
+  auto relay = std::make_unique<StreamRelay>(std::move(upstream_call), cfg, &cluster,
+                                             &router_->stats(), sink);
   relay->Start();
   *in_flight = std::move(relay);
   return true;

@@ -17,14 +17,13 @@
 #include "outpost/router/dispatcher.h"
 #include "outpost/router/response_sink.h"
 #include "outpost/router/router.h"
-#include "outpost/telemetry/metrics.h"
 
 namespace outpost::router {
 
 class UpstreamTarget {
  public:
-  // Both must outlive this object.
-  UpstreamTarget(Router* router, telemetry::Metrics* metrics);
+  // `router` must outlive this object.
+  explicit UpstreamTarget(Router* router);
 
   // True when upstream `id` took the call (the sink has its route and answer
   // or a relay is running: *in_flight then holds it). False when it failed
@@ -35,7 +34,6 @@ class UpstreamTarget {
 
  private:
   Router* const router_;
-  telemetry::Metrics* const metrics_;
 };
 
 }  // namespace outpost::router

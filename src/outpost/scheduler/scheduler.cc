@@ -12,12 +12,12 @@ namespace outpost::scheduler {
 using util::Seconds;
 
 Scheduler::Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options,
-                     telemetry::Metrics* metrics, const util::Clock* clock)
-    : engine_(std::move(engine)), options_(options), metrics_(metrics), clock_(clock) {
+                     SchedulerStats stats, const util::Clock* clock)
+    : engine_(std::move(engine)), options_(options), stats_(stats), clock_(clock) {
   slots_.resize(static_cast<size_t>(options_.n_seq));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<engine::SeqId>(i);
-  metrics_->max_sessions = options_.n_seq;
-  metrics_->kv_bytes_limit = engine_->KvBytesAllocated();
+  stats_.max_sessions.Set(options_.n_seq);
+  stats_.kv_bytes_limit.Set(static_cast<double>(engine_->KvBytesAllocated()));
 }
 
 Scheduler::~Scheduler() {
@@ -105,7 +105,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     const auto in_system = active_ + static_cast<int32_t>(queue_[0].size() + queue_[1].size());
     if (in_system >= options_.n_seq + options_.max_queue) {
       const int32_t retry = RetryAfterLocked();
-      metrics_->rejected_total++;
+      stats_.rejected.Add();
       return Status::ResourceExhausted("over capacity: all " + std::to_string(options_.n_seq) +
                                        " sessions are busy and the queue holds " +
                                        std::to_string(in_system - options_.n_seq) + " of " +
@@ -115,7 +115,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     }
     const int p = req.priority == Priority::kBatch ? 1 : 0;
     queue_[p].push_back(Queued{std::move(req), std::move(sink), clock_->Now()});
-    metrics_->queue_depth = static_cast<int64_t>(queue_[0].size() + queue_[1].size());
+    stats_.queue_depth.Set(static_cast<double>(queue_[0].size() + queue_[1].size()));
   }
   cv_.notify_one();
   return Status::Ok();
@@ -174,7 +174,7 @@ int32_t Scheduler::AdmitLocked() {
                     " ms in the queue (max_queue_wait) without a free session; retry after " +
                     std::to_string(retry) + " s")
                     .WithRetryAfter(retry);
-      metrics_->rejected_total++;
+      stats_.rejected.Add();
       q.front().sink->OnDone(std::move(r));
       q.pop_front();
     }
@@ -199,10 +199,10 @@ int32_t Scheduler::AdmitLocked() {
     slot.i_batch = -1;
     slot.utf8_pending.clear();
     ++active_;
-    metrics_->prompt_tokens_total += slot.req.prompt.size();
+    stats_.prompt_tokens.Add(slot.req.prompt.size());
   }
-  metrics_->queue_depth = static_cast<int64_t>(queue_[0].size() + queue_[1].size());
-  metrics_->active_sequences = active_;
+  stats_.queue_depth.Set(static_cast<double>(queue_[0].size() + queue_[1].size()));
+  stats_.active_sequences.Set(active_);
   return active_;
 }
 
@@ -295,7 +295,7 @@ void Scheduler::Step() {
                 n_sampled, Seconds(step_time) * 1000);
   uint64_t live_tokens = 0;
   for (const auto& s : slots_) live_tokens += static_cast<uint64_t>(s.n_past);
-  metrics_->kv_bytes_used = live_tokens * options_.kv_bytes_per_token;
+  stats_.kv_bytes_used.Set(static_cast<double>(live_tokens * options_.kv_bytes_per_token));
 }
 
 void Scheduler::DrainOnStop() {
@@ -319,9 +319,9 @@ void Scheduler::DrainOnStop() {
 void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   const auto now = clock_->Now();
   if (s.n_generated == 0) {
-    metrics_->time_to_first_token_seconds.Observe(Seconds(now - s.submitted));
+    stats_.time_to_first_token.Observe(Seconds(now - s.submitted));
   } else {
-    metrics_->inter_token_latency_seconds.Observe(Seconds(now - s.last_token_at));
+    stats_.inter_token_latency.Observe(Seconds(now - s.last_token_at));
   }
   s.last_token_at = now;
   s.last_token = tok;
@@ -331,7 +331,7 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
     return;
   }
   ++s.n_generated;
-  ++metrics_->completion_tokens_total;
+  stats_.completion_tokens.Add();
   if (s.req.want_logprobs) s.sum_logprob += engine_->TokenLogProb(idx, tok);
 
   s.utf8_pending += engine_->TokenPiece(tok);
@@ -364,7 +364,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   r.usage.sum_logprob = s.sum_logprob;
   s.sink->OnDone(std::move(r));
 
-  metrics_->request_duration_seconds.Observe(Seconds(clock_->Now() - s.submitted));
+  stats_.request_duration.Observe(Seconds(clock_->Now() - s.submitted));
   engine_->RemoveSequence(s.seq);
   s.state = SlotState::kIdle;
   s.i_batch = -1;
@@ -375,7 +375,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   if (why == FinishReason::kStop || why == FinishReason::kLength) {
     mean_completion_tokens_ = 0.8 * mean_completion_tokens_ + 0.2 * std::max(1, s.n_generated);
   }
-  metrics_->active_sequences = active_;
+  stats_.active_sequences.Set(active_);
 }
 
 void Scheduler::FailBatch(const Status& st) {
@@ -396,7 +396,7 @@ void Scheduler::UpdateRate(int32_t n_sampled, util::Clock::Duration step) {
   rate_window_busy_ = util::Clock::Duration::zero();
   std::lock_guard<std::mutex> lock(mu_);
   decode_tps_ = decode_tps_ <= 0 ? tps : 0.5 * decode_tps_ + 0.5 * tps;
-  metrics_->decode_tokens_per_second = decode_tps_;
+  stats_.decode_tokens_per_second.Set(decode_tps_);
 }
 
 }  // namespace outpost::scheduler

@@ -42,8 +42,8 @@
 
 #include "outpost/engine/engine.h"
 #include "outpost/scheduler/request.h"
+#include "outpost/scheduler/scheduler_stats.h"
 #include "outpost/scheduler/stop_matcher.h"
-#include "outpost/telemetry/metrics.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/thread_annotations.h"
 
@@ -77,9 +77,10 @@ struct SchedulerSnapshot {
 
 class Scheduler {
  public:
-  // `metrics` and `clock` must outlive the scheduler.
-  Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options,
-            telemetry::Metrics* metrics, const util::Clock* clock = &util::RealClock());
+  // `stats` are this model's series (their registry and `clock` must outlive
+  // the scheduler).
+  Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options, SchedulerStats stats,
+            const util::Clock* clock = &util::RealClock());
   ~Scheduler();  // Stop()s
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -157,7 +158,7 @@ class Scheduler {
   // Const after construction.
   const std::unique_ptr<engine::Engine> engine_;
   const SchedulerOptions options_;
-  telemetry::Metrics* const metrics_;
+  const SchedulerStats stats_;
   const util::Clock* const clock_;
 
   mutable std::mutex mu_;

@@ -1,0 +1,34 @@
+// The scheduler's stats, declared once (telemetry/stats.h), one series per
+// served model (base label "model").
+#pragma once
+
+#include "outpost/telemetry/stats.h"
+
+// clang-format off
+#define OUTPOST_SCHEDULER_STATS(COUNTER, GAUGE, HISTOGRAM, COUNTER_VEC)                          \
+  COUNTER(prompt_tokens, "outpost_prompt_tokens_total", "Prompt tokens processed.")              \
+  COUNTER(completion_tokens, "outpost_completion_tokens_total", "Completion tokens generated.")  \
+  COUNTER(rejected, "outpost_rejected_total",                                                    \
+          "Requests rejected with 503 because queue or wait limits were exceeded.")              \
+  HISTOGRAM(time_to_first_token, "outpost_time_to_first_token_seconds",                          \
+            "Time from request arrival to its first generated token.",                           \
+            ::outpost::telemetry::LatencyBounds())                                                \
+  HISTOGRAM(inter_token_latency, "outpost_inter_token_latency_seconds",                          \
+            "Time between consecutive generated tokens of one request.",                         \
+            ::outpost::telemetry::TokenGapBounds())                                               \
+  HISTOGRAM(request_duration, "outpost_request_duration_seconds",                                \
+            "Time from request arrival to its last token.", ::outpost::telemetry::LatencyBounds()) \
+  GAUGE(queue_depth, "outpost_queue_depth", "Requests waiting for a session.")                   \
+  GAUGE(active_sequences, "outpost_active_sequences", "Sequences being prefilled or decoded.")   \
+  GAUGE(max_sessions, "outpost_max_sessions", "Concurrent sessions admitted (parallel).")        \
+  GAUGE(kv_bytes_used, "outpost_kv_bytes_used", "KV cache bytes holding live tokens.")           \
+  GAUGE(kv_bytes_limit, "outpost_kv_bytes_limit", "KV cache bytes allocated for all sessions.")  \
+  GAUGE(decode_tokens_per_second, "outpost_decode_tokens_per_second",                            \
+        "Aggregate decode rate over the last seconds of work.")
+// clang-format on
+
+namespace outpost::scheduler {
+
+OUTPOST_DEFINE_STATS(SchedulerStats, OUTPOST_SCHEDULER_STATS);
+
+}  // namespace outpost::scheduler

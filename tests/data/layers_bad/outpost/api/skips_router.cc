@@ -1,0 +1,2 @@
+#include <llama.h>
+#include "outpost/scheduler/scheduler.h"

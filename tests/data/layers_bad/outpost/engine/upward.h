@@ -1,0 +1,1 @@
+#include "outpost/router/dispatcher.h"
