@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "outpost/router/http1_client.h"
+#include "outpost/router/response_head.h"
 
 namespace {
 

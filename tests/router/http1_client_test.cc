@@ -1,6 +1,7 @@
 // The pure parts of the router's HTTP/1.1 client: response heads and chunked
 // bodies, including every way a chunked body can be split across reads.
 #include "outpost/router/http1_client.h"
+#include "outpost/router/response_head.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 #include "outpost/api/openai_request.h"
 #include "outpost/api/openai_response.h"
 #include "outpost/api/sse.h"
-#include "outpost/router/proxy.h"
+#include "outpost/router/upstream_client.h"
 
 namespace outpost::api {
 namespace {

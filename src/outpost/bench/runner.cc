@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "outpost/bench/membw.h"
-#include "outpost/bench/sensors.h"
 #include "outpost/engine/engine.h"
 #include "outpost/scheduler/scheduler_stats.h"
+#include "outpost/telemetry/sensors.h"
 
 namespace outpost::bench {
 namespace {
@@ -251,7 +251,7 @@ BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
     r.sweep.push_back(p);
   }
 
-  Sensors sensors;
+  telemetry::Sensors sensors;
   r.sensor_sources = sensors.sources();
   if (o.duration_s > 0) {
     progress("sustained: " + std::to_string(static_cast<int>(o.duration_s)) + " s at " +
@@ -273,7 +273,7 @@ BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
           std::chrono::milliseconds(static_cast<int64_t>(o.sample_interval_s * 1000)));
       const auto now = Clock::now();
       const uint64_t tokens = sched_stats.completion_tokens.value();
-      const SensorSample s = sensors.Read();
+      const telemetry::SensorSample s = sensors.Read();
       SustainedSample ss;
       ss.t_s = Since(t0, now);
       ss.tps = static_cast<double>(tokens - last_tokens) / Since(last_t, now);

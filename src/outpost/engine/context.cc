@@ -8,37 +8,6 @@
 
 namespace outpost::engine {
 
-const char* KvTypeName(KvType t) {
-  switch (t) {
-    case KvType::kF16:
-      return "f16";
-    case KvType::kQ8_0:
-      return "q8_0";
-    case KvType::kQ4_0:
-      return "q4_0";
-  }
-  return "?";
-}
-
-StatusOr<KvType> ParseKvType(const std::string& name) {
-  if (name == "f16") return KvType::kF16;
-  if (name == "q8_0") return KvType::kQ8_0;
-  if (name == "q4_0") return KvType::kQ4_0;
-  return Status::InvalidArgument("kv type '" + name + "' is not one of f16, q8_0, q4_0", "kv_type");
-}
-
-double KvBytesPerElement(KvType t) {
-  switch (t) {
-    case KvType::kF16:
-      return 2.0;
-    case KvType::kQ8_0:
-      return 34.0 / 32.0;  // 32 int8 + one f16 scale per block
-    case KvType::kQ4_0:
-      return 18.0 / 32.0;  // 32 nibbles + one f16 scale per block
-  }
-  return 2.0;
-}
-
 namespace {
 ggml_type ToGgml(KvType t) {
   switch (t) {
@@ -87,9 +56,9 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const Con
   c->batch_->n_tokens = 0;
   // KV bytes = the full-attention formula, capped by what the cache holds.
   const auto& mi = model.info();
-  c->kv_bytes_ = static_cast<uint64_t>(
-      static_cast<double>(mi.n_layers) * mi.n_kv_heads * (mi.head_dim_k + mi.head_dim_v) *
-      KvBytesPerElement(o.kv_type) * static_cast<double>(cp.n_ctx));
+  c->kv_bytes_ = KvBytesPerToken(mi.n_layers, mi.n_kv_heads, mi.head_dim_k, mi.head_dim_v,
+                                 KvBytesPerElement(o.kv_type)) *
+                 static_cast<uint64_t>(cp.n_ctx);
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "outpost/engine/kv_layout.h"
 #include "outpost/engine/model.h"
 #include "outpost/engine/types.h"
 #include "outpost/util/status.h"
@@ -17,12 +18,6 @@ struct llama_context;
 struct llama_batch;
 
 namespace outpost::engine {
-
-enum class KvType { kF16, kQ8_0, kQ4_0 };
-const char* KvTypeName(KvType t);
-StatusOr<KvType> ParseKvType(const std::string& name);
-// Bytes per element of K/V (block-averaged for quantised types).
-double KvBytesPerElement(KvType t);
 
 struct ContextOptions {
   int32_t n_seq = 1;             // concurrent sequences (sessions)

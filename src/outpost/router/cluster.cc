@@ -1,6 +1,5 @@
 #include "outpost/router/cluster.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,7 +7,7 @@
 namespace outpost::router {
 
 Cluster::Cluster(std::vector<UpstreamConfig> upstreams, const util::Clock* clock, ProbeFn probe)
-    : clock_(clock), probe_(probe ? std::move(probe) : ProbeFn(&Cluster::HttpProbe)) {
+    : clock_(clock), probe_(std::move(probe)) {
   for (auto& u : upstreams) {
     Host h;
     h.cfg = std::move(u);
@@ -103,22 +102,6 @@ void Cluster::ReportFailure(const std::string& name) {
     spdlog::warn("upstream {} ejected for {} ms after {} consecutive failures (ejection #{})", name,
                  ms, h.cfg.outlier.consecutive_failures, h.ejections);
   }
-}
-
-bool Cluster::HttpProbe(const UpstreamConfig& cfg) {
-  httplib::Client cli(cfg.base_url);
-  const auto t = std::chrono::milliseconds(cfg.health.timeout_ms);
-  cli.set_connection_timeout(t);
-  cli.set_read_timeout(t);
-  cli.set_write_timeout(t);
-  cli.set_tcp_nodelay(true);
-  if (!cfg.api_key.empty()) cli.set_bearer_token_auth(cfg.api_key);
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-  cli.enable_server_certificate_verification(cfg.tls_verify);
-  if (!cfg.tls_ca_file.empty()) cli.set_ca_cert_path(cfg.tls_ca_file);
-#endif
-  auto res = cli.Get(cfg.path_prefix + cfg.health.path);
-  return res && res->status >= 200 && res->status < 300;
 }
 
 Cluster::TimePoint Cluster::CheckHost(size_t i) {

@@ -44,12 +44,12 @@ class Cluster {
   using TimePoint = util::Clock::TimePoint;
   using ProbeFn = std::function<bool(const UpstreamConfig&)>;  // true: healthy answer
 
-  // `probe` defaults to a GET of health.path bounded by health.timeout;
-  // `clock` must outlive the cluster. The threads started by Start() sleep
-  // on the steady clock; a simulated clock is for tests that call
-  // RunDueChecks().
-  explicit Cluster(std::vector<UpstreamConfig> upstreams,
-                   const util::Clock* clock = &util::RealClock(), ProbeFn probe = nullptr);
+  // `probe` answers one active health check (the router's: a GET of
+  // health.path through its UpstreamClient); `clock` must outlive the cluster. The threads started
+  // by Start() sleep on the steady clock; a simulated clock is for tests that call RunDueChecks().
+  explicit Cluster(
+      std::vector<UpstreamConfig> upstreams, const util::Clock* clock = &util::RealClock(),
+      ProbeFn probe = [](const UpstreamConfig&) { return false; });
   ~Cluster();  // Stop()s
 
   void Start();  // starts the health-check threads
@@ -90,7 +90,6 @@ class Cluster {
   // Probes host i if its check is due at now(); returns its next due time.
   TimePoint CheckHost(size_t i);
   void Loop(size_t i);
-  static bool HttpProbe(const UpstreamConfig& cfg);
 
   const util::Clock* const clock_;
   const ProbeFn probe_;

@@ -2,7 +2,7 @@
 
 #include <httplib.h>
 
-#include "outpost/router/http1_client.h"
+#include "outpost/router/socket_pool.h"
 
 namespace outpost::router {
 namespace {

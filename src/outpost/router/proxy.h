@@ -1,3 +1,6 @@
+// The cpp-httplib transport of UpstreamClientImpl (upstream_client_impl.h):
+// whole-body POSTs over TLS (FetchUpstream) and streamed answers (UpstreamCall).
+//
 // UpstreamCall — one request forwarded to an upstream, streamed back without
 // buffering. The HTTP exchange runs on its own thread and hands the response
 // head and body chunks over a queue, so the caller can (a) wait for the head
@@ -23,19 +26,10 @@
 #include "outpost/router/connection_pool.h"
 #include "outpost/router/response_sink.h"
 #include "outpost/router/routing_config.h"
+#include "outpost/router/upstream_client.h"
 #include "outpost/util/status.h"
 
 namespace outpost::router {
-
-// Set on every request Outpost forwards; see generate_handler.cc.
-inline constexpr const char* kForwardedHeader = "X-Outpost-Forwarded";
-
-// A whole upstream response (non-streaming requests).
-struct UpstreamReply {
-  int status = 0;
-  std::string content_type;
-  std::string body;
-};
 
 // POST {base_url}{path_prefix}{path} with `body` on the caller's thread, on a pooled
 // connection, bounded by the upstream's connect, first-byte and total

@@ -3,7 +3,16 @@
 namespace outpost::router {
 
 Router::Router(RoutingConfig cfg, telemetry::StatRegistry* stats)
-    : cfg_(std::move(cfg)), cluster_(cfg_.upstreams), stats_(RouterStats::Register(*stats)) {
+    : cfg_(std::move(cfg)),
+      cluster_(cfg_.upstreams, &util::RealClock(),
+               [this](const UpstreamConfig& u) {
+                 // Active health check: GET health.path, 2xx within health.timeout.
+                 UpstreamReply reply;
+                 const Status st = client_.Get(
+                     u, u.health.path, std::chrono::milliseconds(u.health.timeout_ms), &reply);
+                 return st.ok() && reply.status >= 200 && reply.status < 300;
+               }),
+      stats_(RouterStats::Register(*stats)) {
   // Far below the relayed requests = pooling works. Counted by the pools,
   // read when a snapshot is taken.
   stats
@@ -12,10 +21,7 @@ Router::Router(RoutingConfig cfg, telemetry::StatRegistry* stats)
                   telemetry::StatType::kCounter,
                   {},
                   {}})
-      .ComputedWith({}, [this] {
-        return static_cast<double>(connections_.connections_opened() +
-                                   sockets_.connections_opened());
-      });
+      .ComputedWith({}, [this] { return static_cast<double>(client_.connections_opened()); });
 }
 
 DataClass Router::ResolveDataClass(const std::string& api_key,

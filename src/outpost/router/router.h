@@ -8,11 +8,10 @@
 #include <string>
 
 #include "outpost/router/cluster.h"
-#include "outpost/router/connection_pool.h"
-#include "outpost/router/http1_client.h"
 #include "outpost/router/policy.h"
 #include "outpost/router/router_stats.h"
 #include "outpost/router/routing_config.h"
+#include "outpost/router/upstream_client_impl.h"
 #include "outpost/util/status.h"
 
 namespace outpost::router {
@@ -35,17 +34,16 @@ class Router {
     return router::Decide(in, cfg_.policy, cluster_.View());
   }
 
+  // Both live as long as the router; thread-safe.
   Cluster& cluster() { return cluster_; }
-  ConnectionPool& connections() { return connections_; }  // cpp-httplib: TLS and streams
-  SocketPool& sockets() { return sockets_; }              // Http1Client: plain non-streaming
+  UpstreamClient& client() { return client_; }
   const RoutingConfig& config() const { return cfg_; }
   const RouterStats& stats() const { return stats_; }
 
  private:
   const RoutingConfig cfg_;
+  UpstreamClientImpl client_;  // before cluster_: its health probes use it
   Cluster cluster_;
-  ConnectionPool connections_;
-  SocketPool sockets_;
   const RouterStats stats_;
 };
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "outpost/router/http1_client.h"
 #include "outpost/router/proxy.h"
 
 namespace outpost::router {
@@ -218,10 +217,7 @@ bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteR
   if (!stream) {
     // Whole body on this thread, bounded by the upstream's timeouts.
     UpstreamReply reply;
-    const Status st =
-        IsPlainHttp(cfg.base_url)
-            ? Http1Post(cfg, &router_->sockets(), endpoint, body, &reply)
-            : FetchUpstream(cfg, &router_->connections(), endpoint, std::move(body), &reply);
+    const Status st = router_->client().Post(cfg, endpoint, std::move(body), &reply);
     if (reply.status == 0) return failed_before_first_byte(st);
     if (reply.status >= 500) {
       return failed_before_first_byte(Status::Unavailable(
@@ -233,8 +229,8 @@ bool UpstreamTarget::Try(UpstreamId id, const CompletionCall& call, const RouteR
     return true;
   }
 
-  auto upstream_call =
-      std::make_unique<UpstreamCall>(cfg, &router_->connections(), endpoint, std::move(body));
+  std::unique_ptr<UpstreamCall> upstream_call =
+      router_->client().PostStreaming(cfg, endpoint, std::move(body));
   auto head = upstream_call->WaitHead();
   if (!head.ok()) return failed_before_first_byte(head.status());
   if (*head >= 500) {

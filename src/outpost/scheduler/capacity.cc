@@ -11,13 +11,6 @@ namespace outpost::scheduler {
 
 using util::FormatBytes;
 
-uint64_t KvBytesPerToken(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim_k,
-                         int32_t head_dim_v, double bytes_per_element) {
-  const double v =
-      static_cast<double>(n_layers) * n_kv_heads * (head_dim_k + head_dim_v) * bytes_per_element;
-  return static_cast<uint64_t>(std::llround(v));
-}
-
 uint64_t RequiredWithHeadroom(uint64_t peak_use_bytes, double headroom_fraction) {
   return static_cast<uint64_t>(
       std::llround(static_cast<double>(peak_use_bytes) * (1.0 + headroom_fraction)));

@@ -12,14 +12,13 @@
 #include <cstdint>
 #include <string>
 
+#include "outpost/engine/kv_layout.h"
 #include "outpost/util/status.h"
 
 namespace outpost::scheduler {
 
-// KV bytes one token occupies: layers × KV heads × (K dim + V dim) × element size.
-// With K dim = V dim = head_dim this is the familiar layers × heads × dim × 2 × size.
-uint64_t KvBytesPerToken(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim_k,
-                         int32_t head_dim_v, double bytes_per_element);
+// KV bytes per token: the engine's formula (engine/kv_layout.h), one for all.
+using engine::KvBytesPerToken;
 
 // Memory a workload needs including headroom: use × (1 + headroom_fraction).
 uint64_t RequiredWithHeadroom(uint64_t peak_use_bytes, double headroom_fraction);

@@ -1,16 +1,15 @@
-// Hardware sensors for sustained benchmarks: CPU temperature and clock from
-// Linux thermal zones / hwmon / cpufreq, package power from RAPL, and NVIDIA
-// GPU temperature, clock and power through NVML when the driver is present
-// (libnvidia-ml is loaded at run time, so it is no build or run dependency).
-// Readings that a platform does not offer are reported as absent (< 0).
-// Not thread-safe: one Sensors per sampling thread.
+// Hardware sensors (used by sustained benchmarks; next by the telemetry uplink): CPU temperature
+// and clock from Linux thermal zones / hwmon / cpufreq, package power from RAPL, and NVIDIA GPU
+// temperature, clock and power through NVML when the driver is present (libnvidia-ml is loaded at
+// run time, so it is no build or run dependency). Readings that a platform does not offer are
+// reported as absent (< 0). Not thread-safe: one Sensors per sampling thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-namespace outpost::bench {
+namespace outpost::telemetry {
 
 struct SensorSample {
   double cpu_temp_c = -1;   // hottest thermal zone / hwmon input
@@ -38,4 +37,4 @@ class Sensors {
   std::string sources_;
 };
 
-}  // namespace outpost::bench
+}  // namespace outpost::telemetry

@@ -1,11 +1,11 @@
-#include "outpost/bench/sensors.h"
+#include "outpost/telemetry/sensors.h"
 
 #include <dlfcn.h>
 
 #include <filesystem>
 #include <fstream>
 
-namespace outpost::bench {
+namespace outpost::telemetry {
 namespace {
 
 namespace fs = std::filesystem;
@@ -120,4 +120,4 @@ SensorSample Sensors::Read() {
   return s;
 }
 
-}  // namespace outpost::bench
+}  // namespace outpost::telemetry
