@@ -107,4 +107,7 @@ def test_pooled_connections_survive_pauses(client):
         time.sleep(pause)
         r = client.chat.completions.create(
             model="large", messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
-        assert r.choices[0].message.content is not None
+        # A whole answer from central each time: text, its usage, a finish reason.
+        assert r.choices[0].message.content.strip(), r
+        assert 0 < r.usage.completion_tokens <= 4, r.usage
+        assert r.choices[0].finish_reason in ("length", "stop")

@@ -187,9 +187,10 @@ def test_vip_follows_the_healthy_box(site):
     moved = time.time() - t0
     site.wait("VIP serving from box B", lambda: site.chat_via_vip()[0] == 200, 10)
     serving = time.time() - t0
+    # The bounded waits above are failure guards, not speed claims: the
+    # measured times are printed for docs/operations.md.
     print(f"\nkeepalived pair: B noticed peer A down after {peer_noticed:.2f}s; VIP moved to B after {moved:.1f}s; "
           f"served again after {serving:.1f}s")
-    assert moved < 10
 
     # A comes back: the VIP returns to it (priority 150 > 100).
     site.start_outpost("a")

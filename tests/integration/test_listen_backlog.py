@@ -48,13 +48,26 @@ def test_listen_backlog_is_wide():
         assert send_q >= 1024, out.stdout
 
 
+def listen_drops():
+    """The kernel's counts of handshakes dropped because a listen queue was full
+    (TcpExt ListenOverflows + ListenDrops, /proc/net/netstat)."""
+    with open("/proc/net/netstat") as f:
+        lines = [l.split() for l in f if l.startswith("TcpExt:")]
+    names, values = lines[0][1:], [int(v) for v in lines[1][1:]]
+    row = dict(zip(names, values))
+    return row["ListenOverflows"] + row["ListenDrops"]
+
+
 def test_connection_burst_is_answered_without_syn_retransmits():
     with serve("--parallel", "1", "--ctx-size", "256") as srv:
         for _ in range(2):
+            before = listen_drops()
             done = burst(srv.port, 300)
+            dropped = listen_drops() - before
             lat = sorted(t for t, _ in done.values())
             print(f"300 simultaneous connections: p50 {lat[len(lat) // 2] * 1000:.0f} ms, "
-                  f"max {lat[-1] * 1000:.0f} ms")
+                  f"max {lat[-1] * 1000:.0f} ms, {dropped} handshakes dropped by the kernel")
             assert len(done) == 300
             assert all(h.startswith(b"HTTP/1.1 200") for _, h in done.values())
-            assert lat[-1] < 0.9, f"slowest connection took {lat[-1]:.2f}s (a dropped SYN waits 1 s)"
+            # A dropped SYN is what made clients wait for TCP's 1 s retransmit.
+            assert dropped == 0, f"{dropped} handshakes overflowed the listen queue"
