@@ -23,7 +23,7 @@ run: build
 
 # Unit, integration (real model over HTTP) and end-to-end (official openai client) tests.
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800 -j $(JOBS)
 
 # The fast lane: unit tests only (seconds; the fake engine and the real model).
 unit: build

@@ -6,21 +6,18 @@ through their conftest.py). Uses httpx, which the openai client depends on.
 import contextlib
 import os
 import signal
-import socket
+import sys
 import subprocess
 import tempfile
 import time
 
 import httpx
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from benchlib import free_port  # noqa: E402,F401  (one copy, shared with the benchmarks)
+
 BIN = os.environ.get("OUTPOST_BIN", "build/outpost")
 MODEL = os.environ.get("OUTPOST_MODEL", ".deps/models/default.gguf")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

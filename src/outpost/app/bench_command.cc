@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "outpost/app/config.h"
+#include "outpost/bench/report.h"
 #include "outpost/bench/runner.h"
 #include "outpost/engine/model.h"
 #include "outpost/models/model_runtime.h"

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "outpost/bench/runner.h"
+#include "outpost/bench/report.h"
 #include "outpost/planner/report.h"
 #include "outpost/util/units.h"
 

@@ -19,8 +19,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher.h"
 #include "outpost/telemetry/stat_registry.h"
@@ -84,10 +82,6 @@ struct BenchReport {
 // `stats`.
 BenchReport RunBench(router::Dispatcher& dispatcher, const models::ServedModel& model,
                      telemetry::StatRegistry& stats, const BenchOptions& options);
-
-nlohmann::json BenchJson(const BenchReport& r);
-std::string BenchText(const BenchReport& r);
-std::string BenchHtml(const BenchReport& r);
 
 // Resident set size of this process now (VmRSS) and at its peak (VmHWM).
 uint64_t ResidentBytes();

@@ -31,6 +31,7 @@
 #include "outpost/router/policy.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/clock.h"
+#include "outpost/util/thread_annotations.h"
 
 namespace outpost::router {
 
@@ -95,8 +96,9 @@ class Cluster {
   const ProbeFn probe_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Host> hosts_;  // guarded by mu_ (cfg is const after construction)
-  bool stopping_ = false;
+  // Guarded by mu_, except each Host's cfg: const after construction, read freely.
+  std::vector<Host> hosts_;
+  bool stopping_ OUTPOST_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -18,6 +18,7 @@
 
 #include "outpost/router/routing_config.h"
 #include "outpost/util/clock.h"
+#include "outpost/util/thread_annotations.h"
 
 namespace httplib {
 class Client;
@@ -58,8 +59,8 @@ class ConnectionPool {
   const std::chrono::milliseconds max_idle_;
   const util::Clock* const clock_;
   mutable std::mutex mu_;
-  std::map<std::string, std::vector<Idle>> idle_;  // LIFO: the warmest on top
-  uint64_t opened_ = 0;
+  std::map<std::string, std::vector<Idle>> idle_ OUTPOST_GUARDED_BY(mu_);  // LIFO: warmest on top
+  uint64_t opened_ OUTPOST_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace outpost::router

@@ -1,5 +1,7 @@
 #include "outpost/router/routing_config.h"
 
+#include "outpost/util/status_macros.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -40,13 +42,6 @@ StatusOr<bool> Bool(const YAML::Node& n, const std::string& where, const std::st
   }
 }
 
-#define ASSIGN_OR_RETURN(lhs, expr)   \
-  do {                                \
-    auto _v = (expr);                 \
-    if (!_v.ok()) return _v.status(); \
-    lhs = *_v;                        \
-  } while (0)
-
 Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConfig* u) {
   if (!n.IsMap()) return Bad(where, "must be a mapping", "upstreams");
   for (const auto& kv : n) {
@@ -70,18 +65,18 @@ Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConf
       if (!v.IsSequence()) return Bad(where, "'models' must be a list", "models");
       for (const auto& m : v) u->models.push_back(m.as<std::string>());
     } else if (k == "connect_timeout")
-      ASSIGN_OR_RETURN(u->connect_timeout_ms, Ms(v, where, k));
+      OUTPOST_ASSIGN_OR_RETURN(u->connect_timeout_ms, Ms(v, where, k));
     else if (k == "first_byte_timeout")
-      ASSIGN_OR_RETURN(u->first_byte_timeout_ms, Ms(v, where, k));
+      OUTPOST_ASSIGN_OR_RETURN(u->first_byte_timeout_ms, Ms(v, where, k));
     else if (k == "total_timeout")
-      ASSIGN_OR_RETURN(u->total_timeout_ms, Ms(v, where, k));
+      OUTPOST_ASSIGN_OR_RETURN(u->total_timeout_ms, Ms(v, where, k));
     else if (k == "max_requests")
-      ASSIGN_OR_RETURN(u->max_requests, Int(v, where, k, 1));
+      OUTPOST_ASSIGN_OR_RETURN(u->max_requests, Int(v, where, k, 1));
     else if (k == "tls") {
       for (const auto& t : v) {
         const std::string tk = t.first.as<std::string>();
         if (tk == "verify")
-          ASSIGN_OR_RETURN(u->tls_verify, Bool(t.second, where, "tls.verify"));
+          OUTPOST_ASSIGN_OR_RETURN(u->tls_verify, Bool(t.second, where, "tls.verify"));
         else if (tk == "ca_file") {
           u->tls_ca_file = t.second.as<std::string>();
           std::error_code ec;
@@ -98,13 +93,13 @@ Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConf
         if (hk == "path")
           u->health.path = h.second.as<std::string>();
         else if (hk == "interval")
-          ASSIGN_OR_RETURN(u->health.interval_ms, Ms(h.second, where, hk));
+          OUTPOST_ASSIGN_OR_RETURN(u->health.interval_ms, Ms(h.second, where, hk));
         else if (hk == "timeout")
-          ASSIGN_OR_RETURN(u->health.timeout_ms, Ms(h.second, where, hk));
+          OUTPOST_ASSIGN_OR_RETURN(u->health.timeout_ms, Ms(h.second, where, hk));
         else if (hk == "healthy_threshold")
-          ASSIGN_OR_RETURN(u->health.healthy_threshold, Int(h.second, where, hk, 1));
+          OUTPOST_ASSIGN_OR_RETURN(u->health.healthy_threshold, Int(h.second, where, hk, 1));
         else if (hk == "unhealthy_threshold")
-          ASSIGN_OR_RETURN(u->health.unhealthy_threshold, Int(h.second, where, hk, 1));
+          OUTPOST_ASSIGN_OR_RETURN(u->health.unhealthy_threshold, Int(h.second, where, hk, 1));
         else
           return Bad(where, "unknown key 'health_check." + hk + "'", "health_check." + hk);
       }
@@ -112,11 +107,11 @@ Status ParseUpstream(const YAML::Node& n, const std::string& where, UpstreamConf
       for (const auto& o : v) {
         const std::string ok = o.first.as<std::string>();
         if (ok == "consecutive_failures")
-          ASSIGN_OR_RETURN(u->outlier.consecutive_failures, Int(o.second, where, ok, 1));
+          OUTPOST_ASSIGN_OR_RETURN(u->outlier.consecutive_failures, Int(o.second, where, ok, 1));
         else if (ok == "base_ejection_time")
-          ASSIGN_OR_RETURN(u->outlier.base_ejection_ms, Ms(o.second, where, ok));
+          OUTPOST_ASSIGN_OR_RETURN(u->outlier.base_ejection_ms, Ms(o.second, where, ok));
         else if (ok == "max_ejection_time")
-          ASSIGN_OR_RETURN(u->outlier.max_ejection_ms, Ms(o.second, where, ok));
+          OUTPOST_ASSIGN_OR_RETURN(u->outlier.max_ejection_ms, Ms(o.second, where, ok));
         else
           return Bad(where, "unknown key 'outlier_detection." + ok + "'",
                      "outlier_detection." + ok);
@@ -203,7 +198,7 @@ StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
               Status st = ParseDataClassValue(kv.second, where, k, &t.data_class);
               if (!st.ok()) return st;
             } else if (k == "latency_budget")
-              ASSIGN_OR_RETURN(t.latency_budget_ms, Ms(kv.second, where, k));
+              OUTPOST_ASSIGN_OR_RETURN(t.latency_budget_ms, Ms(kv.second, where, k));
             else
               return Bad(where, "unknown key '" + k + "'", k);
           }
@@ -230,17 +225,17 @@ StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
             for (const auto& a : pv)
               p.aliases[a.first.as<std::string>()] = a.second.as<std::string>();
           } else if (k == "max_local_prompt_tokens")
-            ASSIGN_OR_RETURN(p.max_local_prompt_tokens, Int(pv, where, k, 0));
+            OUTPOST_ASSIGN_OR_RETURN(p.max_local_prompt_tokens, Int(pv, where, k, 0));
           else if (k == "max_local_max_tokens")
-            ASSIGN_OR_RETURN(p.max_local_max_tokens, Int(pv, where, k, 0));
+            OUTPOST_ASSIGN_OR_RETURN(p.max_local_max_tokens, Int(pv, where, k, 0));
           else if (k == "tools_go_central")
-            ASSIGN_OR_RETURN(p.tools_go_central, Bool(pv, where, k));
+            OUTPOST_ASSIGN_OR_RETURN(p.tools_go_central, Bool(pv, where, k));
           else if (k == "overflow_to_peer")
-            ASSIGN_OR_RETURN(p.overflow_to_peer, Bool(pv, where, k));
+            OUTPOST_ASSIGN_OR_RETURN(p.overflow_to_peer, Bool(pv, where, k));
           else if (k == "overflow_to_central")
-            ASSIGN_OR_RETURN(p.overflow_to_central, Bool(pv, where, k));
+            OUTPOST_ASSIGN_OR_RETURN(p.overflow_to_central, Bool(pv, where, k));
           else if (k == "latency_budget")
-            ASSIGN_OR_RETURN(p.default_latency_budget_ms, Ms(pv, where, k));
+            OUTPOST_ASSIGN_OR_RETURN(p.default_latency_budget_ms, Ms(pv, where, k));
           else if (k == "confidence_cascade") {
             p.cascade = true;
             for (const auto& c : pv) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "outpost/util/clock.h"
+#include "outpost/util/thread_annotations.h"
 
 namespace outpost::router {
 
@@ -41,7 +42,7 @@ class SocketPool {
   const std::chrono::milliseconds max_idle_;
   const util::Clock* const clock_;
   std::mutex mu_;
-  std::map<std::string, std::vector<Idle>> idle_;
+  std::map<std::string, std::vector<Idle>> idle_ OUTPOST_GUARDED_BY(mu_);
   std::atomic<uint64_t> opened_{0};
 };
 
