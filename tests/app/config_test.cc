@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +125,15 @@ TEST(Config, BadModelFlagsNameTheValue) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << v;
     EXPECT_EQ(st.param(), "model") << v;
   }
+}
+
+TEST(Config, EveryKeyHasHelpAndEveryHelpAKey) {
+  std::vector<std::string> documented;
+  for (const auto& d : ConfigKeyDocs()) documented.push_back(d.key);
+  std::sort(documented.begin(), documented.end());
+  std::vector<std::string> keys = ConfigKeys();
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(documented, keys);
 }
 
 TEST(Config, MissingFile) {

@@ -41,9 +41,9 @@ class SamplerTest : public ::testing::Test {
   // fails the test at the first disagreement.
   static void ExpectSameTokens(const SamplingParams& p, int n) {
     ContextOptions co;
-    co.n_seq = 1;
-    co.n_ctx_per_seq = 256;
-    co.n_batch = 64;
+    co.sessions = 1;
+    co.ctx_per_session = 256;
+    co.batch_size = 64;
     auto ctx = Context::Create(*model_, co);
     ASSERT_TRUE(ctx.ok());
     Sampler fast(*model_, p);

@@ -20,12 +20,12 @@ class FakeEngine final : public engine::Engine {
  public:
   static constexpr engine::Token kEog = 256;
 
-  FakeEngine(int32_t n_seq, int32_t n_batch, std::string reply = "hello")
-      : n_batch_(n_batch),
+  FakeEngine(int32_t sessions, int32_t batch_size, std::string reply = "hello")
+      : batch_size_(batch_size),
         reply_(std::move(reply)),
-        kv_(static_cast<size_t>(n_seq), 0),
-        produced_(static_cast<size_t>(n_seq), 0),
-        eog_banned_(static_cast<size_t>(n_seq), false) {}
+        kv_(static_cast<size_t>(sessions), 0),
+        produced_(static_cast<size_t>(sessions), 0),
+        eog_banned_(static_cast<size_t>(sessions), false) {}
 
   std::vector<engine::Token> Tokenize(std::string_view text, bool, bool) const override {
     return {text.begin(), text.end()};
@@ -50,7 +50,7 @@ class FakeEngine final : public engine::Engine {
 
   void ClearBatch() override { batch_.clear(); }
   int32_t Add(engine::Token token, int32_t pos, engine::SeqId seq, bool want_logits) override {
-    if (static_cast<int32_t>(batch_.size()) >= n_batch_) ++violations;
+    if (static_cast<int32_t>(batch_.size()) >= batch_size_) ++violations;
     batch_.push_back({token, pos, seq, want_logits});
     return static_cast<int32_t>(batch_.size()) - 1;
   }
@@ -109,7 +109,7 @@ class FakeEngine final : public engine::Engine {
   double logprob = -0.5;
 
  private:
-  const int32_t n_batch_;
+  const int32_t batch_size_;
   const std::string reply_;
   std::vector<int32_t> kv_;
   std::vector<size_t> produced_;

@@ -47,7 +47,7 @@ class RecordingSink final : public GenerationSink {
 struct Fixture {
   explicit Fixture(SchedulerOptions o, std::string reply = "hello") {
     o.kv_bytes_per_token = 16;
-    auto e = std::make_unique<FakeEngine>(o.n_seq, o.n_batch, std::move(reply));
+    auto e = std::make_unique<FakeEngine>(o.sessions, o.batch_size, std::move(reply));
     engine = e.get();
     sched = std::make_unique<Scheduler>(
         std::move(e), o, SchedulerStats::Register(registry, {"model"}, {"fake"}), &clock);
@@ -80,12 +80,12 @@ struct Fixture {
   std::unique_ptr<Scheduler> sched;
 };
 
-SchedulerOptions Opts(int32_t n_seq, int32_t max_queue, int32_t n_batch = 64,
+SchedulerOptions Opts(int32_t sessions, int32_t max_queue, int32_t batch_size = 64,
                       int32_t prefill_chunk = 16) {
   SchedulerOptions o;
-  o.n_seq = n_seq;
+  o.sessions = sessions;
   o.max_queue = max_queue;
-  o.n_batch = n_batch;
+  o.batch_size = batch_size;
   o.prefill_chunk = prefill_chunk;
   o.ctx_per_session = 128;
   o.max_queue_wait_ms = 1000;
@@ -117,7 +117,7 @@ TEST(Scheduler, MaxTokensEndsWithLength) {
 }
 
 TEST(Scheduler, AdmitsSessionsThenQueueThenRefusesWithRetryAfter) {
-  Fixture f(Opts(/*n_seq=*/2, /*max_queue=*/1));
+  Fixture f(Opts(/*sessions=*/2, /*max_queue=*/1));
   std::vector<std::shared_ptr<RecordingSink>> sinks;
   for (int i = 0; i < 3; ++i) {
     sinks.push_back(f.Sink("r" + std::to_string(i)));
@@ -172,9 +172,9 @@ TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
 }
 
 TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {
-  // n_batch 16, prefill_chunk 4: while `a` decodes, `b`'s 40-token prompt
+  // batch_size 16, prefill_chunk 4: while `a` decodes, `b`'s 40-token prompt
   // enters at most 4 tokens per step; alone, a prompt takes the whole batch.
-  Fixture f(Opts(2, 0, /*n_batch=*/16, /*prefill_chunk=*/4), std::string(30, 'y'));
+  Fixture f(Opts(2, 0, /*batch_size=*/16, /*prefill_chunk=*/4), std::string(30, 'y'));
   auto a = f.Sink("a"), b = f.Sink("b");
   ASSERT_TRUE(f.Submit(a, 40).ok());
   ASSERT_TRUE(f.sched->StepForTest());

@@ -27,9 +27,13 @@ void HttpSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
   // The dispatching (HTTP worker) thread: find the socket now, not on the
   // engine thread.
   if (remote_port_ < 0 || cancelled_) return;
+  {
+    std::lock_guard<std::mutex> lock(fd_mu_);
+    if (client_fd_ >= 0) return;  // found already
+  }
   const int fd = FindClientSocket(remote_addr_, remote_port_, local_port_);
   std::lock_guard<std::mutex> lock(fd_mu_);
-  client_fd_ = fd;
+  if (!cancelled_) client_fd_ = fd;
 }
 
 void HttpSink::Append(std::string data, bool end) {

@@ -52,6 +52,14 @@ struct ServeConfig {
 // All keys accepted in YAML (snake_case) and as flags (--kebab-case).
 const std::vector<std::string>& ConfigKeys();
 
+// Each key's help text with its default, in the order `outpost serve --help`
+// shows them. Kept beside the setters; a test checks both cover the same keys.
+struct ConfigKeyDoc {
+  const char* key;
+  const char* help;
+};
+const std::vector<ConfigKeyDoc>& ConfigKeyDocs();
+
 // Sets one key from its text form. Errors name the key and the allowed values.
 Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string& value);
 

@@ -17,40 +17,6 @@
 
 namespace {
 
-// Flag help, in the order shown by `outpost serve --help`. Keys match the YAML
-// keys (see docs/configuration.md).
-struct FlagDoc {
-  const char* key;
-  const char* help;
-};
-constexpr FlagDoc kServeFlags[] = {
-    {"model",
-     "GGUF model file, or ID=PATH; repeat to serve several models, the first being the default "
-     "(default: $OUTPOST_MODEL or the bootstrap's Gemma 3 270M)"},
-    {"model_id", "model id clients send (default: the file name without .gguf)"},
-    {"chat_template_file", "jinja chat template to use instead of the model's own"},
-    {"host", "address to listen on (default 127.0.0.1)"},
-    {"port", "TCP port (default 8080; 0 picks a free port)"},
-    {"threads", "CPU threads for inference (default 0 = all cores)"},
-    {"ctx_size", "context tokens per session, prompt + answer (default 4096)"},
-    {"parallel", "concurrent sessions: auto or N; N that does not fit is refused (default auto)"},
-    {"parallel_auto_max", "upper bound for parallel=auto (default 16)"},
-    {"memory_budget",
-     "memory the plan may use: auto or a size like 8GiB (default auto = available memory)"},
-    {"headroom", "safety margin on top of the planned peak, 0.2 or 20% (default 20%)"},
-    {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
-    {"batch_size", "max tokens per decode step (default 512)"},
-    {"prefill_chunk", "max prompt tokens per step while others decode (default 256)"},
-    {"queue_length", "requests that may wait for a session; more get 503 (default 16)"},
-    {"queue_wait", "max time in the queue before 503, e.g. 30s (default 30s)"},
-    {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
-    {"http_threads", "HTTP worker threads = concurrent connections (default 64)"},
-    {"gpu_layers", "layers to offload when built with a GPU backend, -1 = all (default 0)"},
-    {"routing_file",
-     "YAML with upstreams (peer, central), tenants and routing policy (docs/routing.md)"},
-    {"log_level", "trace, debug, info, warn, error (default info)"},
-};
-
 std::string Kebab(std::string s) {
   for (auto& c : s) {
     if (c == '_') c = '-';
@@ -73,9 +39,9 @@ int main(int argc, char** argv) {
   std::string config_path;
   serve->add_option("-c,--config", config_path, "YAML config file; flags override its keys");
   std::map<std::string, std::optional<std::string>> flag_values;
-  for (const auto& f : kServeFlags) flag_values[f.key];
+  for (const auto& f : outpost::app::ConfigKeyDocs()) flag_values[f.key];
   std::vector<std::string> model_flags;  // --model may repeat
-  for (const auto& f : kServeFlags) {
+  for (const auto& f : outpost::app::ConfigKeyDocs()) {
     std::string name = "--" + Kebab(f.key);
     if (std::string(f.key) == "model") {
       serve->add_option("-m," + name, model_flags, f.help);

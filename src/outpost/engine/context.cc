@@ -24,35 +24,35 @@ ggml_type ToGgml(KvType t) {
 
 StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextOptions& o) {
   llama_context_params cp = llama_context_default_params();
-  cp.n_seq_max = static_cast<uint32_t>(o.n_seq);
-  cp.n_ctx = static_cast<uint32_t>(o.n_seq) * static_cast<uint32_t>(o.n_ctx_per_seq);
-  cp.n_batch = static_cast<uint32_t>(o.n_batch);
-  cp.n_ubatch = static_cast<uint32_t>(o.n_batch);
+  cp.n_seq_max = static_cast<uint32_t>(o.sessions);
+  cp.n_ctx = static_cast<uint32_t>(o.sessions) * static_cast<uint32_t>(o.ctx_per_session);
+  cp.n_batch = static_cast<uint32_t>(o.batch_size);
+  cp.n_ubatch = static_cast<uint32_t>(o.batch_size);
   const int threads =
       o.n_threads > 0 ? o.n_threads : static_cast<int>(std::thread::hardware_concurrency());
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
-  cp.kv_unified = false;  // one KV stream per sequence: n_ctx_per_seq each, no sharing
+  cp.kv_unified = false;  // one KV stream per sequence: ctx_per_session each, no sharing
   cp.type_k = ToGgml(o.kv_type);
   cp.type_v = ToGgml(o.kv_type);
   // Quantised V needs flash attention in llama.cpp.
   if (o.kv_type != KvType::kF16) cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
   cp.no_perf = true;
   // Outpost asks for at most one output (logits row) per sequence per step, so
-  // reserve logits for n_seq rows, not n_batch: for a 262k vocabulary and a
+  // reserve logits for `sessions` rows, not batch_size: for a 262k vocabulary and a
   // 512-token batch that is the difference between 512 MiB and a few MiB.
-  cp.n_outputs_max = static_cast<uint32_t>(o.n_seq);
+  cp.n_outputs_max = static_cast<uint32_t>(o.sessions);
 
   llama_context* ctx = llama_init_from_model(model.raw(), cp);
   if (ctx == nullptr) {
     return Status::ResourceExhausted("llama.cpp could not create a context for " +
-                                     std::to_string(o.n_seq) + " sequences x " +
-                                     std::to_string(o.n_ctx_per_seq) + " tokens");
+                                     std::to_string(o.sessions) + " sequences x " +
+                                     std::to_string(o.ctx_per_session) + " tokens");
   }
   std::unique_ptr<Context> c(new Context());
   c->options_ = o;
   c->ctx_ = ctx;
-  c->batch_ = std::make_unique<llama_batch>(llama_batch_init(o.n_batch, 0, 1));
+  c->batch_ = std::make_unique<llama_batch>(llama_batch_init(o.batch_size, 0, 1));
   c->batch_->n_tokens = 0;
   // KV bytes = the full-attention formula, capped by what the cache holds.
   const auto& mi = model.info();

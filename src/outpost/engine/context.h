@@ -20,10 +20,10 @@ struct llama_batch;
 namespace outpost::engine {
 
 struct ContextOptions {
-  int32_t n_seq = 1;             // concurrent sequences (sessions)
-  int32_t n_ctx_per_seq = 4096;  // tokens of context each sequence may hold
-  int32_t n_batch = 512;         // max tokens per decode step (decode + prefill chunk)
-  int32_t n_threads = 0;         // 0 = all cores
+  int32_t sessions = 1;            // concurrent sequences
+  int32_t ctx_per_session = 4096;  // tokens of context each sequence may hold
+  int32_t batch_size = 512;        // max tokens per decode step (decode + prefill chunk)
+  int32_t n_threads = 0;           // 0 = all cores
   KvType kv_type = KvType::kF16;
 };
 
@@ -36,9 +36,9 @@ struct MemoryBreakdown {
 };
 
 // Planned bytes beyond weights and KV for a context: compute scratch for a
-// batch of n_batch tokens attending over ctx_per_session, logits for one output
+// batch of batch_size tokens attending over ctx_per_session, logits for one output
 // per sequence, and a fixed runtime allowance. Deliberately on the high side.
-uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t n_batch, int32_t n_seq,
+uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t batch_size, int32_t sessions,
                                int32_t ctx_per_session);
 
 class Context {
@@ -52,7 +52,7 @@ class Context {
 
   // Batch assembly for one decode step. Add returns the token's index in the
   // batch (use it with Sampler::Sample when want_logits).
-  // REQUIRES: BatchSize() < options.n_batch.
+  // REQUIRES: BatchSize() < options.batch_size.
   void ClearBatch();
   int32_t Add(Token token, int32_t pos, SeqId seq, bool want_logits);
   int32_t BatchSize() const;

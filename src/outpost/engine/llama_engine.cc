@@ -4,7 +4,7 @@ namespace outpost::engine {
 
 LlamaEngine::LlamaEngine(std::shared_ptr<const Model> model, std::unique_ptr<Context> ctx)
     : model_(std::move(model)), ctx_(std::move(ctx)) {
-  samplers_.resize(static_cast<size_t>(ctx_->options().n_seq));
+  samplers_.resize(static_cast<size_t>(ctx_->options().sessions));
 }
 
 LlamaEngine::~LlamaEngine() {

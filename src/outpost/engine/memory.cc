@@ -7,14 +7,14 @@
 
 namespace outpost::engine {
 
-uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t n_batch, int32_t n_seq,
+uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t batch_size, int32_t sessions,
                                int32_t ctx_per_session) {
   const uint64_t f32 = 4;
-  const uint64_t batch = static_cast<uint64_t>(n_batch);
+  const uint64_t batch = static_cast<uint64_t>(batch_size);
   // Logits: the context's output buffer and the graph's output tensor, one
   // vocabulary-sized row per sequence each.
   const uint64_t logits =
-      2 * static_cast<uint64_t>(n_seq) * static_cast<uint64_t>(info.n_vocab) * f32;
+      2 * static_cast<uint64_t>(sessions) * static_cast<uint64_t>(info.n_vocab) * f32;
   // Activations of one layer for the batch (residual, norms, Q/K/V, FFN ~4x).
   const uint64_t activations = batch * static_cast<uint64_t>(info.n_embd) * f32 * 16;
   // Attention scores for the batch over one session's context.

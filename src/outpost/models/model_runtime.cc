@@ -101,9 +101,9 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   if (!model.ok()) return model.status();
 
   engine::ContextOptions co;
-  co.n_seq = plan->sessions;
-  co.n_ctx_per_seq = cfg.ctx_per_session;
-  co.n_batch = cfg.batch_size;
+  co.sessions = plan->sessions;
+  co.ctx_per_session = cfg.ctx_per_session;
+  co.batch_size = cfg.batch_size;
   co.n_threads = cfg.threads;
   co.kv_type = *kv_type;
   auto ctx = engine::Context::Create(**model, co);
@@ -127,9 +127,9 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   }
 
   scheduler::SchedulerOptions so;
-  so.n_seq = plan->sessions;
+  so.sessions = plan->sessions;
   so.ctx_per_session = cfg.ctx_per_session;
-  so.n_batch = cfg.batch_size;
+  so.batch_size = cfg.batch_size;
   so.prefill_chunk = std::min(cfg.prefill_chunk, cfg.batch_size);
   so.max_queue = cfg.queue_length;
   so.max_queue_wait_ms = cfg.queue_wait_ms;

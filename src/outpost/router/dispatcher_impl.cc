@@ -172,6 +172,9 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
                                 const CompletionCall& call, const RouteReason& reason,
                                 UpstreamId central, const std::shared_ptr<ResponseSink>& sink) {
   gen.want_logprobs = true;
+  // Announced first so the sink can watch its client while the local answer
+  // is collected (a client that leaves cancels it).
+  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint});
   auto local = std::make_shared<CollectedAnswer>(sink);
   if (Status st = model.scheduler->Submit(std::move(gen), local); !st.ok()) {
     sink->OnRoute(RouteReport{"local", reason.ToString()});
@@ -182,7 +185,6 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
   const scheduler::GenerationResult& r = local->result();
   auto answer_locally = [&](const RouteReason& why) {
     sink->OnRoute(RouteReport{"local", why.ToString()});
-    sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint});
     if (!local->text().empty()) sink->OnText(local->text());
     sink->OnDone(r);
   };

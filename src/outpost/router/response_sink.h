@@ -1,13 +1,18 @@
 // ResponseSink — where the dispatcher pushes one call's answer as it happens.
 //
-// Implemented by api/ (HTTP: JSON or SSE), by tests, and later by the batch
-// writer (JSONL). The dispatcher calls, in order:
+// Implemented by api/ (HTTP: JSON or SSE), by tests and `outpost bench`, and
+// later by the batch writer (JSONL). The dispatcher calls, in order:
 //
-//   OnRoute(route)                      exactly once, before any answer
+//   OnRoute(route)                      once when routing is configured, before
+//                                       any answer (never without a routing file)
 //   then one of
 //     OnLocalStart(meta), OnText(...)*, OnDone(result)        answered here
 //     OnRelayHead(status, type), OnRelayBody(...)*, OnRelayEnd(error)   upstream
 //     OnError(status)                   refused or failed before any answer
+//
+// A confidence cascade calls OnLocalStart first (while the local answer is
+// collected), then OnRoute, then either the local OnText/OnDone or the
+// upstream's relay. OnHeader may come any time before the answer.
 //
 // OnText/OnDone come from the engine thread and OnRelayBody/OnRelayEnd from a
 // relay thread: they must not block (buffer and wake the consumer). The

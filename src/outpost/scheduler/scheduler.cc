@@ -14,9 +14,9 @@ using util::Seconds;
 Scheduler::Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options,
                      SchedulerStats stats, const util::Clock* clock)
     : engine_(std::move(engine)), options_(options), stats_(stats), clock_(clock) {
-  slots_.resize(static_cast<size_t>(options_.n_seq));
+  slots_.resize(static_cast<size_t>(options_.sessions));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<engine::SeqId>(i);
-  stats_.max_sessions.Set(options_.n_seq);
+  stats_.max_sessions.Set(options_.sessions);
   stats_.kv_bytes_limit.Set(static_cast<double>(engine_->KvBytesAllocated()));
 }
 
@@ -103,12 +103,12 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     // Requests in the queue that a free slot will take at the next step are not
     // waiting; only those beyond the sessions count against max_queue.
     const auto in_system = active_ + static_cast<int32_t>(queue_[0].size() + queue_[1].size());
-    if (in_system >= options_.n_seq + options_.max_queue) {
+    if (in_system >= options_.sessions + options_.max_queue) {
       const int32_t retry = RetryAfterLocked();
       stats_.rejected.Add();
-      return Status::ResourceExhausted("over capacity: all " + std::to_string(options_.n_seq) +
+      return Status::ResourceExhausted("over capacity: all " + std::to_string(options_.sessions) +
                                        " sessions are busy and the queue holds " +
-                                       std::to_string(in_system - options_.n_seq) + " of " +
+                                       std::to_string(in_system - options_.sessions) + " of " +
                                        std::to_string(options_.max_queue) +
                                        " requests; retry after " + std::to_string(retry) + " s")
           .WithRetryAfter(retry);
@@ -124,7 +124,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
 SchedulerSnapshot Scheduler::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   SchedulerSnapshot s;
-  s.max_sessions = options_.n_seq;
+  s.max_sessions = options_.sessions;
   s.active = active_;
   s.queued = static_cast<int32_t>(queue_[0].size() + queue_[1].size());
   s.max_queue = options_.max_queue;
@@ -141,7 +141,7 @@ double Scheduler::WaitSecondsLocked() const {
   // this one, each needing a mean completion, at the measured aggregate decode
   // rate. Before any measurement, assume 10 tokens/s per session.
   const double queued = static_cast<double>(queue_[0].size() + queue_[1].size());
-  const double rate = decode_tps_ > 0.5 ? decode_tps_ : 10.0 * options_.n_seq;
+  const double rate = decode_tps_ > 0.5 ? decode_tps_ : 10.0 * options_.sessions;
   return (queued + 1.0) * mean_completion_tokens_ / rate;
 }
 
@@ -238,7 +238,7 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     ++*n_decode;
   }
   // Prefill chunk: bounded while others decode, the whole batch otherwise.
-  int32_t budget = options_.n_batch - *n_decode;
+  int32_t budget = options_.batch_size - *n_decode;
   if (*n_decode > 0) budget = std::min(budget, options_.prefill_chunk);
   for (auto& s : slots_) {
     if (budget <= 0) break;
@@ -260,7 +260,8 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
 
 void Scheduler::Loop() {
   spdlog::info("engine thread started: {} sessions x {} tokens, batch {}, prefill chunk {}",
-               options_.n_seq, options_.ctx_per_session, options_.n_batch, options_.prefill_chunk);
+               options_.sessions, options_.ctx_per_session, options_.batch_size,
+               options_.prefill_chunk);
   while (WaitForWork()) Step();
   DrainOnStop();
 }

@@ -9,7 +9,7 @@
 //     when nobody is decoding),
 // so a long prompt delays everyone else's next token by at most one chunk.
 //
-// Admission: `n_seq` slots (from the capacity plan); past that a bounded FIFO
+// Admission: `sessions` slots (from the capacity plan); past that a bounded FIFO
 // queue per priority (interactive before batch) with a maximum wait; past that
 // Submit() fails with ResourceExhausted carrying a Retry-After derived from the
 // queue length, the mean completion length and the measured decode rate.
@@ -50,9 +50,9 @@
 namespace outpost::scheduler {
 
 struct SchedulerOptions {
-  int32_t n_seq = 1;                  // concurrent sessions (= context sequences)
+  int32_t sessions = 1;               // concurrent sessions (= context sequences)
   int32_t ctx_per_session = 4096;     // tokens per session (prompt + completion)
-  int32_t n_batch = 512;              // max tokens in one decode step
+  int32_t batch_size = 512;           // max tokens in one decode step
   int32_t prefill_chunk = 256;        // max prompt tokens per step while others decode
   int32_t max_queue = 16;             // queued requests beyond the sessions; 0 = no queue
   int64_t max_queue_wait_ms = 30000;  // a queued request older than this gets 503
