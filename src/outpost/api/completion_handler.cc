@@ -78,7 +78,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
     call.forwarded = req.has_header(router::kForwardedHeader);
   }
   call.body = req.body;
-  call.id = NewId(chat ? "chatcmpl-" : "cmpl-");
+  call.id = NewId(chat ? "chatcmpl-" : "cmpl-", *random_);
   const bool stream = call.request.stream;
   const bool include_usage = call.request.include_usage;
   const std::string echo = call.request.echo ? call.request.prompt : std::string();

@@ -21,7 +21,7 @@ using nlohmann::json;
 
 HttpServer::HttpServer(HttpOptions options, const models::ServingSet* serving,
                        router::Dispatcher* dispatcher, telemetry::StatRegistry* stats,
-                       router::Router* router, const util::Clock* clock)
+                       router::Router* router, const util::Clock* clock, util::Random* random)
     : options_(std::move(options)),
       serving_(serving),
       dispatcher_(dispatcher),
@@ -30,6 +30,7 @@ HttpServer::HttpServer(HttpOptions options, const models::ServingSet* serving,
       router_(router),
       routing_enabled_(router != nullptr),
       clock_(clock),
+      random_(random),
       server_(std::make_unique<httplib::Server>()) {
   const int threads = options_.n_http_threads;
   server_->new_task_queue = [threads] {

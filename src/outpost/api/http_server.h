@@ -23,6 +23,7 @@
 #include "outpost/router/router.h"
 #include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/clock.h"
+#include "outpost/util/random.h"
 #include "outpost/util/status.h"
 
 namespace httplib {
@@ -48,7 +49,8 @@ class HttpServer {
   // /metrics renders `stats`, where the server registers its own.
   HttpServer(HttpOptions options, const models::ServingSet* serving, router::Dispatcher* dispatcher,
              telemetry::StatRegistry* stats, router::Router* router = nullptr,
-             const util::Clock* clock = &util::RealClock());
+             const util::Clock* clock = &util::RealClock(),
+             util::Random* random = &util::RealRandom());
   ~HttpServer();
 
   // Binds the listening socket. Errors: Unavailable naming host:port.
@@ -72,6 +74,7 @@ class HttpServer {
   router::Router* const router_;
   const bool routing_enabled_;
   const util::Clock* const clock_;
+  util::Random* const random_;  // request ids
   std::unique_ptr<httplib::Server> server_;
   int bound_port_ = 0;
   int listen_fd_ = -1;  // the listening socket, once bound

@@ -2,8 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <random>
-
 namespace outpost::api {
 namespace {
 
@@ -87,12 +85,18 @@ std::string UsageChunk(const ResponseMeta& m, bool chat, const scheduler::Usage&
   return Dump(j);
 }
 
-std::string NewId(const std::string& prefix) {
+std::string NewId(const std::string& prefix, util::Random& random) {
   static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<int> pick(0, sizeof(kAlphabet) - 2);
+  constexpr uint64_t kLetters = sizeof(kAlphabet) - 1;  // 62
   std::string id = prefix;
-  for (int i = 0; i < 24; ++i) id += kAlphabet[pick(rng)];
+  // 24 characters from three draws of 8 (62^8 < 2^48: the modulo bias is nil).
+  for (int draw = 0; draw < 3; ++draw) {
+    uint64_t bits = random.Next();
+    for (int i = 0; i < 8; ++i) {
+      id += kAlphabet[bits % kLetters];
+      bits /= kLetters;
+    }
+  }
   return id;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "outpost/scheduler/request.h"
+#include "outpost/util/random.h"
 
 namespace outpost::api {
 
@@ -31,6 +32,6 @@ std::string CompletionChunk(const ResponseMeta& m, const std::string& text,
 std::string UsageChunk(const ResponseMeta& m, bool chat, const scheduler::Usage& usage);
 
 // A fresh id with the given prefix: prefix + 24 random alphanumerics.
-std::string NewId(const std::string& prefix);
+std::string NewId(const std::string& prefix, util::Random& random = util::RealRandom());
 
 }  // namespace outpost::api
