@@ -1,5 +1,7 @@
 #include "outpost/app/config.h"
 
+#include "mocks/temp_file.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,12 +13,7 @@ namespace outpost::app {
 namespace {
 
 std::string WriteTemp(const std::string& text) {
-  static int n = 0;
-  const auto path =
-      std::filesystem::temp_directory_path() /
-      ("outpost_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
-  std::ofstream(path) << text;
-  return path.string();
+  return outpost::testing::TempFile(text);
 }
 
 TEST(Config, YamlSetsEveryKindOfValue) {

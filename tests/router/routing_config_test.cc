@@ -1,5 +1,7 @@
 #include "outpost/router/routing_config.h"
 
+#include "mocks/temp_file.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,13 +12,7 @@ namespace outpost::router {
 namespace {
 
 std::string Write(const std::string& text) {
-  static int n = 0;
-  // Unique per process too: CTest runs each case as its own process, in parallel.
-  const auto p =
-      std::filesystem::temp_directory_path() /
-      ("outpost_routing_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".yaml");
-  std::ofstream(p) << text;
-  return p.string();
+  return outpost::testing::TempFile(text);
 }
 
 TEST(RoutingConfig, FullExample) {
