@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <thread>
 
@@ -28,7 +30,7 @@ TEST(Cluster, UnknownHealthIsUnavailableUntilTheFirstCheckPasses) {
   Cluster c({Up("hq", 4, 3)});
   ASSERT_EQ(c.View().size(), 1u);
   EXPECT_FALSE(c.View()[0].available);
-  EXPECT_EQ(c.StatusJson()[0]["health_flags"][0], "failed_active_health_check");
+  EXPECT_EQ(c.Status()[0].health_flags.at(0), "failed_active_health_check");
 }
 
 TEST(Cluster, CircuitBreakerCapsConcurrentRequests) {
@@ -36,7 +38,7 @@ TEST(Cluster, CircuitBreakerCapsConcurrentRequests) {
   EXPECT_TRUE(c.TryAcquire("hq"));
   EXPECT_TRUE(c.TryAcquire("hq"));
   EXPECT_FALSE(c.TryAcquire("hq"));  // third concurrent request refused
-  EXPECT_EQ(c.StatusJson()[0]["active_requests"], 2);
+  EXPECT_EQ(c.Status()[0].active_requests, 2);
   c.Release("hq");
   EXPECT_TRUE(c.TryAcquire("hq"));
   EXPECT_FALSE(c.TryAcquire("nope"));
@@ -49,13 +51,11 @@ TEST(Cluster, ConsecutiveFailuresEjectAndSuccessResetsTheCount) {
   c.ReportSuccess("hq");  // resets: two more failures do not eject
   c.ReportFailure("hq");
   c.ReportFailure("hq");
-  EXPECT_EQ(c.StatusJson()[0]["ejections"], 0);
+  EXPECT_EQ(c.Status()[0].ejections, 0);
   c.ReportFailure("hq");  // third in a row
-  EXPECT_EQ(c.StatusJson()[0]["ejections"], 1);
-  const nlohmann::json status = c.StatusJson();  // keep it alive while iterating
-  bool ejected = false;
-  for (const auto& f : status[0]["health_flags"]) ejected = ejected || f == "outlier_ejected";
-  EXPECT_TRUE(ejected);
+  EXPECT_EQ(c.Status()[0].ejections, 1);
+  const auto flags = c.Status()[0].health_flags;
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "outlier_ejected"), flags.end());
 }
 
 // A clock that moves only when told, and a probe that answers as scripted
@@ -106,7 +106,7 @@ TEST(ClusterSimulatedTime, ChecksRunOnTheIntervalAndThresholdsApply) {
     c.RunDueChecks();
     EXPECT_EQ(c.View()[0].available, i < 3) << "after failed check " << i;
   }
-  EXPECT_EQ(c.StatusJson()[0]["health_flags"][0], "failed_active_health_check");
+  EXPECT_EQ(c.Status()[0].health_flags.at(0), "failed_active_health_check");
 
   // A success in between resets the failure count.
   w.answer = true;
@@ -188,7 +188,7 @@ TEST(ClusterSimulatedTime, EjectionTimeDoublesUpToTheCapThenTheHostReturns) {
     w.Advance(1);
     EXPECT_TRUE(c.View()[0].available) << "ejection of " << expected_ms << " ms did not end";
   }
-  EXPECT_EQ(c.StatusJson()[0]["ejections"], 5);
+  EXPECT_EQ(c.Status()[0].ejections, 5);
 }
 
 // Real threads and the real clock: each host has its own health-check

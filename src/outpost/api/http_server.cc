@@ -211,7 +211,19 @@ void HttpServer::HandleReady(httplib::Response& res) {
                    {"reserved_bytes", ledger->reserved()},
                    {"available_bytes", ledger->available()}};
   }
-  if (router_ != nullptr) j["upstreams"] = router_->cluster().StatusJson();
+  if (router_ != nullptr) {
+    j["upstreams"] = json::array();
+    for (const auto& u : router_->cluster().Status()) {
+      j["upstreams"].push_back({{"name", u.name},
+                                {"kind", router::UpstreamKindName(u.kind)},
+                                {"url", u.url},
+                                {"healthy", u.healthy()},
+                                {"health_flags", u.health_flags},
+                                {"active_requests", u.active_requests},
+                                {"max_requests", u.max_requests},
+                                {"ejections", u.ejections}});
+    }
+  }
   res.set_content(j.dump(), "application/json");
 }
 

@@ -144,22 +144,23 @@ void Cluster::Loop(size_t i) {
   }
 }
 
-nlohmann::json Cluster::StatusJson() const {
+std::vector<Cluster::HostStatus> Cluster::Status() const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = clock_->Now();
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<HostStatus> out;
   for (const auto& h : hosts_) {
-    nlohmann::json flags = nlohmann::json::array();
-    if (h.health & kFailedActiveHealthCheck) flags.push_back("failed_active_health_check");
-    if ((h.health & kOutlierEjected) && now < h.ejected_until) flags.push_back("outlier_ejected");
-    out.push_back({{"name", h.cfg.name},
-                   {"kind", UpstreamKindName(h.cfg.kind)},
-                   {"url", h.cfg.base_url + h.cfg.path_prefix},
-                   {"healthy", flags.empty()},
-                   {"health_flags", flags},
-                   {"active_requests", h.active},
-                   {"max_requests", h.cfg.max_requests},
-                   {"ejections", h.ejections}});
+    HostStatus st;
+    st.name = h.cfg.name;
+    st.kind = h.cfg.kind;
+    st.url = h.cfg.base_url + h.cfg.path_prefix;
+    if (h.health & kFailedActiveHealthCheck)
+      st.health_flags.push_back("failed_active_health_check");
+    if ((h.health & kOutlierEjected) && now < h.ejected_until)
+      st.health_flags.push_back("outlier_ejected");
+    st.active_requests = h.active;
+    st.max_requests = h.cfg.max_requests;
+    st.ejections = h.ejections;
+    out.push_back(std::move(st));
   }
   return out;
 }

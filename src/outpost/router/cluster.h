@@ -26,8 +26,6 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "outpost/router/policy.h"
 #include "outpost/router/routing_config.h"
 #include "outpost/util/clock.h"
@@ -75,7 +73,18 @@ class Cluster {
   void ReportSuccess(const std::string& name);
   void ReportFailure(const std::string& name);
 
-  nlohmann::json StatusJson() const;  // for /ready
+  // One host as /ready reports it.
+  struct HostStatus {
+    std::string name;
+    UpstreamKind kind = UpstreamKind::kCentral;
+    std::string url;                        // base_url + path_prefix
+    std::vector<std::string> health_flags;  // "failed_active_health_check", "outlier_ejected"
+    int32_t active_requests = 0;
+    int32_t max_requests = 0;
+    int32_t ejections = 0;
+    bool healthy() const { return health_flags.empty(); }
+  };
+  std::vector<HostStatus> Status() const;
 
  private:
   struct Host {
