@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "outpost/bench/report.h"
-#include "outpost/planner/report.h"
+#include "outpost/util/svg_chart.h"
 #include "outpost/util/units.h"
 
 namespace outpost::bench {
@@ -105,9 +105,9 @@ std::string BenchHtml(const BenchReport& r) {
     << "<style>body{font-family:sans-serif;max-width:1000px;margin:2em "
        "auto}pre{background:#f4f4f4;padding:1em}</style>"
     << "</head><body><h1>outpost bench</h1><pre>" << BenchText(r) << "</pre>"
-    << planner::SvgLineChart("Tokens/s vs sessions", "sessions", "tokens/s", xs,
-                             {{"aggregate", agg}, {"per user", per}})
-    << planner::SvgLineChart("TTFT p99 vs sessions", "sessions", "ms", xs, {{"TTFT p99", ttft}});
+    << util::SvgLineChart("Tokens/s vs sessions", "sessions", "tokens/s", xs,
+                          {{"aggregate", agg}, {"per user", per}})
+    << util::SvgLineChart("TTFT p99 vs sessions", "sessions", "ms", xs, {{"TTFT p99", ttft}});
   if (!r.sustained.empty()) {
     std::vector<double> ts, tps, temp;
     for (const auto& s : r.sustained) {
@@ -115,8 +115,8 @@ std::string BenchHtml(const BenchReport& r) {
       tps.push_back(s.tps);
       temp.push_back(s.cpu_temp_c > 0 ? s.cpu_temp_c : 0);
     }
-    o << planner::SvgLineChart("Sustained load", "seconds", "tokens/s, degrees C", ts,
-                               {{"tokens/s", tps}, {"CPU temperature C", temp}});
+    o << util::SvgLineChart("Sustained load", "seconds", "tokens/s, degrees C", ts,
+                            {{"tokens/s", tps}, {"CPU temperature C", temp}});
   }
   o << "</body></html>\n";
   return o.str();
