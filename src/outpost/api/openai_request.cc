@@ -302,7 +302,7 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
     return Status::InvalidArgument("'logprobs' is not supported yet", "logprobs");
   }
   // Tools and JSON-schema output are not run locally; the router may send such
-  // requests to central, and the local path refuses them (see generate_handler).
+  // requests to central, and the local path refuses them (see router/dispatcher_impl.cc).
   if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("tools", "an array", *it);
     r.wants_tools = !it->empty();

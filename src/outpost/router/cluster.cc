@@ -36,13 +36,6 @@ void Cluster::Stop() {
   threads_.clear();
 }
 
-const UpstreamConfig* Cluster::Find(const std::string& name) const {
-  for (const auto& h : hosts_) {
-    if (h.cfg.name == name) return &h.cfg;
-  }
-  return nullptr;
-}
-
 std::vector<UpstreamView> Cluster::View() const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = clock_->Now();

@@ -60,7 +60,6 @@ class Cluster {
 
   // Snapshot for the policy: available = no health flags and breaker closed.
   std::vector<UpstreamView> View() const;
-  const UpstreamConfig* Find(const std::string& name) const;  // stable for the Cluster's life
   // The upstream with id `id` (its index in the config). REQUIRES: id < size().
   const UpstreamConfig& Config(UpstreamId id) const { return hosts_[static_cast<size_t>(id)].cfg; }
   size_t size() const { return hosts_.size(); }
