@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchlib import free_port  # noqa: E402,F401  (one copy, shared with the benchmarks)
 
 BIN = os.environ.get("OUTPOST_BIN", "build/outpost")
-MODEL = os.environ.get("OUTPOST_MODEL", ".deps/models/default.gguf")
+MODEL = os.environ.get("OUTPOST_MODEL", ".deps/models/default.gguf")  # SmolLM2 135M Instruct
+GEMMA = os.environ.get("OUTPOST_GEMMA", ".deps/models/gemma-3-270m.gguf")  # base model, 262k vocab
 
 
 class Server:

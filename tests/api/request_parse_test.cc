@@ -21,7 +21,7 @@ TEST(ParseRequest, ChatDefaultsAndFields) {
   ASSERT_EQ(r->messages.size(), 2u);
   EXPECT_EQ(r->messages[1].content, "hi");
   EXPECT_EQ(r->sampling.temperature, 0.0f);
-  EXPECT_FLOAT_EQ(r->sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(*r->sampling.top_p, 0.9f);
   EXPECT_EQ(r->sampling.top_k, 40);
   EXPECT_TRUE(r->sampling.has_seed);
   EXPECT_EQ(r->sampling.seed, 7u);
@@ -30,6 +30,61 @@ TEST(ParseRequest, ChatDefaultsAndFields) {
   EXPECT_EQ(r->sampling.logit_bias.size(), 2u);
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
+}
+
+TEST(ParseRequest, UnsetSamplingKnobsStayUnset) {
+  auto r =
+      ParseRequest(Endpoint::kChat, R"({"messages": [{"role": "user", "content": "hi"}]})", kVocab);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->sampling.temperature.has_value());
+  EXPECT_FALSE(r->sampling.top_k.has_value());
+  EXPECT_FALSE(r->sampling.top_p.has_value());
+  EXPECT_FALSE(r->sampling.min_p.has_value());
+  EXPECT_FALSE(r->sampling.repeat_penalty.has_value());
+}
+
+TEST(ParseRequest, ResponseFormats) {
+  using Type = engine::ResponseFormat::Type;
+  auto parse = [](const std::string& rf) {
+    return ParseRequest(
+        Endpoint::kChat,
+        R"({"messages": [{"role": "user", "content": "hi"}], "response_format": )" + rf + "}",
+        kVocab);
+  };
+  auto text = parse(R"({"type": "text"})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->response_format.type, Type::kText);
+  auto obj = parse(R"({"type": "json_object"})");
+  ASSERT_TRUE(obj.ok());
+  EXPECT_EQ(obj->response_format.type, Type::kJsonObject);
+  auto schema = parse(
+      R"({"type": "json_schema", "json_schema": {"name": "defect", "strict": true,
+          "schema": {"type": "object", "properties": {"part": {"type": "string"}}}}})");
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  EXPECT_EQ(schema->response_format.type, Type::kJsonSchema);
+  EXPECT_EQ(schema->response_format.schema,
+            R"({"properties":{"part":{"type":"string"}},"type":"object"})");
+  EXPECT_FALSE(schema->wants_tools);
+
+  struct Bad {
+    const char* rf;
+    const char* param;
+  };
+  for (const Bad& b : {Bad{R"("json")", "response_format"}, Bad{R"({})", "response_format.type"},
+                       Bad{R"({"type": "xml"})", "response_format.type"},
+                       Bad{R"({"type": "json_schema"})", "response_format.json_schema"},
+                       Bad{R"({"type": "json_schema", "json_schema": {"schema": {}}})",
+                           "response_format.json_schema.name"},
+                       Bad{R"({"type": "json_schema", "json_schema": {"name": "a b"}})",
+                           "response_format.json_schema.name"},
+                       Bad{R"({"type": "json_schema", "json_schema": {"name": "a", "schema": 3}})",
+                           "response_format.json_schema.schema"},
+                       Bad{R"({"type": "json_schema", "json_schema": {"name": "a", "strict": 1}})",
+                           "response_format.json_schema.strict"}}) {
+    auto r = parse(b.rf);
+    ASSERT_FALSE(r.ok()) << b.rf;
+    EXPECT_EQ(r.status().param(), b.param) << b.rf << ": " << r.status().ToString();
+  }
 }
 
 TEST(ParseRequest, CompletionPromptForms) {
@@ -127,14 +182,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]", "outside the vocabulary"},
         BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
 
-TEST(ParseRequest, ToolsAndJsonSchemaAreFlaggedForTheRouter) {
+TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {
   auto t = ParseRequest(Endpoint::kChat, R"({"tools": [{"type": "function"}], )" MSGS "}", kVocab);
   ASSERT_TRUE(t.ok());
   EXPECT_TRUE(t->wants_tools);
-  auto js = ParseRequest(Endpoint::kChat,
-                         R"({"response_format": {"type": "json_schema"}, )" MSGS "}", kVocab);
-  ASSERT_TRUE(js.ok());
-  EXPECT_TRUE(js->wants_tools);
   EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->wants_tools);
 }
 

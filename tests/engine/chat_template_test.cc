@@ -35,7 +35,7 @@ void PrintTo(const Case& c, std::ostream* os) {
 class ChatTemplates : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ChatTemplates, RendersSystemAndUserTurns) {
-  OUTPOST_TEST_MODEL(model);
+  OUTPOST_TEST_GEMMA(model);
   InstallLlamaLogger(false);
   ModelOptions o;
   o.path = model;
@@ -68,8 +68,41 @@ INSTANTIATE_TEST_SUITE_P(
              "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\n"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ChatTemplates, AlternationErrorIsAClearInvalidArgument) {
+// The default model (SmolLM2 Instruct) brings its own ChatML template, which
+// adds a system turn when the conversation has none.
+TEST(ChatTemplates, DefaultModelUsesItsOwnTemplate) {
   OUTPOST_TEST_MODEL(model);
+  ModelOptions o;
+  o.path = model;
+  auto m = Model::Load(o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto prompt = (*m)->ApplyChatTemplate({{"user", "Hi"}});
+  ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
+  EXPECT_EQ(*prompt,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // The turn ends with <|im_end|>, the model's end-of-generation token.
+  const auto end = (*m)->Tokenize("<|im_end|>", false, true);
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_TRUE((*m)->IsEndOfGeneration(end[0]));
+}
+
+// Gemma's turn end must stop generation even though the GGUF's EOS is <eos>.
+TEST(ChatTemplates, GemmaEndOfTurnIsAnEndOfGenerationToken) {
+  OUTPOST_TEST_GEMMA(model);
+  ModelOptions o;
+  o.path = model;
+  auto m = Model::Load(o);
+  ASSERT_TRUE(m.ok());
+  for (const char* t : {"<end_of_turn>", "<eos>"}) {
+    const auto tok = (*m)->Tokenize(t, false, true);
+    ASSERT_EQ(tok.size(), 1u) << t;
+    EXPECT_TRUE((*m)->IsEndOfGeneration(tok[0])) << t;
+  }
+}
+
+TEST(ChatTemplates, AlternationErrorIsAClearInvalidArgument) {
+  OUTPOST_TEST_GEMMA(model);
   ModelOptions o;
   o.path = model;
   auto m = Model::Load(o);

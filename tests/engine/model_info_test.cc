@@ -42,6 +42,19 @@ TEST(ReadModelInfo, DefaultModelExactFigures) {
   OUTPOST_TEST_MODEL(path);
   auto r = ReadModelInfo(path);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->architecture, "llama");
+  EXPECT_EQ(r->n_layers, 30);
+  EXPECT_EQ(r->n_kv_heads, 3);
+  EXPECT_EQ(r->head_dim_k, 64);
+  EXPECT_EQ(r->head_dim_v, 64);
+  EXPECT_EQ(r->n_vocab, 49152);
+  EXPECT_EQ(r->weight_bytes, 96576768u);  // 92.10 MiB of tensor data in a 93.8 MiB file
+}
+
+TEST(ReadModelInfo, GemmaExactFigures) {
+  OUTPOST_TEST_GEMMA(path);
+  auto r = ReadModelInfo(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->architecture, "gemma3");
   EXPECT_EQ(r->n_layers, 18);
   EXPECT_EQ(r->n_kv_heads, 1);

@@ -68,11 +68,19 @@ class FakeEngine final : public engine::Engine {
     batches.push_back(batch_);
     return Status::Ok();
   }
-  void StartSequence(engine::SeqId seq, const engine::SamplingParams& p) override {
+  const engine::SamplingDefaults& DefaultSampling() const override { return defaults; }
+  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const override {
+    if (schema.find("\"not\"") != std::string::npos)
+      return Status::InvalidArgument("keyword 'not'", "response_format");
+    return std::string("root ::= \"{}\"");
+  }
+  Status StartSequence(engine::SeqId seq, const engine::SamplingParams& p) override {
+    started.push_back(p);
     produced_[static_cast<size_t>(seq)] = 0;
     bool banned = false;
     for (const auto& [t, b] : p.logit_bias) banned = banned || (t == kEog && b <= -100.0f);
     eog_banned_[static_cast<size_t>(seq)] = banned;
+    return Status::Ok();
   }
   engine::Token Sample(engine::SeqId seq, int32_t idx) override {
     if (idx < 0 || idx >= BatchSize() || batch_[static_cast<size_t>(idx)].seq != seq) ++violations;
@@ -87,6 +95,11 @@ class FakeEngine final : public engine::Engine {
     ++removed[seq];
   }
   uint64_t KvBytesAllocated() const override { return 4096; }
+
+  // Defaults a request's unset sampling knobs take; the params each
+  // sequence was started with.
+  engine::SamplingDefaults defaults;
+  std::vector<engine::SamplingParams> started;
 
   // KV cells sequence `seq` holds now.
   int32_t KvCells(engine::SeqId seq) const { return kv_[static_cast<size_t>(seq)]; }

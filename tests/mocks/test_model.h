@@ -1,6 +1,8 @@
-// The real default model for engine tests. CTest sets OUTPOST_MODEL and
-// OUTPOST_REQUIRE_MODEL=1: a missing model is then a failure, never a silent
-// skip. Run by hand without OUTPOST_MODEL, such tests are skipped.
+// The real models for engine tests: the default (SmolLM2 135M Instruct, a
+// llama-architecture chat model) and Gemma 3 270M (another architecture, a
+// 262k vocabulary, no chat template), at the paths scripts/bootstrap links
+// (built in), or where OUTPOST_MODEL / OUTPOST_GEMMA point. A missing model
+// is a failure, never a silent skip, unless OUTPOST_ALLOW_MISSING_MODEL=1.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,22 +13,30 @@
 
 namespace outpost::testing {
 
-inline std::string ModelPath() {
-  const char* p = std::getenv("OUTPOST_MODEL");
-  return p != nullptr && std::filesystem::exists(p) ? std::string(p) : std::string();
+inline std::string ModelPath(const char* env = "OUTPOST_MODEL") {
+  const char* p = std::getenv(env);
+  std::string path = p != nullptr && *p ? p : "";
+#if defined(OUTPOST_TEST_MODEL_PATH) && defined(OUTPOST_TEST_GEMMA_PATH)
+  if (path.empty())
+    path = std::string(env) == "OUTPOST_GEMMA" ? OUTPOST_TEST_GEMMA_PATH : OUTPOST_TEST_MODEL_PATH;
+#endif
+  return !path.empty() && std::filesystem::exists(path) ? path : std::string();
 }
 
 inline bool ModelRequired() {
-  const char* r = std::getenv("OUTPOST_REQUIRE_MODEL");
-  return r != nullptr && std::string(r) == "1";
+  const char* r = std::getenv("OUTPOST_ALLOW_MISSING_MODEL");
+  return r == nullptr || std::string(r) != "1";
 }
 
 }  // namespace outpost::testing
 
-// Declares `var` as the model path, or fails (under CTest) / skips the test.
-#define OUTPOST_TEST_MODEL(var)                                                    \
-  const std::string var = ::outpost::testing::ModelPath();                         \
-  if (var.empty()) {                                                               \
-    if (::outpost::testing::ModelRequired()) FAIL() << "OUTPOST_MODEL is missing"; \
-    GTEST_SKIP() << "OUTPOST_MODEL not set";                                       \
+// Declares `var` as the model path named by environment variable `env`, or
+// fails (under CTest) / skips the test.
+#define OUTPOST_TEST_MODEL_FROM(var, env)                                 \
+  const std::string var = ::outpost::testing::ModelPath(env);             \
+  if (var.empty()) {                                                      \
+    if (::outpost::testing::ModelRequired()) FAIL() << env " is missing"; \
+    GTEST_SKIP() << env " not set";                                       \
   }
+#define OUTPOST_TEST_MODEL(var) OUTPOST_TEST_MODEL_FROM(var, "OUTPOST_MODEL")
+#define OUTPOST_TEST_GEMMA(var) OUTPOST_TEST_MODEL_FROM(var, "OUTPOST_GEMMA")

@@ -301,5 +301,40 @@ TEST(Scheduler, PrepareTemplatesTokenizesAndChecksTheVocabulary) {
   EXPECT_EQ(s->result.finish, FinishReason::kLength);
 }
 
+TEST(Scheduler, PrepareFillsUnsetSamplingFromTheModelsDefaults) {
+  Fixture f(Opts(1, 0));
+  f.engine->defaults.temperature = 0.3f;
+  f.engine->defaults.top_k = 7;
+  PromptInput text;
+  text.text = "go";
+  GenerationRequest req;
+  req.sampling.top_k = 0;  // set by the request: kept
+  ASSERT_TRUE(f.sched->Prepare(text, false, &req).ok());
+  EXPECT_EQ(req.sampling.temperature, 0.3f);
+  EXPECT_EQ(req.sampling.top_k, 0);
+  EXPECT_EQ(req.sampling.top_p, 0.95f);
+  EXPECT_EQ(req.sampling.min_p, 0.05f);
+  EXPECT_TRUE(req.sampling.grammar.empty());
+  auto s = f.Sink("s");
+  ASSERT_TRUE(f.sched->Submit(std::move(req), s).ok());
+  f.RunToIdle();
+  ASSERT_EQ(f.engine->started.size(), 1u);
+  EXPECT_EQ(f.engine->started[0].temperature, 0.3f);  // what the engine was started with
+}
+
+TEST(Scheduler, PrepareTurnsAResponseFormatIntoAGrammarOrNamesTheField) {
+  Fixture f(Opts(1, 0));
+  PromptInput in;
+  in.text = "go";
+  in.response_format.type = engine::ResponseFormat::Type::kJsonSchema;
+  in.response_format.schema = R"({"type":"object"})";
+  GenerationRequest req;
+  ASSERT_TRUE(f.sched->Prepare(in, false, &req).ok());
+  EXPECT_FALSE(req.sampling.grammar.empty());
+  in.response_format.schema = R"({"not":{}})";
+  GenerationRequest bad;
+  EXPECT_EQ(f.sched->Prepare(in, false, &bad).param(), "response_format");
+}
+
 }  // namespace
 }  // namespace outpost::scheduler

@@ -4,6 +4,7 @@
 
 #include "outpost/util/status_macros.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -34,7 +35,8 @@ Status WrongType(const std::string& field, const char* want, const json& got) {
 }
 
 // Optional number in [lo, hi]. Absent or null leaves *out unchanged.
-Status GetNumber(const json& body, const char* key, double lo, double hi, float* out) {
+template <typename Out>
+Status GetNumber(const json& body, const char* key, double lo, double hi, Out* out) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return Status::Ok();
   if (!it->is_number()) return WrongType(key, "a number", *it);
@@ -228,6 +230,68 @@ Status ParseLogitBias(const json& body, int32_t n_vocab, ParsedRequest* r) {
   return Status::Ok();
 }
 
+// response_format: {"type": "text" | "json_object" | "json_schema", "json_schema": {...}}.
+Status ParseResponseFormat(const json& body, ParsedRequest* r) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return WrongType("response_format", "an object", *it);
+  auto type = it->find("type");
+  if (type == it->end() || !type->is_string()) {
+    return Status::InvalidArgument(
+        "'response_format.type' is required: text, json_object or json_schema",
+        "response_format.type");
+  }
+  const std::string t = type->get<std::string>();
+  using Type = engine::ResponseFormat::Type;
+  if (t == "text") {
+    r->response_format.type = Type::kText;
+    return Status::Ok();
+  }
+  if (t == "json_object") {
+    r->response_format.type = Type::kJsonObject;
+    return Status::Ok();
+  }
+  if (t != "json_schema") {
+    return Status::InvalidArgument(
+        "'response_format.type' must be text, json_object or json_schema, got '" + t + "'",
+        "response_format.type");
+  }
+  auto js = it->find("json_schema");
+  if (js == it->end() || js->is_null()) {
+    return Status::InvalidArgument(
+        "'response_format.json_schema' is required when type is json_schema",
+        "response_format.json_schema");
+  }
+  if (!js->is_object()) return WrongType("response_format.json_schema", "an object", *js);
+  auto name = js->find("name");
+  if (name == js->end() || !name->is_string()) {
+    return Status::InvalidArgument("'response_format.json_schema.name' is required (a string)",
+                                   "response_format.json_schema.name");
+  }
+  const std::string n = name->get<std::string>();
+  bool name_ok = !n.empty() && n.size() <= 64;
+  for (char c : n)
+    name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  if (!name_ok) {
+    return Status::InvalidArgument(
+        "'response_format.json_schema.name' must be 1 to 64 of a-z, A-Z, 0-9, _ and -, got '" + n +
+            "'",
+        "response_format.json_schema.name");
+  }
+  bool strict = false;
+  OUTPOST_RETURN_IF_ERROR(GetBool(*js, "strict", "response_format.json_schema.strict", &strict));
+  auto schema = js->find("schema");
+  if (schema == js->end() || schema->is_null()) {
+    r->response_format.type = Type::kJsonObject;  // no schema: any JSON object
+    return Status::Ok();
+  }
+  if (!schema->is_object())
+    return WrongType("response_format.json_schema.schema", "an object", *schema);
+  r->response_format.type = Type::kJsonSchema;
+  r->response_format.schema = schema->dump();
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab) {
@@ -301,14 +365,12 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
       it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
     return Status::InvalidArgument("'logprobs' is not supported yet", "logprobs");
   }
-  // Tools and JSON-schema output are not run locally; the router may send such
-  // requests to central, and the local path refuses them (see router/dispatcher_impl.cc).
+  OUTPOST_RETURN_IF_ERROR(ParseResponseFormat(j, &r));
+  // Tools are not run locally; the router may send such requests to central,
+  // and the local path refuses them (see router/dispatcher_impl.cc).
   if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("tools", "an array", *it);
     r.wants_tools = !it->empty();
-  }
-  if (auto it = j.find("response_format"); it != j.end() && it->is_object()) {
-    r.wants_tools = r.wants_tools || it->value("type", "") == "json_schema";
   }
   return r;
 }

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "outpost/util/units.h"
 #include "outpost/util/yaml_file.h"
@@ -65,6 +67,23 @@ Setter BytesField(uint64_t ServeConfig::*field, bool allow_auto) {
     if (!b.ok()) return Status::InvalidArgument("'" + k + "': " + b.status().message(), k);
     if (*b == 0) return Status::InvalidArgument("'" + k + "' must be greater than 0", k);
     c->*field = *b;
+    return Status::Ok();
+  };
+}
+
+// A sampling default: a number in [lo, hi] stored in cfg->sampling.*field.
+template <typename T>
+Setter SamplingField(std::optional<T> engine::SamplingParams::*field, double lo, double hi) {
+  return [field, lo, hi](ServeConfig* c, const std::string& k, const std::string& v) {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(d >= lo && d <= hi)) {
+      char range[64];
+      std::snprintf(range, sizeof range, "%g and %g", lo, hi);
+      return Status::InvalidArgument(
+          "'" + k + "' must be a number between " + range + ", got '" + v + "'", k);
+    }
+    c->sampling.*field = static_cast<T>(d);
     return Status::Ok();
   };
 }
@@ -129,6 +148,11 @@ const std::map<std::string, Setter>& Setters() {
       {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
       {"log_level",
        StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
+      {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
+      {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
+      {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
+      {"min_p", SamplingField(&engine::SamplingParams::min_p, 0, 1)},
+      {"repeat_penalty", SamplingField(&engine::SamplingParams::repeat_penalty, 0.01, 10)},
   };
   return *m;
 }
@@ -139,7 +163,7 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
   static const auto* docs = new std::vector<ConfigKeyDoc>{
       {"model",
        "GGUF model file, or ID=PATH; repeat to serve several models, the first being the default "
-       "(default: $OUTPOST_MODEL or the bootstrap's Gemma 3 270M)"},
+       "(default: $OUTPOST_MODEL or the bootstrap's SmolLM2 135M Instruct)"},
       {"model_id", "model id clients send (default: the file name without .gguf)"},
       {"chat_template_file", "jinja chat template to use instead of the model's own"},
       {"host", "address to listen on (default 127.0.0.1)"},
@@ -162,6 +186,13 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"routing_file",
        "YAML with upstreams (peer, central), tenants and routing policy (docs/routing.md)"},
       {"log_level", "trace, debug, info, warn, error (default info)"},
+      {"temperature",
+       "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
+       "general.sampling.temp, else 0.8)"},
+      {"top_k", "default top-k; 0 = off (default: the GGUF's, else 40)"},
+      {"top_p", "default top-p; 1 = off (default: the GGUF's, else 0.95)"},
+      {"min_p", "default min-p; 0 = off (default: the GGUF's, else 0.05)"},
+      {"repeat_penalty", "default repetition penalty; 1 = off (default: the GGUF's, else 1)"},
   };
   return *docs;
 }
@@ -263,7 +294,7 @@ std::string DefaultModelPath() {
     cache = std::string(h) + "/.cache";
   else
     cache = ".cache";
-  return cache + "/outpost/models/gemma-3-270m-q4_k_m.gguf";
+  return cache + "/outpost/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
 models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size_t index) {
@@ -288,6 +319,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.queue_length = cfg.queue_length;
   o.queue_wait_ms = cfg.queue_wait_ms;
   o.threads = cfg.threads;
+  o.sampling = cfg.sampling;
   o.gpu_layers = cfg.gpu_layers;
   return o;
 }

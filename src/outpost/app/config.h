@@ -44,6 +44,9 @@ struct ServeConfig {
   int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all
   std::string routing_file;  // YAML with upstreams, tenants and routing policy ("" = all local)
   std::string log_level = "info";  // trace | debug | info | warn | error
+  // Sampling defaults for requests that leave a knob unset (only the set ones
+  // apply; the rest come from the GGUF, else llama.cpp's defaults).
+  engine::SamplingParams sampling;
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;

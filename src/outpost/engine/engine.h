@@ -37,6 +37,12 @@ class Engine {
   virtual const std::vector<std::string>& TemplateStops() const = 0;
   virtual const std::vector<Token>& EndOfGenerationTokens() const = 0;
   virtual bool IsEndOfGeneration(Token token) const = 0;
+  // Sampling defaults for knobs a request leaves unset (config, else GGUF,
+  // else llama.cpp's).
+  virtual const SamplingDefaults& DefaultSampling() const = 0;
+  // JSON schema (text) → GBNF grammar. Errors: InvalidArgument naming
+  // "response_format" and the unsupported keyword.
+  virtual StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const = 0;
   // Raw bytes of one token (may be part of a UTF-8 character).
   virtual std::string TokenPiece(Token token) const = 0;
   virtual int32_t VocabSize() const = 0;
@@ -51,8 +57,9 @@ class Engine {
   // Cancelled, Internal.
   virtual Status Decode() = 0;
 
-  // Sets up sequence `seq`'s sampler for a new request.
-  virtual void StartSequence(SeqId seq, const SamplingParams& params) = 0;
+  // Sets up sequence `seq`'s sampler for a new request. Errors:
+  // InvalidArgument naming "grammar" when params.grammar does not parse.
+  virtual Status StartSequence(SeqId seq, const SamplingParams& params) = 0;
   // Samples seq's next token from the logits at batch index idx of the last
   // Decode(). REQUIRES: StartSequence(seq) since the last RemoveSequence(seq).
   virtual Token Sample(SeqId seq, int32_t idx) = 0;

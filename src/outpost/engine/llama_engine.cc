@@ -12,8 +12,11 @@ LlamaEngine::~LlamaEngine() {
   ctx_.reset();  // before the model it was created from
 }
 
-void LlamaEngine::StartSequence(SeqId seq, const SamplingParams& params) {
-  samplers_[static_cast<size_t>(seq)] = std::make_unique<Sampler>(*model_, params);
+Status LlamaEngine::StartSequence(SeqId seq, const SamplingParams& params) {
+  auto s = Sampler::Create(*model_, params);
+  if (!s.ok()) return s.status();
+  samplers_[static_cast<size_t>(seq)] = std::move(s).value();
+  return Status::Ok();
 }
 
 Token LlamaEngine::Sample(SeqId seq, int32_t idx) {

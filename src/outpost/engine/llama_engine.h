@@ -34,6 +34,10 @@ class LlamaEngine final : public Engine {
     return model_->EndOfGenerationTokens();
   }
   bool IsEndOfGeneration(Token t) const override { return model_->IsEndOfGeneration(t); }
+  const SamplingDefaults& DefaultSampling() const override { return model_->DefaultSampling(); }
+  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const override {
+    return model_->GrammarFromJsonSchema(schema);
+  }
   std::string TokenPiece(Token t) const override { return model_->TokenPiece(t); }
   int32_t VocabSize() const override { return model_->VocabSize(); }
 
@@ -43,7 +47,7 @@ class LlamaEngine final : public Engine {
   }
   int32_t BatchSize() const override { return ctx_->BatchSize(); }
   Status Decode() override { return ctx_->Decode(); }
-  void StartSequence(SeqId seq, const SamplingParams& params) override;
+  Status StartSequence(SeqId seq, const SamplingParams& params) override;
   Token Sample(SeqId seq, int32_t idx) override;
   double TokenLogProb(int32_t idx, Token token) const override {
     return ctx_->TokenLogProb(idx, token);

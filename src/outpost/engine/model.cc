@@ -5,8 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+
+#include "outpost/engine/json_schema_grammar.h"
 
 #include "outpost/version.h"
 
@@ -41,6 +44,35 @@ std::string TemplateOverride(const llama_model* model, const std::string& arch) 
   return "";
 }
 
+// A GGUF general.sampling.* value as a number, if the file carries it.
+std::optional<double> MetaNumber(const llama_model* model, const char* key) {
+  char buf[64];
+  if (llama_model_meta_val_str(model, key, buf, sizeof buf) < 0) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(buf, &end);
+  if (end == buf) return std::nullopt;
+  return v;
+}
+
+// Defaults: llama.cpp's, then the GGUF's general.sampling.* keys, then the
+// operator's settings.
+SamplingDefaults LoadSamplingDefaults(const llama_model* model, const SamplingParams& config) {
+  SamplingDefaults d;
+  if (auto v = MetaNumber(model, "general.sampling.temp")) d.temperature = static_cast<float>(*v);
+  if (auto v = MetaNumber(model, "general.sampling.top_p")) d.top_p = static_cast<float>(*v);
+  if (auto v = MetaNumber(model, "general.sampling.top_k")) d.top_k = static_cast<int32_t>(*v);
+  if (auto v = MetaNumber(model, "general.sampling.min_p")) d.min_p = static_cast<float>(*v);
+  if (auto v = MetaNumber(model, "general.sampling.penalty_repeat")) {
+    d.repeat_penalty = static_cast<float>(*v);
+  }
+  if (config.temperature) d.temperature = *config.temperature;
+  if (config.top_p) d.top_p = *config.top_p;
+  if (config.top_k) d.top_k = *config.top_k;
+  if (config.min_p) d.min_p = *config.min_p;
+  if (config.repeat_penalty) d.repeat_penalty = *config.repeat_penalty;
+  return d;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
@@ -67,6 +99,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
   for (Token t = 0; t < m->info_.n_vocab; ++t) {
     if (llama_vocab_is_eog(m->vocab_, t)) m->eog_tokens_.push_back(t);
   }
+  m->sampling_defaults_ = LoadSamplingDefaults(raw, options.sampling);
 
   try {
     std::string override_tmpl = options.chat_template;
@@ -122,6 +155,10 @@ std::string Model::TokenPiece(Token token) const {
   n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
   big.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return big;
+}
+
+StatusOr<std::string> Model::GrammarFromJsonSchema(const std::string& schema) const {
+  return JsonSchemaToGrammar(schema, "response_format.json_schema.schema");
 }
 
 bool Model::IsEndOfGeneration(Token token) const {

@@ -28,6 +28,8 @@ struct ModelOptions {
   bool use_mmap = true;       // weights are paged from the file; shared with the page cache
   int32_t n_gpu_layers = 0;   // layers to offload when a GPU backend is built in; -1 = all
   std::string chat_template;  // jinja source overriding the GGUF's; "" = the GGUF's own
+  // Sampling defaults set by the operator (config); they win over the GGUF's.
+  SamplingParams sampling;
 };
 
 class Model {
@@ -64,6 +66,15 @@ class Model {
   // Stop strings the chat format adds (e.g. "<|im_end|>" for ChatML).
   const std::vector<std::string>& TemplateStops() const { return template_stops_; }
 
+  // Sampling defaults for knobs a request leaves unset: the config's, else
+  // the GGUF's general.sampling.* keys, else llama.cpp's (SamplingDefaults{}).
+  const SamplingDefaults& DefaultSampling() const { return sampling_defaults_; }
+
+  // A GBNF grammar that accepts exactly the JSON documents `schema` (JSON
+  // text) describes. Errors: InvalidArgument naming "response_format" and
+  // the unsupported keyword or the converter's complaint.
+  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const;
+
   // For engine/ only: the llama.cpp handle.
   llama_model* raw() const { return model_; }
 
@@ -76,6 +87,7 @@ class Model {
   common_chat_templates* templates_ = nullptr;
   std::vector<std::string> template_stops_;
   std::vector<Token> eog_tokens_;
+  SamplingDefaults sampling_defaults_;
   bool add_bos_ = false;  // the tokenizer adds BOS (so templates must not)
   bool add_eos_ = false;
   mutable std::mutex template_mu_;  // guards rendering through templates_

@@ -1,75 +1,84 @@
 #include "outpost/engine/sampler.h"
 
 #include <llama.h>
+#include <sampling.h>
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <random>
 #include <vector>
 
 namespace outpost::engine {
 
-Sampler::Sampler(const Model& model, const SamplingParams& p) : Sampler(model, p, true) {}
+StatusOr<std::unique_ptr<Sampler>> Sampler::Create(const Model& model, const SamplingParams& p) {
+  return Build(model, p, true);
+}
 
 std::unique_ptr<Sampler> Sampler::WithoutFastPathForTest(const Model& model,
                                                          const SamplingParams& p) {
-  return std::unique_ptr<Sampler>(new Sampler(model, p, false));
+  auto s = Build(model, p, false);
+  return s.ok() ? std::move(s).value() : nullptr;
 }
 
-Sampler::Sampler(const Model& model, const SamplingParams& p, bool allow_fast_path) {
+StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const SamplingParams& req,
+                                                  bool allow_fast_path) {
+  const SamplingParams p = ResolveSampling(req, SamplingDefaults{});
+  std::unique_ptr<Sampler> s(new Sampler());
   const int32_t n_vocab = model.VocabSize();
-  n_vocab_ = n_vocab;
+  s->n_vocab_ = n_vocab;
   const bool penalties =
-      p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
-  if (allow_fast_path && p.temperature <= 0.0f && !penalties) {
-    fast_greedy_ = true;
+      *p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  if (allow_fast_path && *p.temperature <= 0.0f && !penalties && p.grammar.empty()) {
+    s->fast_greedy_ = true;
     if (!p.logit_bias.empty()) {
-      biased_.assign(static_cast<size_t>(n_vocab), 0);
+      s->biased_.assign(static_cast<size_t>(n_vocab), 0);
       for (const auto& [tok, b] : p.logit_bias) {
-        biased_[static_cast<size_t>(tok)] = 1;
-        bias_.emplace_back(tok, b <= -100.0f ? -INFINITY : b);
+        s->biased_[static_cast<size_t>(tok)] = 1;
+        s->bias_.emplace_back(tok, b <= -100.0f ? -INFINITY : b);
       }
-      std::sort(bias_.begin(), bias_.end());
+      std::sort(s->bias_.begin(), s->bias_.end());
     }
-    return;
+    return s;
   }
-  chain_ = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  if (!p.logit_bias.empty()) {
-    std::vector<llama_logit_bias> bias;
-    bias.reserve(p.logit_bias.size());
-    for (const auto& [tok, b] : p.logit_bias) {
-      // OpenAI: -100 effectively bans, +100 effectively forces.
-      const float v = b <= -100.0f ? -INFINITY : b;
-      bias.push_back({tok, v});
-    }
-    llama_sampler_chain_add(chain_, llama_sampler_init_logit_bias(
-                                        n_vocab, static_cast<int32_t>(bias.size()), bias.data()));
+  common_params_sampling cp;
+  cp.no_perf = true;
+  cp.seed = p.has_seed ? p.seed : std::random_device{}();
+  cp.temp = *p.temperature;
+  cp.top_p = *p.top_p;
+  cp.min_p = *p.min_p;
+  cp.top_k = *p.top_k;
+  if (cp.top_k <= 0 && (cp.top_p < 1.0f || cp.min_p > 0.0f)) cp.top_k = kTopKCap;
+  cp.penalty_repeat = *p.repeat_penalty;
+  cp.penalty_freq = p.frequency_penalty;
+  cp.penalty_present = p.presence_penalty;
+  cp.penalty_last_n = p.penalty_last_n;
+  for (const auto& [tok, b] : p.logit_bias) {
+    // OpenAI: -100 effectively bans, +100 effectively forces.
+    cp.logit_bias.push_back({tok, b <= -100.0f ? -INFINITY : b});
   }
-  if (p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-    llama_sampler_chain_add(
-        chain_, llama_sampler_init_penalties(n_vocab, p.penalty_last_n, p.repeat_penalty,
-                                             p.frequency_penalty, p.presence_penalty));
+  if (!p.grammar.empty()) cp.grammar = common_grammar(COMMON_GRAMMAR_TYPE_USER, p.grammar);
+  try {
+    s->common_ = common_sampler_init(model.raw(), cp);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the grammar cannot be used: ") + e.what(),
+                                   "grammar");
   }
-  if (p.temperature <= 0.0f) {
-    llama_sampler_chain_add(chain_, llama_sampler_init_greedy());
-    return;
+  if (s->common_ == nullptr) {
+    return Status::InvalidArgument("the grammar cannot be used", "grammar");
   }
-  if (p.top_k > 0) llama_sampler_chain_add(chain_, llama_sampler_init_top_k(p.top_k));
-  if (p.top_p < 1.0f) llama_sampler_chain_add(chain_, llama_sampler_init_top_p(p.top_p, 1));
-  if (p.min_p > 0.0f) llama_sampler_chain_add(chain_, llama_sampler_init_min_p(p.min_p, 1));
-  llama_sampler_chain_add(chain_, llama_sampler_init_temp(p.temperature));
-  const uint32_t seed = p.has_seed ? p.seed : std::random_device{}();
-  llama_sampler_chain_add(chain_, llama_sampler_init_dist(seed));
+  return s;
 }
 
 Sampler::~Sampler() {
-  if (chain_) llama_sampler_free(chain_);
+  if (common_) common_sampler_free(common_);
 }
 
 Token Sampler::Sample(Context& ctx, int32_t idx) {
   if (fast_greedy_) return Argmax(llama_get_logits_ith(ctx.raw(), idx));
-  // llama_sampler_sample also accepts the token into the chain.
-  return llama_sampler_sample(chain_, ctx.raw(), idx);
+  const Token t = common_sampler_sample(common_, ctx.raw(), idx);
+  common_sampler_accept(common_, t, /*is_generated=*/true);
+  return t;
 }
 
 Token Sampler::Argmax(const float* logits) const {
@@ -97,10 +106,6 @@ Token Sampler::Argmax(const float* logits) const {
     }
   }
   return best;
-}
-
-void Sampler::Accept(Token token) {
-  if (chain_) llama_sampler_accept(chain_, token);
 }
 
 }  // namespace outpost::engine

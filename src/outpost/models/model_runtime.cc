@@ -85,6 +85,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   spdlog::info("{}", plan->ToText());
 
   engine::ModelOptions mo;
+  mo.sampling = cfg.sampling;
   mo.path = cfg.path;
   mo.n_gpu_layers = cfg.gpu_layers;
   if (!cfg.chat_template_file.empty()) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "outpost/engine/types.h"
 #include "outpost/models/memory_ledger.h"
 #include "outpost/models/serving_set.h"
 #include "outpost/telemetry/stat_registry.h"
@@ -31,6 +32,9 @@ struct ModelRuntimeOptions {
   int64_t queue_wait_ms = 30000;
   int32_t threads = 0;     // 0 = all cores
   int32_t gpu_layers = 0;  // -1 = all
+  // Sampling defaults from the operator (only the set knobs); they win over
+  // the GGUF's general.sampling.* keys and llama.cpp's defaults.
+  engine::SamplingParams sampling;
 };
 
 // Errors name the file or the limit that failed (NotFound, InvalidArgument,

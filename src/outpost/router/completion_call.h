@@ -27,11 +27,12 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
   engine::SamplingParams sampling;
+  engine::ResponseFormat response_format;
   int32_t max_tokens = -1;  // -1: not given
   std::vector<std::string> stop;
   bool echo = false;        // completions only
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
-  bool wants_tools = false;  // tools or response_format json_schema requested
+  bool wants_tools = false;  // tools requested
 };
 
 struct CompletionCall {

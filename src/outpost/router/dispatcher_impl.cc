@@ -149,8 +149,8 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
   }
   if (req.wants_tools) {
     sink->OnError(
-        Status::InvalidArgument("tools and JSON-schema output are not supported by the local "
-                                "model; configure a central upstream to route them",
+        Status::InvalidArgument("tools are not supported by the local model; configure a "
+                                "central upstream to route them",
                                 "tools"));
     return nullptr;
   }

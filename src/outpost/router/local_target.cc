@@ -15,6 +15,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   in.messages = r.messages;
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;
+  in.response_format = r.response_format;
   return model.scheduler->Prepare(in, r.ignore_eos, gen);
 }
 

@@ -35,7 +35,7 @@ struct RouteInput {
   bool local_serves_model = true;
   int32_t prompt_tokens = 0;      // estimate for remote-only models
   int32_t max_tokens = 0;         // 0 = not given
-  bool wants_tools = false;       // tools or response_format json_schema
+  bool wants_tools = false;       // tools
   bool stream = false;            // cascades apply to non-streaming requests only
   Tier tier = Tier::kAny;         // X-Outpost-Tier
   int64_t local_wait_ms = 0;      // expected wait for a local session

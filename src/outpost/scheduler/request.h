@@ -31,6 +31,7 @@ struct PromptInput {
   std::vector<engine::ChatMessage> messages;  // chat
   std::string text;                           // plain completion
   std::vector<engine::Token> tokens;          // completion given as token ids
+  engine::ResponseFormat response_format;     // json_object / json_schema: grammar-constrained
 };
 
 struct GenerationRequest {

@@ -72,6 +72,19 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
   } else {
     req->prompt = e.Tokenize(in.text, /*add_special=*/true, /*parse_special=*/true);
   }
+  req->sampling = engine::ResolveSampling(req->sampling, e.DefaultSampling());
+  switch (in.response_format.type) {
+    case engine::ResponseFormat::Type::kText:
+      break;
+    case engine::ResponseFormat::Type::kJsonObject:
+    case engine::ResponseFormat::Type::kJsonSchema: {
+      const bool any = in.response_format.type == engine::ResponseFormat::Type::kJsonObject;
+      auto g = e.GrammarFromJsonSchema(any ? R"({"type":"object"})" : in.response_format.schema);
+      if (!g.ok()) return g.status();
+      req->sampling.grammar = std::move(g).value();
+      break;
+    }
+  }
   if (ignore_eos) {
     for (engine::Token t : e.EndOfGenerationTokens())
       req->sampling.logit_bias.emplace_back(t, -100.0f);
@@ -190,7 +203,15 @@ int32_t Scheduler::AdmitLocked() {
     slot.submitted = q.enqueued;
     from->pop_front();
     slot.state = SlotState::kPrefill;
-    engine_->StartSequence(slot.seq, slot.req.sampling);
+    if (Status st = engine_->StartSequence(slot.seq, slot.req.sampling); !st.ok()) {
+      GenerationResult r;
+      r.finish = FinishReason::kError;
+      r.error = std::move(st);
+      slot.sink->OnDone(std::move(r));
+      slot.sink.reset();
+      slot.state = SlotState::kIdle;
+      continue;
+    }
     slot.stop.emplace(slot.req.stop);
     slot.n_prompt_done = 0;
     slot.n_past = 0;

@@ -91,9 +91,11 @@ class Scheduler {
   void Stop();
 
   // Fills req->prompt from `input` (chat template and tokenizer), adds the
-  // chat format's stop strings, bans every end-of-generation token when
-  // ignore_eos, and checks token ids against the vocabulary. Errors:
-  // InvalidArgument naming "prompt", "prompt[i]" or "logit_bias". Thread-safe.
+  // chat format's stop strings, resolves unset sampling knobs against the
+  // model's defaults, compiles a JSON response format into a grammar, bans
+  // every end-of-generation token when ignore_eos, and checks token ids
+  // against the vocabulary. Errors: InvalidArgument naming "prompt",
+  // "prompt[i]", "logit_bias" or "response_format". Thread-safe.
   Status Prepare(const PromptInput& input, bool ignore_eos, GenerationRequest* req) const;
 
   // Queues a prepared request; its results go to `sink`. Errors (the sink is

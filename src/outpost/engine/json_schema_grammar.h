@@ -1,0 +1,23 @@
+// JSON schema → GBNF grammar, through llama.cpp's converter, refusing what
+// the converter would silently ignore.
+//
+// llama.cpp's converter drops keywords it does not implement (e.g. "not",
+// "uniqueItems", format "email") and would then accept output the schema
+// forbids. Structured output must never be silently unconstrained, so every
+// keyword is checked first against what the converter enforces; anything else
+// is an InvalidArgument that names the keyword and where it is.
+// Pure; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "outpost/util/status.h"
+
+namespace outpost::engine {
+
+// `schema` is JSON text. `param` names the request field for errors
+// ("response_format.json_schema.schema"). Errors: InvalidArgument (not JSON,
+// an unsupported keyword or format, a schema the converter rejects).
+StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::string& param);
+
+}  // namespace outpost::engine
