@@ -4,7 +4,14 @@ import time
 
 import httpx
 import pytest
-from outpost_harness import chat_body, stream_events
+from outpost_harness import GEMMA, chat_body, serve, stream_events
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    """Gemma 3 270M: a 262k vocabulary that readily writes non-ASCII text."""
+    with serve("--parallel", "2", "--ctx-size", "512", models=[GEMMA]) as s:
+        yield s
 
 CHAT = "/v1/chat/completions"
 COMP = "/v1/completions"
@@ -87,10 +94,10 @@ def test_completions_stream_and_not(server):
     assert "".join(e["choices"][0]["text"] for e in events) == text
 
 
-def test_utf8_streaming_keeps_characters_whole(server):
+def test_utf8_streaming_keeps_characters_whole(gemma):
     body = chat_body(content="Reply with five emoji and the word café, nothing else.", max_tokens=40)
-    whole = server.post(CHAT, json=body).json()["choices"][0]["message"]["content"]
-    events, _ = stream_events(server, CHAT, {**body, "stream": True})
+    whole = gemma.post(CHAT, json=body).json()["choices"][0]["message"]["content"]
+    events, _ = stream_events(gemma, CHAT, {**body, "stream": True})
     pieces = [e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"]]
     assert "".join(pieces) == whole
     assert not any("\ufffd" in p for p in pieces)
@@ -122,10 +129,10 @@ def test_logit_bias_forces_a_token(server):
     assert first("The sky is", {"9999": -100}) == plain[1]
 
 
-def test_penalties_change_output(server):
+def test_penalties_change_output(gemma):
     base = dict(content="Repeat the word apple ten times.", max_tokens=30)
-    plain = chat_text(server, **base)["choices"][0]["message"]["content"]
-    penal = chat_text(server, frequency_penalty=2.0, presence_penalty=2.0,
+    plain = chat_text(gemma, **base)["choices"][0]["message"]["content"]
+    penal = chat_text(gemma, frequency_penalty=2.0, presence_penalty=2.0,
                       **base)["choices"][0]["message"]["content"]
     assert plain != penal
 
@@ -211,8 +218,9 @@ def test_ready_and_metrics(server):
     m = ready["models"][0]
     assert m["max_sessions"] == 8
     cap = m["capacity"]
-    assert cap["kv_bytes_per_token"] == 18432
-    assert cap["kv_bytes_per_session"] == 18432 * 1024
+    # SmolLM2 135M: 30 layers x 3 KV heads x 64 dims x (K + V) x 2 bytes (f16)
+    assert cap["kv_bytes_per_token"] == 30 * 3 * 64 * 2 * 2 == 23040
+    assert cap["kv_bytes_per_session"] == 23040 * 1024
     assert cap["peak_bytes"] <= cap["usable_bytes"]
     text = server.get("/metrics").text
     for name in ["outpost_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"}",
@@ -226,5 +234,5 @@ def test_ready_and_metrics(server):
     assert f'outpost_completion_tokens_total{{model="{model}"}}' in text
     assert server.metric("outpost_completion_tokens_total", model=model) > 0
     assert server.metric("outpost_decode_tokens_per_second") > 0
-    assert server.metric("outpost_kv_bytes_limit") == 8 * 1024 * 18432
+    assert server.metric("outpost_kv_bytes_limit") == 8 * 1024 * 23040
     assert server.get("/health").json() == {"status": "ok"}

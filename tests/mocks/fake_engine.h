@@ -90,6 +90,15 @@ class FakeEngine final : public engine::Engine {
     return eog_banned_[static_cast<size_t>(seq)] ? 'x' : kEog;
   }
   double TokenLogProb(int32_t, engine::Token) const override { return logprob; }
+  // The sampled token at `logprob`, then alternatives 'a', 'b', ... below it.
+  engine::TokenLogprob TopLogProbs(int32_t idx, engine::Token token, int32_t n) const override {
+    engine::TokenLogprob lp;
+    lp.token = token;
+    lp.logprob = static_cast<float>(logprob);
+    for (int32_t i = 0; i < n; ++i)
+      lp.top.emplace_back('a' + i, static_cast<float>(logprob) - 1.0f - static_cast<float>(i));
+    return lp;
+  }
   void RemoveSequence(engine::SeqId seq) override {
     kv_[static_cast<size_t>(seq)] = 0;
     ++removed[seq];

@@ -29,6 +29,8 @@ struct Stream {
   ResponseMeta meta;
   bool chat = true;
   bool include_usage = false;
+  bool logprobs = false;
+  int64_t text_offset = 0;  // completions: bytes of output written so far
   bool role_sent = false;
   bool finished = false;
 };
@@ -82,6 +84,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   const bool stream = call.request.stream;
   const bool include_usage = call.request.include_usage;
   const std::string echo = call.request.echo ? call.request.prompt : std::string();
+  const bool logprobs = call.request.top_logprobs >= 0;
   const std::string request_id = call.id;
 
   auto sink = std::make_shared<HttpSink>(req.remote_addr, req.remote_port, req.local_port);
@@ -153,14 +156,18 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   meta.system_fingerprint = sink->meta().system_fingerprint;
 
   if (!stream) {
-    std::string text = echo;
-    for (bool ended = false; !ended;) text += sink->Take(&ended);
+    Choice c;
+    c.text = echo;
+    c.has_logprobs = logprobs;
+    c.text_offset = static_cast<int64_t>(echo.size());
+    for (bool ended = false; !ended;) c.text += sink->Take(&ended, &c.logprobs);
     sink->Cancel();
     const scheduler::GenerationResult& r = sink->result();
     if (r.finish == FinishReason::kError) return fail(r.error);
-    res.set_content(chat ? ChatCompletionBody(meta, text, r.finish, r.usage)
-                         : CompletionBody(meta, text, r.finish, r.usage),
-                    "application/json");
+    c.finish = r.finish;
+    res.set_content(
+        chat ? ChatCompletionBody(meta, {c}, r.usage) : CompletionBody(meta, {c}, r.usage),
+        "application/json");
     return;
   }
 
@@ -169,6 +176,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   st->meta = std::move(meta);
   st->chat = chat;
   st->include_usage = include_usage;
+  st->logprobs = logprobs;
   const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -181,18 +189,18 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           return true;
         }
         if (st->chat && !st->role_sent) {
-          const std::string empty;
-          if (!write(
-                  SseData(ChatChunk(st->meta, &empty, /*role_start=*/true, FinishReason::kNone))))
-            return false;
+          if (!write(SseData(ChatChunk(st->meta, Choice{}, /*role_start=*/true)))) return false;
           st->role_sent = true;
         }
         bool ended = false;
-        const std::string text = st->sink->Take(&ended);
-        if (!text.empty()) {
-          const std::string chunk = st->chat
-                                        ? ChatChunk(st->meta, &text, false, FinishReason::kNone)
-                                        : CompletionChunk(st->meta, text, FinishReason::kNone);
+        Choice c;
+        c.has_logprobs = st->logprobs;
+        c.text_offset = st->text_offset;
+        c.text = st->sink->Take(&ended, &c.logprobs);
+        if (!c.text.empty()) {
+          st->text_offset += static_cast<int64_t>(c.text.size());
+          const std::string chunk =
+              st->chat ? ChatChunk(st->meta, c, false) : CompletionChunk(st->meta, c);
           if (!write(SseData(chunk))) return false;
         }
         if (!ended) return true;
@@ -203,8 +211,10 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           write(SseData(ErrorBody(r.error)));
           stats.requests.With({path, std::to_string(HttpStatusFor(r.error.code()))}).Add();
         } else {
-          const std::string last = st->chat ? ChatChunk(st->meta, nullptr, false, r.finish)
-                                            : CompletionChunk(st->meta, "", r.finish);
+          Choice end;
+          end.finish = r.finish;
+          const std::string last = st->chat ? ChatChunk(st->meta, end, false, /*content=*/false)
+                                            : CompletionChunk(st->meta, end);
           if (!write(SseData(last))) return false;
           if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, r.usage))))
             return false;

@@ -16,6 +16,8 @@ int HttpStatusFor(StatusCode code) {
       return 413;
     case StatusCode::kResourceExhausted:
       return 503;
+    case StatusCode::kUnauthenticated:
+      return 401;
     case StatusCode::kPermissionDenied:
       return 403;
     case StatusCode::kUnavailable:
@@ -49,6 +51,9 @@ std::string ErrorBody(const Status& status) {
       type = "server_error";
       code = "unavailable";
       break;
+    case StatusCode::kUnauthenticated:
+      code = "invalid_api_key";
+      break;
     case StatusCode::kPermissionDenied:
       code = "data_class_policy";
       break;
@@ -59,6 +64,9 @@ std::string ErrorBody(const Status& status) {
     case StatusCode::kCancelled:
       type = "server_error";
       code = "cancelled";
+      break;
+    case StatusCode::kInvalidArgument:
+      code = "invalid_value";
       break;
     default:
       break;

@@ -100,6 +100,20 @@ void HttpServer::Routes() {
     res.set_content(ErrorBody(st), "application/json");
   };
 
+  // API keys: every path but /health, /ready (and /metrics unless configured).
+  s.set_pre_routing_handler(
+      [this, send_error](const httplib::Request& req, httplib::Response& res) {
+        if (!options_.api_keys.required() || req.path == "/health" || req.path == "/ready" ||
+            (req.path == "/metrics" && !options_.metrics_require_key)) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        const Status st = options_.api_keys.Check(req.get_header_value("Authorization"));
+        if (st.ok()) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, st);
+        res.set_header("WWW-Authenticate", "Bearer");
+        return httplib::Server::HandlerResponse::Handled;
+      });
+
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     HandleCompletion(Endpoint::kChat, req, res);
   });

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "outpost/api/api_keys.h"
 #include "outpost/api/api_stats.h"
 #include "outpost/api/openai_request.h"
 #include "outpost/models/serving_set.h"
@@ -37,9 +38,11 @@ namespace outpost::api {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  size_t max_body_bytes = 4 << 20;  // larger bodies get 413
-  int n_http_threads = 64;          // concurrent connections served
-  int64_t idle_timeout_s = 600;     // read/write timeout per connection
+  size_t max_body_bytes = 4 << 20;   // larger bodies get 413
+  int n_http_threads = 64;           // concurrent connections served
+  int64_t idle_timeout_s = 600;      // read/write timeout per connection
+  ApiKeys api_keys;                  // none: the API is open
+  bool metrics_require_key = false;  // /metrics needs a key too (/health, /ready never)
 };
 
 class HttpServer {

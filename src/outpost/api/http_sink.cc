@@ -54,6 +54,11 @@ void HttpSink::OnText(std::string text) {
   Append(std::move(text), false);
 }
 
+void HttpSink::OnLogprobs(std::vector<scheduler::TokenInfo> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& t : tokens) pending_logprobs_.push_back(std::move(t));
+}
+
 void HttpSink::OnDone(scheduler::GenerationResult result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -127,11 +132,15 @@ HttpSink::Answer HttpSink::WaitStart() {
   }
 }
 
-std::string HttpSink::Take(bool* ended) {
+std::string HttpSink::Take(bool* ended, std::vector<scheduler::TokenInfo>* logprobs) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return !pending_.empty() || ended_; });
   std::string out = std::move(pending_);
   pending_.clear();
+  if (logprobs != nullptr) {
+    for (auto& t : pending_logprobs_) logprobs->push_back(std::move(t));
+  }
+  pending_logprobs_.clear();
   *ended = ended_;
   return out;
 }

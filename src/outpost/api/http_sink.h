@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "outpost/router/response_sink.h"
 #include "outpost/util/thread_annotations.h"
@@ -34,6 +35,7 @@ class HttpSink final : public router::ResponseSink {
   void OnHeader(const std::string& name, const std::string& value) override;
   void OnLocalStart(const router::LocalAnswerMeta& meta) override;
   void OnText(std::string text) override;
+  void OnLogprobs(std::vector<scheduler::TokenInfo> tokens) override;
   void OnDone(scheduler::GenerationResult result) override;
   void OnRelayHead(int http_status, const std::string& content_type) override;
   void OnRelayBody(std::string chunk) override;
@@ -49,7 +51,8 @@ class HttpSink final : public router::ResponseSink {
   Answer WaitStart();
   // Blocks until there is output or the end; returns what came (text of a
   // local answer, bytes of a relay) and sets *ended once nothing more follows.
-  std::string Take(bool* ended);
+  // `logprobs` (optional) receives the tokens behind the text, when asked for.
+  std::string Take(bool* ended, std::vector<scheduler::TokenInfo>* logprobs = nullptr);
   // The client is gone or the response is written: stop the work at its next
   // step and stop watching the socket (it may be reused or closed).
   void Cancel();
@@ -72,6 +75,7 @@ class HttpSink final : public router::ResponseSink {
   std::condition_variable cv_;
   State state_ OUTPOST_GUARDED_BY(mu_) = State::kWaiting;
   std::string pending_ OUTPOST_GUARDED_BY(mu_);  // output not yet taken
+  std::vector<scheduler::TokenInfo> pending_logprobs_ OUTPOST_GUARDED_BY(mu_);
   bool ended_ OUTPOST_GUARDED_BY(mu_) = false;
   bool started_ OUTPOST_GUARDED_BY(mu_) = false;  // a local answer produced output
 

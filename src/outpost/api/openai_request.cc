@@ -361,9 +361,21 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   }
   OUTPOST_RETURN_IF_ERROR(ParseStop(j, &r));
   OUTPOST_RETURN_IF_ERROR(ParseLogitBias(j, n_vocab, &r));
-  if (auto it = j.find("logprobs");
-      it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>())) {
-    return Status::InvalidArgument("'logprobs' is not supported yet", "logprobs");
+  // Chat: logprobs (boolean) + top_logprobs 0-20. Completions: logprobs 0-20.
+  if (endpoint == Endpoint::kChat) {
+    bool logprobs = false;
+    OUTPOST_RETURN_IF_ERROR(GetBool(j, "logprobs", "logprobs", &logprobs));
+    int64_t top = 0;
+    given = false;
+    OUTPOST_RETURN_IF_ERROR(GetInt(j, "top_logprobs", 0, 20, &top, &given));
+    if (given && !logprobs) {
+      return Status::InvalidArgument("'top_logprobs' requires 'logprobs': true", "top_logprobs");
+    }
+    if (logprobs) r.top_logprobs = static_cast<int32_t>(top);
+  } else {
+    int64_t top = -1;
+    OUTPOST_RETURN_IF_ERROR(GetInt(j, "logprobs", 0, 20, &top, nullptr));
+    r.top_logprobs = static_cast<int32_t>(top);
   }
   OUTPOST_RETURN_IF_ERROR(ParseResponseFormat(j, &r));
   // Tools are not run locally; the router may send such requests to central,

@@ -8,12 +8,14 @@ namespace {
 using nlohmann::json;
 
 std::string Dump(const json& j) {
-  // Invalid UTF-8 from a model (rare) is replaced rather than failing the request.
+  // Invalid UTF-8 from a model (a token that is part of a character) is
+  // replaced rather than failing the request; `bytes` keeps the exact bytes.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-json Finish(scheduler::FinishReason f) {
-  switch (f) {
+json FinishJson(const Choice& c) {
+  if (c.tool_calls_finish) return "tool_calls";
+  switch (c.finish) {
     case scheduler::FinishReason::kStop:
       return "stop";
     case scheduler::FinishReason::kLength:
@@ -26,7 +28,9 @@ json Finish(scheduler::FinishReason f) {
 json UsageJson(const scheduler::Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", 0}}},
+          {"completion_tokens_details", {{"reasoning_tokens", 0}}}};
 }
 
 json Base(const ResponseMeta& m, const char* object) {
@@ -37,44 +41,114 @@ json Base(const ResponseMeta& m, const char* object) {
           {"system_fingerprint", m.system_fingerprint}};
 }
 
+json Bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}], "refusal": null}.
+json ChatLogprobs(const Choice& c) {
+  if (!c.has_logprobs) return nullptr;
+  json content = json::array();
+  for (const auto& t : c.logprobs) {
+    json top = json::array();
+    for (const auto& [piece, lp] : t.top)
+      top.push_back({{"token", piece}, {"logprob", lp}, {"bytes", Bytes(piece)}});
+    content.push_back({{"token", t.piece},
+                       {"logprob", t.logprob},
+                       {"bytes", Bytes(t.piece)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+// Completions (legacy): {tokens, token_logprobs, top_logprobs: [{token: lp}], text_offset}.
+json CompletionLogprobs(const Choice& c) {
+  if (!c.has_logprobs) return nullptr;
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+  int64_t off = c.text_offset;
+  for (const auto& t : c.logprobs) {
+    tokens.push_back(t.piece);
+    lps.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [piece, lp] : t.top) top[piece] = lp;
+    tops.push_back(top);
+    offs.push_back(off);
+    off += static_cast<int64_t>(t.piece.size());
+  }
+  return {
+      {"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
+}
+
+json ToolCallsJson(const std::vector<ToolCall>& calls, bool with_index) {
+  json a = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (with_index) call["index"] = i;
+    a.push_back(call);
+  }
+  return a;
+}
+
 }  // namespace
 
-std::string ChatCompletionBody(const ResponseMeta& m, const std::string& text,
-                               scheduler::FinishReason finish, const scheduler::Usage& usage) {
+std::string ChatCompletionBody(const ResponseMeta& m, const std::vector<Choice>& choices,
+                               const scheduler::Usage& usage) {
   json j = Base(m, "chat.completion");
-  j["choices"] = json::array({{{"index", 0},
-                               {"message", {{"role", "assistant"}, {"content", text}}},
-                               {"logprobs", nullptr},
-                               {"finish_reason", Finish(finish)}}});
+  j["choices"] = json::array();
+  for (const Choice& c : choices) {
+    json message = {{"role", "assistant"}, {"refusal", nullptr}};
+    if (c.tool_calls.empty()) {
+      message["content"] = c.text;
+    } else {
+      message["content"] = c.text.empty() ? json(nullptr) : json(c.text);
+      message["tool_calls"] = ToolCallsJson(c.tool_calls, false);
+    }
+    j["choices"].push_back({{"index", c.index},
+                            {"message", message},
+                            {"logprobs", ChatLogprobs(c)},
+                            {"finish_reason", FinishJson(c)}});
+  }
   j["usage"] = UsageJson(usage);
   return Dump(j);
 }
 
-std::string ChatChunk(const ResponseMeta& m, const std::string* content, bool role_start,
-                      scheduler::FinishReason finish) {
+std::string ChatChunk(const ResponseMeta& m, const Choice& c, bool role_start, bool content_delta) {
   json j = Base(m, "chat.completion.chunk");
   json delta = json::object();
   if (role_start) delta["role"] = "assistant";
-  if (content) delta["content"] = *content;
-  j["choices"] = json::array(
-      {{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", Finish(finish)}}});
+  if (content_delta) delta["content"] = c.text;
+  if (!c.tool_calls.empty()) delta["tool_calls"] = ToolCallsJson(c.tool_calls, true);
+  j["choices"] = json::array({{{"index", c.index},
+                               {"delta", delta},
+                               {"logprobs", ChatLogprobs(c)},
+                               {"finish_reason", FinishJson(c)}}});
   return Dump(j);
 }
 
-std::string CompletionBody(const ResponseMeta& m, const std::string& text,
-                           scheduler::FinishReason finish, const scheduler::Usage& usage) {
+std::string CompletionBody(const ResponseMeta& m, const std::vector<Choice>& choices,
+                           const scheduler::Usage& usage) {
   json j = Base(m, "text_completion");
-  j["choices"] = json::array(
-      {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", Finish(finish)}}});
+  j["choices"] = json::array();
+  for (const Choice& c : choices) {
+    j["choices"].push_back({{"index", c.index},
+                            {"text", c.text},
+                            {"logprobs", CompletionLogprobs(c)},
+                            {"finish_reason", FinishJson(c)}});
+  }
   j["usage"] = UsageJson(usage);
   return Dump(j);
 }
 
-std::string CompletionChunk(const ResponseMeta& m, const std::string& text,
-                            scheduler::FinishReason finish) {
+std::string CompletionChunk(const ResponseMeta& m, const Choice& c) {
   json j = Base(m, "text_completion");
-  j["choices"] = json::array(
-      {{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", Finish(finish)}}});
+  j["choices"] = json::array({{{"index", c.index},
+                               {"text", c.text},
+                               {"logprobs", CompletionLogprobs(c)},
+                               {"finish_reason", FinishJson(c)}}});
   return Dump(j);
 }
 

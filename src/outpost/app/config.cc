@@ -148,6 +148,15 @@ const std::map<std::string, Setter>& Setters() {
       {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
       {"log_level",
        StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
+      {"api_key", StringField(&ServeConfig::api_key)},
+      {"api_key_file", StringField(&ServeConfig::api_key_file)},
+      {"metrics_require_key",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         if (v != "true" && v != "false")
+           return Status::InvalidArgument("'" + k + "' must be true or false, got '" + v + "'", k);
+         c->metrics_require_key = v == "true";
+         return Status::Ok();
+       }},
       {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
       {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
       {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -186,6 +195,11 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"routing_file",
        "YAML with upstreams (peer, central), tenants and routing policy (docs/routing.md)"},
       {"log_level", "trace, debug, info, warn, error (default info)"},
+      {"api_key",
+       "API key clients must send as 'Authorization: Bearer KEY' (also $OUTPOST_API_KEY; prefer "
+       "api_key_file, since flags show in ps); default: none, the API is open"},
+      {"api_key_file", "file with API keys, one per line ('#' comments)"},
+      {"metrics_require_key", "true: /metrics needs a key too (default false)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},

@@ -44,6 +44,11 @@ struct ServeConfig {
   int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all
   std::string routing_file;  // YAML with upstreams, tenants and routing policy ("" = all local)
   std::string log_level = "info";  // trace | debug | info | warn | error
+  // API keys: when any is set, every API path but /health and /ready needs
+  // "Authorization: Bearer KEY" (the routing file's tenant keys then count too).
+  std::string api_key;               // also $OUTPOST_API_KEY
+  std::string api_key_file;          // one key per line
+  bool metrics_require_key = false;  // /metrics behind the key as well
   // Sampling defaults for requests that leave a knob unset (only the set ones
   // apply; the rest come from the GGUF, else llama.cpp's defaults).
   engine::SamplingParams sampling;

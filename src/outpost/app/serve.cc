@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,30 @@ int RunServe(ServeConfig cfg) {
     router->Start();
     spdlog::info("routing: {} upstream(s) from {}", router->config().upstreams.size(),
                  cfg.routing_file);
+  }
+  {
+    std::vector<std::string> keys;
+    if (!cfg.api_key.empty()) keys.push_back(cfg.api_key);
+    if (const char* env = std::getenv("OUTPOST_API_KEY"); env != nullptr && *env) {
+      keys.push_back(env);
+    }
+    if (!cfg.api_key_file.empty()) {
+      auto from_file = api::ApiKeys::ReadFile(cfg.api_key_file);
+      if (!from_file.ok()) {
+        spdlog::error("{}", from_file.status().message());
+        return 2;
+      }
+      keys.insert(keys.end(), from_file->begin(), from_file->end());
+    }
+    if (!keys.empty() && router) {
+      for (const auto& [key, tenant] : router->config().tenants) keys.push_back(key);
+    }
+    ho.api_keys = api::ApiKeys(std::move(keys));
+    ho.metrics_require_key = cfg.metrics_require_key;
+    if (ho.api_keys.required()) {
+      spdlog::info("API keys: {} accepted; /health and /ready are open{}", ho.api_keys.size(),
+                   cfg.metrics_require_key ? "" : ", and /metrics");
+    }
   }
   router::DispatcherImpl dispatcher(&serving, router.get());
   api::HttpServer http(ho, &serving, &dispatcher, &stats, router.get());

@@ -112,6 +112,38 @@ double Context::TokenLogProb(int32_t idx, Token token) const {
   return static_cast<double>(logits[token] - max_l) - std::log(sum);
 }
 
+TokenLogprob Context::TopLogProbs(int32_t idx, Token token, int32_t n_top) const {
+  const float* logits = llama_get_logits_ith(ctx_, idx);
+  const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+  float max_l = logits[0];
+  for (int32_t i = 1; i < n; ++i) max_l = std::max(max_l, logits[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_l));
+  const double log_z = static_cast<double>(max_l) + std::log(sum);
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = static_cast<float>(logits[token] - log_z);
+  if (n_top <= 0) return out;
+  // A min-heap of the best n_top (ties: lower id first, as greedy picks).
+  auto worse = [](const std::pair<Token, float>& a, const std::pair<Token, float>& b) {
+    return a.second > b.second || (a.second == b.second && a.first < b.first);
+  };
+  std::vector<std::pair<Token, float>>& top = out.top;
+  top.reserve(static_cast<size_t>(n_top) + 1);
+  for (Token i = 0; i < n; ++i) {
+    if (static_cast<int32_t>(top.size()) == n_top && logits[i] <= top.front().second) continue;
+    top.emplace_back(i, logits[i]);
+    std::push_heap(top.begin(), top.end(), worse);
+    if (static_cast<int32_t>(top.size()) > n_top) {
+      std::pop_heap(top.begin(), top.end(), worse);
+      top.pop_back();
+    }
+  }
+  std::sort_heap(top.begin(), top.end(), worse);
+  for (auto& [t, v] : top) v = static_cast<float>(v - log_z);
+  return out;
+}
+
 void Context::RemoveSequence(SeqId seq) {
   llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1);
 }

@@ -64,6 +64,8 @@ class Context {
   // log p(token) under the raw (untempered) distribution at batch index idx
   // of the last decode.
   double TokenLogProb(int32_t idx, Token token) const;
+  // The same, with the n_top most likely tokens (best first).
+  TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const;
 
   // Frees the KV cells of `seq` at once.
   void RemoveSequence(SeqId seq);

@@ -65,6 +65,9 @@ class Engine {
   virtual Token Sample(SeqId seq, int32_t idx) = 0;
   // log p(token) under the raw distribution at batch index idx.
   virtual double TokenLogProb(int32_t idx, Token token) const = 0;
+  // The same, with the n_top most likely tokens there (one pass over the
+  // vocabulary).
+  virtual TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const = 0;
   // Frees seq's KV cells and sampler at once.
   virtual void RemoveSequence(SeqId seq) = 0;
 

@@ -15,20 +15,38 @@ using nlohmann::json;
 
 // Keywords llama.cpp's converter turns into grammar rules.
 const std::set<std::string>& Enforced() {
-  static const auto* s = new std::set<std::string>{
-      "type",      "properties", "required",  "additionalProperties", "items",
-      "prefixItems", "minItems", "maxItems",  "pattern",              "minLength",
-      "maxLength", "minimum",    "maximum",   "exclusiveMinimum",     "exclusiveMaximum",
-      "$ref",      "$defs",      "definitions", "anyOf",              "oneOf",
-      "allOf",     "const",      "enum",      "format"};
+  static const auto* s = new std::set<std::string>{"type",
+                                                   "properties",
+                                                   "required",
+                                                   "additionalProperties",
+                                                   "items",
+                                                   "prefixItems",
+                                                   "minItems",
+                                                   "maxItems",
+                                                   "pattern",
+                                                   "minLength",
+                                                   "maxLength",
+                                                   "minimum",
+                                                   "maximum",
+                                                   "exclusiveMinimum",
+                                                   "exclusiveMaximum",
+                                                   "$ref",
+                                                   "$defs",
+                                                   "definitions",
+                                                   "anyOf",
+                                                   "oneOf",
+                                                   "allOf",
+                                                   "const",
+                                                   "enum",
+                                                   "format"};
   return *s;
 }
 
 // Annotations: they do not constrain output, so ignoring them is right.
 const std::set<std::string>& Annotations() {
-  static const auto* s = new std::set<std::string>{
-      "title", "description", "default", "examples", "$schema", "$id", "$comment",
-      "deprecated", "readOnly", "writeOnly"};
+  static const auto* s =
+      new std::set<std::string>{"title", "description", "default",    "examples", "$schema",
+                                "$id",   "$comment",    "deprecated", "readOnly", "writeOnly"};
   return *s;
 }
 

@@ -52,6 +52,9 @@ class LlamaEngine final : public Engine {
   double TokenLogProb(int32_t idx, Token token) const override {
     return ctx_->TokenLogProb(idx, token);
   }
+  TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const override {
+    return ctx_->TopLogProbs(idx, token, n_top);
+  }
   void RemoveSequence(SeqId seq) override;
   uint64_t KvBytesAllocated() const override { return ctx_->KvBytesAllocated(); }
 

@@ -39,6 +39,14 @@ struct SamplingParams {
   std::string grammar;
 };
 
+// One sampled token's log-probability under the model's raw distribution,
+// and the most likely alternatives at that position (best first).
+struct TokenLogprob {
+  Token token = 0;
+  float logprob = 0;
+  std::vector<std::pair<Token, float>> top;
+};
+
 // What shape the answer must have (OpenAI response_format).
 struct ResponseFormat {
   enum class Type { kText, kJsonObject, kJsonSchema };

@@ -30,7 +30,8 @@ struct CompletionRequest {
   engine::ResponseFormat response_format;
   int32_t max_tokens = -1;  // -1: not given
   std::vector<std::string> stop;
-  bool echo = false;        // completions only
+  bool echo = false;          // completions only
+  int32_t top_logprobs = -1;  // per-token logprobs with this many alternatives; -1 = none
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
   bool wants_tools = false;  // tools requested
 };

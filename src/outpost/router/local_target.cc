@@ -10,6 +10,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->sampling = r.sampling;
   gen->max_tokens = r.max_tokens;
   gen->stop = r.stop;
+  gen->top_logprobs = r.top_logprobs;
   scheduler::PromptInput in;
   in.chat = r.endpoint == Endpoint::kChat;
   in.messages = r.messages;

@@ -34,6 +34,14 @@ struct PromptInput {
   engine::ResponseFormat response_format;     // json_object / json_schema: grammar-constrained
 };
 
+// One generated token as the client sees it: its bytes (possibly part of a
+// UTF-8 character), log-probability, and the top alternatives.
+struct TokenInfo {
+  std::string piece;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // best first
+};
+
 struct GenerationRequest {
   std::string id;
   std::vector<engine::Token> prompt;
@@ -44,6 +52,9 @@ struct GenerationRequest {
   // Compute each sampled token's log-probability under the model's raw
   // distribution (costs one pass over the vocabulary per token).
   bool want_logprobs = false;
+  // Per-token log-probabilities pushed to the sink (OnLogprobs) with this
+  // many alternatives each (0-20); -1 = none.
+  int32_t top_logprobs = -1;
 };
 
 struct Usage {
@@ -66,6 +77,10 @@ class GenerationSink {
   // Engine thread. Whole UTF-8 characters, never empty. Must not block:
   // buffer and wake the consumer.
   virtual void OnText(std::string text) = 0;
+  // Engine thread, when the request asked for top_logprobs: the tokens that
+  // produced the next OnText() (or, before OnDone(), the final text). Tokens
+  // that ended up inside a stop string are not reported.
+  virtual void OnLogprobs(std::vector<TokenInfo> tokens) {}
   // Engine thread (or the submitting thread at shutdown); exactly once, last.
   virtual void OnDone(GenerationResult result) = 0;
   // Any thread; cheap. True once nobody wants the output any more.

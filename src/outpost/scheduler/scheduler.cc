@@ -219,6 +219,7 @@ int32_t Scheduler::AdmitLocked() {
     slot.sum_logprob = 0;
     slot.i_batch = -1;
     slot.utf8_pending.clear();
+    slot.logprobs_pending.clear();
     ++active_;
     stats_.prompt_tokens.Add(slot.req.prompt.size());
   }
@@ -354,7 +355,17 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   }
   ++s.n_generated;
   stats_.completion_tokens.Add();
-  if (s.req.want_logprobs) s.sum_logprob += engine_->TokenLogProb(idx, tok);
+  if (s.req.top_logprobs >= 0) {
+    const engine::TokenLogprob lp = engine_->TopLogProbs(idx, tok, s.req.top_logprobs);
+    s.sum_logprob += lp.logprob;
+    TokenInfo info;
+    info.piece = engine_->TokenPiece(tok);
+    info.logprob = lp.logprob;
+    for (const auto& [t, v] : lp.top) info.top.emplace_back(engine_->TokenPiece(t), v);
+    s.logprobs_pending.push_back(std::move(info));
+  } else if (s.req.want_logprobs) {
+    s.sum_logprob += engine_->TokenLogProb(idx, tok);
+  }
 
   s.utf8_pending += engine_->TokenPiece(tok);
   const size_t hold = util::IncompleteUtf8Tail(s.utf8_pending);
@@ -362,22 +373,34 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   s.utf8_pending.erase(0, s.utf8_pending.size() - hold);
   std::string out = s.stop->Feed(whole);
   if (s.stop->stopped()) {
-    if (!out.empty()) s.sink->OnText(std::move(out));
+    Emit(s, std::move(out));
     Finish(s, FinishReason::kStop);
     return;
   }
   const bool at_max = s.req.max_tokens > 0 && s.n_generated >= s.req.max_tokens;
   const bool ctx_full = s.n_past + 1 >= options_.ctx_per_session;
-  if (!out.empty()) s.sink->OnText(std::move(out));
+  Emit(s, std::move(out));
   if (at_max || ctx_full) Finish(s, FinishReason::kLength);
+}
+
+void Scheduler::Emit(Slot& s, std::string text) {
+  if (text.empty()) return;
+  if (!s.logprobs_pending.empty()) s.sink->OnLogprobs(std::move(s.logprobs_pending));
+  s.logprobs_pending.clear();
+  s.sink->OnText(std::move(text));
 }
 
 void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   if (why == FinishReason::kStop || why == FinishReason::kLength) {
     // The held-back tail can no longer become a stop string.
     std::string tail = s.stop->stopped() ? std::string() : s.stop->Flush() + s.utf8_pending;
-    if (!tail.empty()) s.sink->OnText(std::move(tail));
+    if (tail.empty() && !s.stop->stopped() && !s.logprobs_pending.empty()) {
+      // Tokens with no text of their own (control tokens) still count.
+      s.sink->OnLogprobs(std::move(s.logprobs_pending));
+    }
+    Emit(s, std::move(tail));
   }
+  s.logprobs_pending.clear();
   GenerationResult r;
   r.finish = why;
   r.error = std::move(error);

@@ -135,8 +135,9 @@ class Scheduler {
     int32_t n_generated = 0;
     double sum_logprob = 0;
     engine::Token last_token = 0;
-    int32_t i_batch = -1;      // logits index in the current batch, or -1
-    std::string utf8_pending;  // bytes of an incomplete UTF-8 character
+    int32_t i_batch = -1;                     // logits index in the current batch, or -1
+    std::string utf8_pending;                 // bytes of an incomplete UTF-8 character
+    std::vector<TokenInfo> logprobs_pending;  // top_logprobs: tokens of text not yet sent
     util::Clock::TimePoint submitted, last_token_at;
   };
 
@@ -150,6 +151,8 @@ class Scheduler {
   void Step();
   void BuildBatch(int32_t* n_decode, int32_t* n_prefill);
   void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
+  // Sends text (and, first, the log-probabilities of the tokens behind it).
+  void Emit(Slot& s, std::string text);
   void Finish(Slot& s, FinishReason why, Status error = Status::Ok());
   void FailBatch(const Status& st);
   void DrainOnStop();

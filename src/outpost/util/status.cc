@@ -14,6 +14,8 @@ const char* StatusCodeName(StatusCode code) {
       return "payload_too_large";
     case StatusCode::kResourceExhausted:
       return "resource_exhausted";
+    case StatusCode::kUnauthenticated:
+      return "unauthenticated";
     case StatusCode::kPermissionDenied:
       return "permission_denied";
     case StatusCode::kCancelled:

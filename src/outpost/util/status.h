@@ -22,6 +22,7 @@ enum class StatusCode {
   kNotFound,           // 404: unknown model / route
   kPayloadTooLarge,    // 413: body over the configured limit
   kResourceExhausted,  // 503: over capacity (queue full, wait expired)
+  kUnauthenticated,    // 401: no API key, or a wrong one
   kPermissionDenied,   // 403: policy forbids (e.g. restricted data to central)
   kCancelled,          // client went away
   kUnavailable,        // 503: not ready (model loading, shutting down)

@@ -1,0 +1,179 @@
+"""The default model's answers make sense, and the API features real clients use:
+structured output (response_format), logprobs, API keys. Read what the server
+answers, not only the status codes."""
+import json
+import re
+
+import pytest
+from outpost_harness import chat_body, serve, stream_events
+
+CHAT = "/v1/chat/completions"
+COMP = "/v1/completions"
+GREETING = re.compile(r"\b(hello|hi|hey|greet\w*|welcome|glad|nice to meet)\b", re.I)
+
+
+def test_readme_example_gives_a_short_greeting(server):
+    """The README's curl, as a newcomer sends it (no sampling settings: the
+    model's defaults apply), over fixed seeds so the test is repeatable."""
+    answers = []
+    for seed in range(6):
+        r = server.post(CHAT, json={"messages": [{"role": "user", "content": "Say hello"}], "seed": seed})
+        assert r.status_code == 200, r.text
+        c = r.json()["choices"][0]
+        answers.append((c["message"]["content"], c["finish_reason"], r.json()["usage"]["completion_tokens"]))
+    for text, finish, n in answers:
+        assert finish == "stop" and n <= 80, answers  # short, and it ends by itself
+        assert text.strip(), answers
+    greetings = [t for t, _, _ in answers if GREETING.search(t)]
+    assert len(greetings) >= 4, answers
+
+
+DEFECT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "part": {"type": "string", "maxLength": 60},
+        "severity": {"type": "string", "enum": ["low", "medium", "high"]},
+        "count": {"type": "integer", "minimum": 1, "maximum": 9},
+    },
+    "required": ["part", "severity", "count"],
+    "additionalProperties": False,
+}
+
+
+def check_defect(text):
+    d = json.loads(text)
+    assert set(d) == {"part", "severity", "count"}, d
+    assert isinstance(d["part"], str) and len(d["part"]) <= 60
+    assert d["severity"] in ("low", "medium", "high")
+    assert isinstance(d["count"], int) and 1 <= d["count"] <= 9
+    return d
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_json_schema_output_always_parses_and_follows_the_schema(server, seed):
+    body = chat_body(content="Report this defect as JSON: two deep scratches on the left door panel.",
+                     temperature=0.8, seed=seed, max_tokens=80,
+                     response_format={"type": "json_schema",
+                                      "json_schema": {"name": "defect", "strict": True, "schema": DEFECT_SCHEMA}})
+    r = server.post(CHAT, json=body)
+    assert r.status_code == 200, r.text
+    c = r.json()["choices"][0]
+    assert c["finish_reason"] == "stop"  # the grammar let the model end only when the JSON was complete
+    check_defect(c["message"]["content"])
+    events, done = stream_events(server, CHAT, {**body, "stream": True})
+    assert done
+    streamed = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+    assert streamed == c["message"]["content"]  # same seed, same constrained answer
+
+
+def test_json_object_output_parses(server):
+    r = server.post(CHAT, json=chat_body(content="List two fruits.", temperature=0.8, seed=5, max_tokens=120,
+                                         response_format={"type": "json_object"}))
+    assert r.status_code == 200, r.text
+    c = r.json()["choices"][0]
+    if c["finish_reason"] == "stop":
+        assert isinstance(json.loads(c["message"]["content"]), dict)
+    else:  # cut by max_tokens: still a prefix of a JSON object
+        assert c["message"]["content"].lstrip().startswith("{")
+
+
+def test_chat_logprobs_match_the_tokens_and_stream_the_same(server):
+    body = chat_body(content="Say hello", logprobs=True, top_logprobs=3, max_tokens=8)
+    j = server.post(CHAT, json=body).json()
+    c = j["choices"][0]
+    content = c["logprobs"]["content"]
+    assert c["logprobs"]["refusal"] is None
+    assert len(content) == j["usage"]["completion_tokens"]
+    assert "".join(t["token"] for t in content) == c["message"]["content"]
+    for t in content:
+        assert t["logprob"] <= 0 and bytes(t["bytes"]).decode("utf-8", "replace")
+        assert len(t["top_logprobs"]) == 3
+        lps = [a["logprob"] for a in t["top_logprobs"]]
+        assert lps == sorted(lps, reverse=True)
+        # Greedy: the chosen token is the most likely one.
+        assert t["logprob"] == pytest.approx(lps[0], abs=1e-4) and t["token"] == t["top_logprobs"][0]["token"]
+    events, _ = stream_events(server, CHAT, {**body, "stream": True})
+    streamed = [t for e in events if e["choices"] and e["choices"][0]["logprobs"]
+                for t in e["choices"][0]["logprobs"]["content"]]
+    assert [t["token"] for t in streamed] == [t["token"] for t in content]
+    # Without logprobs the field is present and null, as OpenAI's schema requires.
+    plain = server.post(CHAT, json=chat_body(max_tokens=2)).json()["choices"][0]
+    assert plain["logprobs"] is None and plain["message"]["refusal"] is None
+
+
+def test_completion_logprobs_legacy_shape(server):
+    j = server.post(COMP, json={"prompt": "The sky is", "temperature": 0, "max_tokens": 5, "logprobs": 2}).json()
+    lp = j["choices"][0]["logprobs"]
+    n = j["usage"]["completion_tokens"]
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == len(lp["text_offset"]) == n
+    assert "".join(lp["tokens"]) == j["choices"][0]["text"]
+    assert lp["text_offset"][0] == 0 and all(len(t) == 2 for t in lp["top_logprobs"])
+
+
+BAD = [
+    (CHAT, {"response_format": {"type": "xml"}}, "response_format.type", "json_schema"),
+    (CHAT, {"response_format": {"type": "json_schema"}}, "response_format.json_schema", "required"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "object", "properties": {"a": {"type": "string", "format": "email"}}}}}},
+     "response_format.json_schema.schema", "format 'email'"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "array", "uniqueItems": True}}}}, "response_format.json_schema.schema", "keyword 'uniqueItems'"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}}}},
+     "response_format.json_schema.schema", "cannot be turned into a grammar"),
+    (CHAT, {"logprobs": True, "top_logprobs": 21}, "top_logprobs", "between 0 and 20"),
+    (CHAT, {"top_logprobs": 2}, "top_logprobs", "requires 'logprobs': true"),
+    (CHAT, {"logprobs": "yes"}, "logprobs", "boolean"),
+    (COMP, {"prompt": "x", "logprobs": 21}, "logprobs", "between 0 and 20"),
+    (CHAT, {"temperature": 3}, "temperature", "between 0 and 2"),
+]
+
+
+@pytest.mark.parametrize("path,extra,param,words", BAD, ids=[b[2] + ":" + b[3] for b in BAD])
+def test_bad_inputs_name_the_field(server, path, extra, param, words):
+    body = {**(chat_body() if path == CHAT else {}), **extra}
+    r = server.post(path, json=body)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and words in err["message"], err
+    assert err["type"] == "invalid_request_error" and err["code"] == "invalid_value"
+    assert server.get("/health").status_code == 200  # still serving
+
+
+def test_api_keys(tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text("# site keys\nsk-line-one\n\n  sk-line-two  \n")
+    with serve("--api-key-file", str(keys), "--parallel", "1", "--ctx-size", "256") as s:
+        def post(auth):
+            headers = {"Authorization": auth} if auth is not None else {}
+            return s.post(CHAT, json=chat_body(max_tokens=2), headers=headers)
+        for auth, why in [(None, "required"), ("Bearer sk-wrong", "not valid"), ("Basic sk-line-one", "Bearer"),
+                          ("Bearer sk-line-on", "not valid"), ("Bearer sk-line-one2", "not valid"), ("sk-line-one", "Bearer")]:
+            r = post(auth)
+            assert r.status_code == 401, (auth, r.text)
+            err = r.json()["error"]
+            assert err["code"] == "invalid_api_key" and why in err["message"], (auth, err)
+            assert r.headers["WWW-Authenticate"] == "Bearer"
+        assert post("Bearer sk-line-one").status_code == 200
+        assert post("Bearer sk-line-two").status_code == 200
+        assert s.get("/v1/models").status_code == 401
+        assert s.get("/v1/models", headers={"Authorization": "Bearer sk-line-two"}).status_code == 200
+        assert s.get("/health").status_code == 200 and s.get("/ready").status_code == 200
+        assert s.get("/metrics").status_code == 200
+        log = s.log()
+    assert "sk-line" not in log and "sk-wrong" not in log  # keys are never logged
+    with serve("--api-key", "sk-flag", "--metrics-require-key", "true", "--parallel", "1",
+               "--ctx-size", "256") as s:
+        assert s.get("/metrics").status_code == 401
+        assert s.get("/metrics", headers={"Authorization": "Bearer sk-flag"}).status_code == 200
+
+
+def test_api_key_file_errors_are_clear(tmp_path):
+    from outpost_harness import BIN
+    import subprocess
+    empty = tmp_path / "empty"
+    empty.write_text("# nothing\n\n")
+    for path, words in [(str(tmp_path / "missing"), "cannot be read"), (str(empty), "holds no key")]:
+        p = subprocess.run([BIN, "serve", "--api-key-file", path, "--port", "0"], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 2 and words in p.stdout + p.stderr, p.stdout + p.stderr
