@@ -134,6 +134,37 @@ INSTANTIATE_TEST_SUITE_P(
     Table, BadRequests,
     ::testing::Values(
         BadCase{kChat, "{not json", "", "not valid JSON"},
+        BadCase{kChat, R"({"tools": {}, )" MSGS "}", "tools", "must be an array"},
+        BadCase{kChat, R"({"tools": [{"type": "code"}], )" MSGS "}", "tools[0].type", "function"},
+        BadCase{kChat, R"({"tools": [{"type": "function"}], )" MSGS "}", "tools[0].function",
+                "required"},
+        BadCase{kChat,
+                R"({"tools": [{"type": "function", "function": {"name": "a.b"}}], )" MSGS "}",
+                "tools[0].function.name", "1 to 64"},
+        BadCase{kChat,
+                R"({"tools": [{"type": "function", "function": {"name": "f"}},
+                              {"type": "function", "function": {"name": "f"}}], )" MSGS "}",
+                "tools[1].function.name", "declared twice"},
+        BadCase{
+            kChat,
+            R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": 1}}], )" MSGS
+            "}",
+            "tools[0].function.parameters", "must be an object"},
+        BadCase{kChat, R"({"tool_choice": "sometimes", )" MSGS "}", "tool_choice", "none, auto"},
+        BadCase{kChat, R"({"tool_choice": "required", )" MSGS "}", "tool_choice",
+                "requires 'tools'"},
+        BadCase{kChat,
+                R"({"tools": [{"type": "function", "function": {"name": "f"}}],
+                    "tool_choice": {"type": "function", "function": {"name": "g"}}, )" MSGS "}",
+                "tool_choice", "not in 'tools'"},
+        BadCase{kChat, R"({"messages": [{"role": "tool", "content": "42"}]})",
+                "messages[0].tool_call_id", "required"},
+        BadCase{kChat, R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+                "messages[0].tool_calls", "only allowed on assistant"},
+        BadCase{kChat,
+                R"({"tools": [{"type": "function", "function": {"name": "f"}}],
+                    "response_format": {"type": "json_object"}, )" MSGS "}",
+                "response_format", "cannot be combined"},
         BadCase{kChat, "[1,2]", "", "must be a JSON object"},
         BadCase{kChat, "{}", "messages", "'messages' is required"},
         BadCase{kChat, R"({"messages": "hi"})", "messages", "must be an array"},
@@ -183,9 +214,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
 
 TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {
-  auto t = ParseRequest(Endpoint::kChat, R"({"tools": [{"type": "function"}], )" MSGS "}", kVocab);
-  ASSERT_TRUE(t.ok());
+  auto t = ParseRequest(Endpoint::kChat,
+                        R"({"tools": [{"type": "function", "function": {"name": "f"}}], )" MSGS "}",
+                        kVocab);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_TRUE(t->wants_tools);
+  auto none = ParseRequest(
+      Endpoint::kChat,
+      R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none", )" MSGS
+      "}",
+      kVocab);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->wants_tools);
   EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->wants_tools);
 }
 

@@ -69,3 +69,97 @@ def test_errors_map_to_client_exceptions(client, model_id):
         client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "x"}],
                                        temperature=9)
     assert e.value.body["param"] == "temperature"
+
+
+# --- The features agent frameworks and extraction pipelines use -------------
+
+from typing import Literal  # noqa: E402
+
+import pydantic  # noqa: E402  (installed with openai)
+
+
+class Defect(pydantic.BaseModel):
+    part: str = pydantic.Field(max_length=40)  # enforced by the grammar too
+    severity: Literal["low", "medium", "high"]
+    count: int
+
+
+def test_structured_output_with_a_pydantic_model(client, model_id):
+    r = client.chat.completions.parse(
+        model=model_id, response_format=Defect, seed=3, max_tokens=80,
+        messages=[{"role": "user", "content": "Report as JSON: two deep scratches on the left door panel."}])
+    d = r.choices[0].message.parsed
+    assert isinstance(d, Defect) and d.severity in ("low", "medium", "high"), r
+    # Streamed, the same schema holds chunk by chunk put together.
+    with client.chat.completions.stream(
+            model=model_id, response_format=Defect, seed=4, max_tokens=80,
+            messages=[{"role": "user", "content": "Report as JSON: a dent in the roof."}]) as s:
+        final = s.get_final_completion()
+    assert isinstance(final.choices[0].message.parsed, Defect)
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False}}}
+
+
+def test_tool_calling_round_trip(client, model_id):
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    r = client.chat.completions.create(model=model_id, messages=ask, tools=[WEATHER],
+                                       tool_choice="required", parallel_tool_calls=False, seed=1)
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls" and c.message.content is None
+    (call,) = c.message.tool_calls  # parallel_tool_calls=False: exactly one
+    assert call.type == "function" and call.function.name == "get_weather" and call.id.startswith("call_")
+    args = __import__("json").loads(call.function.arguments)
+    assert set(args) == {"city"} and isinstance(args["city"], str)
+    # The tool's result goes back; the model answers in text.
+    follow = ask + [c.message.model_dump(exclude_none=True),
+                    {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 24 C"}]
+    r2 = client.chat.completions.create(model=model_id, messages=follow, tools=[WEATHER],
+                                        tool_choice="none", seed=1, max_tokens=40)
+    assert r2.choices[0].message.content and not r2.choices[0].message.tool_calls
+    # Streamed: delta.tool_calls in OpenAI's shape.
+    chunks = list(client.chat.completions.create(model=model_id, messages=ask, tools=[WEATHER],
+                                                 tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                                                 stream=True, seed=2))
+    calls = [tc for ch in chunks if ch.choices for tc in (ch.choices[0].delta.tool_calls or [])]
+    assert calls and calls[0].function.name == "get_weather" and calls[0].index == 0
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_logprobs_through_the_client(client, model_id):
+    r = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
+                                       temperature=0, max_tokens=6, logprobs=True, top_logprobs=2)
+    lp = r.choices[0].logprobs.content
+    assert len(lp) == r.usage.completion_tokens and all(len(t.top_logprobs) == 2 for t in lp)
+    assert "".join(t.token for t in lp) == r.choices[0].message.content
+    stream = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
+                                            temperature=0, max_tokens=6, logprobs=True, stream=True)
+    tokens = [t.token for ch in stream if ch.choices and ch.choices[0].logprobs
+              for t in ch.choices[0].logprobs.content]
+    assert tokens == [t.token for t in lp]
+
+
+@pytest.mark.parametrize("kw,param", [
+    (dict(tool_choice={"type": "function", "function": {"name": "nope"}}, tools=[WEATHER]), "tool_choice"),
+    (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools[0].function.name"),
+    (dict(logprobs=True, top_logprobs=25), "top_logprobs"),
+    (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}),
+     "response_format.json_schema.schema"),
+])
+def test_bad_feature_inputs_raise_bad_request(client, model_id, kw, param):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "x"}], **kw)
+    assert e.value.body["param"] == param, e.value.body
+
+
+def test_wrong_key_is_an_authentication_error(tmp_path):
+    from outpost_harness import serve
+    with serve("--api-key", "sk-right", "--parallel", "1", "--ctx-size", "256") as s:
+        bad = openai.OpenAI(base_url=s.base + "/v1", api_key="sk-wrong", max_retries=0)
+        with pytest.raises(openai.AuthenticationError):
+            bad.models.list()
+        good = openai.OpenAI(base_url=s.base + "/v1", api_key="sk-right", max_retries=0)
+        assert good.models.list().data

@@ -30,10 +30,25 @@ struct Stream {
   bool chat = true;
   bool include_usage = false;
   bool logprobs = false;
+  bool tools = false;  // buffer the answer: tool calls are known only at its end
+  std::string tool_buffer;
+  util::Random* random = nullptr;
   int64_t text_offset = 0;  // completions: bytes of output written so far
   bool role_sent = false;
   bool finished = false;
 };
+
+// A tool-calling answer (router/tool_calls.h's generic format) as the client
+// sees it: calls with fresh ids and finish_reason "tool_calls", or the text.
+void ApplyToolAnswer(Choice* c, util::Random& random) {
+  auto a = router::ParseToolAnswer(c->text);
+  if (!a.ok()) return;  // cut short (max_tokens): the raw text, finish_reason "length"
+  c->text = a->content;
+  for (auto& call : a->calls) {
+    c->tool_calls.push_back(ToolCall{NewId("call_", random), call.name, call.arguments});
+  }
+  c->tool_calls_finish = !c->tool_calls.empty();
+}
 
 // The scheduler calls the prompt "prompt"; a chat request's prompt is its messages.
 Status ForEndpoint(Status st, Endpoint endpoint) {
@@ -85,6 +100,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   const bool include_usage = call.request.include_usage;
   const std::string echo = call.request.echo ? call.request.prompt : std::string();
   const bool logprobs = call.request.top_logprobs >= 0;
+  const bool tools = call.request.tools.active();
   const std::string request_id = call.id;
 
   auto sink = std::make_shared<HttpSink>(req.remote_addr, req.remote_port, req.local_port);
@@ -165,6 +181,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
     const scheduler::GenerationResult& r = sink->result();
     if (r.finish == FinishReason::kError) return fail(r.error);
     c.finish = r.finish;
+    if (tools) ApplyToolAnswer(&c, *random_);
     res.set_content(
         chat ? ChatCompletionBody(meta, {c}, r.usage) : CompletionBody(meta, {c}, r.usage),
         "application/json");
@@ -177,6 +194,8 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   st->chat = chat;
   st->include_usage = include_usage;
   st->logprobs = logprobs;
+  st->tools = tools;
+  st->random = random_;
   const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -197,6 +216,33 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
         c.has_logprobs = st->logprobs;
         c.text_offset = st->text_offset;
         c.text = st->sink->Take(&ended, &c.logprobs);
+        if (st->tools) {
+          st->tool_buffer += c.text;
+          c.text.clear();
+          if (ended && st->sink->result().finish != FinishReason::kError) {
+            Choice t;
+            t.text = std::move(st->tool_buffer);
+            ApplyToolAnswer(&t, *st->random);
+            if (!t.tool_calls.empty()) {
+              Choice calls;
+              calls.tool_calls = std::move(t.tool_calls);
+              if (!write(SseData(ChatChunk(st->meta, calls, false, /*content=*/false))))
+                return false;
+              Choice end;
+              end.tool_calls_finish = true;
+              if (!write(SseData(ChatChunk(st->meta, end, false, false)))) return false;
+              if (st->include_usage &&
+                  !write(SseData(UsageChunk(st->meta, true, st->sink->result().usage))))
+                return false;
+              write(SseDone());
+              st->finished = true;
+              stats.requests.With({path, "200"}).Add();
+              out.done();
+              return true;
+            }
+            c.text = std::move(t.text);
+          }
+        }
         if (!c.text.empty()) {
           st->text_offset += static_cast<int64_t>(c.text.size());
           const std::string chunk =

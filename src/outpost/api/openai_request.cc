@@ -137,6 +137,34 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
     } else {
       OUTPOST_RETURN_IF_ERROR(ParseContent(*content, f + ".content", &msg.content));
     }
+    if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+      if (rs != "assistant") {
+        return Status::InvalidArgument(
+            "'" + f + ".tool_calls' is only allowed on assistant messages", f + ".tool_calls");
+      }
+      if (!calls->is_array()) return WrongType(f + ".tool_calls", "an array", *calls);
+      for (size_t k = 0; k < calls->size(); ++k) {
+        const json& c = (*calls)[k];
+        const std::string cf = f + ".tool_calls[" + std::to_string(k) + "]";
+        if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+            !c["function"].value("name", json()).is_string()) {
+          return Status::InvalidArgument(
+              "'" + cf +
+                  "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", "
+                  "\"arguments\"}}",
+              cf);
+        }
+      }
+      msg.tool_calls = calls->dump();
+    }
+    if (rs == "tool") {
+      auto id = m.find("tool_call_id");
+      if (id == m.end() || !id->is_string()) {
+        return Status::InvalidArgument("'" + f + ".tool_call_id' is required on tool messages",
+                                       f + ".tool_call_id");
+      }
+      msg.tool_call_id = id->get<std::string>();
+    }
     r->messages.push_back(std::move(msg));
   }
   return Status::Ok();
@@ -230,6 +258,112 @@ Status ParseLogitBias(const json& body, int32_t n_vocab, ParsedRequest* r) {
   return Status::Ok();
 }
 
+bool ValidName(const std::string& n) {
+  bool ok = !n.empty() && n.size() <= 64;
+  for (char c : n) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  return ok;
+}
+
+// tools: [{"type": "function", "function": {name, description, parameters}}],
+// tool_choice: none | auto | required | {"type": "function", "function": {"name"}},
+// parallel_tool_calls: boolean.
+Status ParseTools(const json& body, ParsedRequest* r) {
+  auto it = body.find("tools");
+  if (it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return WrongType("tools", "an array", *it);
+    if (it->size() > 128) {
+      return Status::InvalidArgument("'tools' may hold at most 128 functions", "tools");
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string f = "tools[" + std::to_string(i) + "]";
+      const json& t = (*it)[i];
+      if (!t.is_object()) return WrongType(f, "an object", t);
+      if (t.value("type", json()) != "function") {
+        return Status::InvalidArgument("'" + f + ".type' must be \"function\"", f + ".type");
+      }
+      auto fn = t.find("function");
+      if (fn == t.end() || !fn->is_object()) {
+        return Status::InvalidArgument("'" + f + ".function' is required (an object)",
+                                       f + ".function");
+      }
+      router::ToolFunction tf;
+      auto name = fn->find("name");
+      if (name == fn->end() || !name->is_string() || !ValidName(name->get<std::string>())) {
+        return Status::InvalidArgument(
+            "'" + f + ".function.name' must be 1 to 64 of a-z, A-Z, 0-9, _ and -",
+            f + ".function.name");
+      }
+      tf.name = name->get<std::string>();
+      for (const auto& other : r->tools.functions) {
+        if (other.name == tf.name) {
+          return Status::InvalidArgument(
+              "'" + f + ".function.name' '" + tf.name + "' is declared twice",
+              f + ".function.name");
+        }
+      }
+      if (auto d = fn->find("description"); d != fn->end() && !d->is_null()) {
+        if (!d->is_string()) return WrongType(f + ".function.description", "a string", *d);
+        tf.description = d->get<std::string>();
+      }
+      if (auto p = fn->find("parameters"); p != fn->end() && !p->is_null()) {
+        if (!p->is_object()) return WrongType(f + ".function.parameters", "an object", *p);
+        tf.parameters = p->dump();
+      }
+      r->tools.functions.push_back(std::move(tf));
+    }
+  }
+  using Mode = router::ToolChoice::Mode;
+  if (auto c = body.find("tool_choice"); c != body.end() && !c->is_null()) {
+    if (c->is_string()) {
+      const std::string v = c->get<std::string>();
+      if (v == "none") {
+        r->tools.choice.mode = Mode::kNone;
+      } else if (v == "auto") {
+        r->tools.choice.mode = Mode::kAuto;
+      } else if (v == "required") {
+        r->tools.choice.mode = Mode::kRequired;
+      } else {
+        return Status::InvalidArgument(
+            "'tool_choice' must be none, auto, required or {\"type\": \"function\", "
+            "\"function\": {\"name\": ...}}, got '" +
+                v + "'",
+            "tool_choice");
+      }
+    } else if (c->is_object()) {
+      const json fn = c->value("function", json());
+      if (c->value("type", json()) != "function" || !fn.is_object() ||
+          !fn.value("name", json()).is_string()) {
+        return Status::InvalidArgument(
+            "'tool_choice' must be {\"type\": \"function\", \"function\": {\"name\": ...}}",
+            "tool_choice");
+      }
+      r->tools.choice.mode = Mode::kFunction;
+      r->tools.choice.function = fn["name"].get<std::string>();
+      bool known = false;
+      for (const auto& f : r->tools.functions) known = known || f.name == r->tools.choice.function;
+      if (!known) {
+        return Status::InvalidArgument("'tool_choice' names the function '" +
+                                           r->tools.choice.function + "', which is not in 'tools'",
+                                       "tool_choice");
+      }
+    } else {
+      return WrongType("tool_choice", "a string or an object", *c);
+    }
+    if (r->tools.functions.empty() && r->tools.choice.mode != Mode::kNone &&
+        r->tools.choice.mode != Mode::kAuto) {
+      return Status::InvalidArgument("'tool_choice' requires 'tools'", "tool_choice");
+    }
+  }
+  OUTPOST_RETURN_IF_ERROR(
+      GetBool(body, "parallel_tool_calls", "parallel_tool_calls", &r->tools.parallel));
+  if (r->tools.active() && r->response_format.type != engine::ResponseFormat::Type::kText) {
+    return Status::InvalidArgument("'response_format' cannot be combined with 'tools'",
+                                   "response_format");
+  }
+  r->wants_tools = r->tools.active();
+  return Status::Ok();
+}
+
 // response_format: {"type": "text" | "json_object" | "json_schema", "json_schema": {...}}.
 Status ParseResponseFormat(const json& body, ParsedRequest* r) {
   auto it = body.find("response_format");
@@ -269,10 +403,7 @@ Status ParseResponseFormat(const json& body, ParsedRequest* r) {
                                    "response_format.json_schema.name");
   }
   const std::string n = name->get<std::string>();
-  bool name_ok = !n.empty() && n.size() <= 64;
-  for (char c : n)
-    name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
-  if (!name_ok) {
+  if (!ValidName(n)) {
     return Status::InvalidArgument(
         "'response_format.json_schema.name' must be 1 to 64 of a-z, A-Z, 0-9, _ and -, got '" + n +
             "'",
@@ -378,12 +509,7 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
     r.top_logprobs = static_cast<int32_t>(top);
   }
   OUTPOST_RETURN_IF_ERROR(ParseResponseFormat(j, &r));
-  // Tools are not run locally; the router may send such requests to central,
-  // and the local path refuses them (see router/dispatcher_impl.cc).
-  if (auto it = j.find("tools"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) return WrongType("tools", "an array", *it);
-    r.wants_tools = !it->empty();
-  }
+  if (endpoint == Endpoint::kChat) OUTPOST_RETURN_IF_ERROR(ParseTools(j, &r));
   return r;
 }
 

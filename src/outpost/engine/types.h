@@ -13,8 +13,12 @@ using Token = int32_t;
 using SeqId = int32_t;
 
 struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
   std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  std::string tool_calls;    // assistant: the calls it made, as a JSON array ("" = none)
+  std::string tool_call_id;  // tool: the call this result answers
 };
 
 // Per-request sampling settings, already validated by api/. The four

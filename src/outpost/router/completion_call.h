@@ -10,6 +10,7 @@
 
 #include "outpost/engine/types.h"
 #include "outpost/router/route_types.h"
+#include "outpost/router/tool_calls.h"
 #include "outpost/scheduler/request.h"
 
 namespace outpost::router {
@@ -33,7 +34,8 @@ struct CompletionRequest {
   bool echo = false;          // completions only
   int32_t top_logprobs = -1;  // per-token logprobs with this many alternatives; -1 = none
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
-  bool wants_tools = false;  // tools requested
+  bool wants_tools = false;  // tools requested (and tool_choice is not "none")
+  ToolSpec tools;
 };
 
 struct CompletionCall {

@@ -147,13 +147,6 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
         "model"));
     return nullptr;
   }
-  if (req.wants_tools) {
-    sink->OnError(
-        Status::InvalidArgument("tools are not supported by the local model; configure a "
-                                "central upstream to route them",
-                                "tools"));
-    return nullptr;
-  }
   if (!prepared) {
     if (Status st = LocalTarget::Prepare(*served, call, &gen); !st.ok()) {
       sink->OnError(st);

@@ -13,10 +13,14 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->top_logprobs = r.top_logprobs;
   scheduler::PromptInput in;
   in.chat = r.endpoint == Endpoint::kChat;
-  in.messages = r.messages;
+  in.messages = r.tools.active() ? ToolMessages(r.messages, r.tools) : r.messages;
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;
   in.response_format = r.response_format;
+  if (r.tools.active()) {
+    in.response_format.type = engine::ResponseFormat::Type::kJsonSchema;
+    in.response_format.schema = ToolAnswerSchema(r.tools);
+  }
   return model.scheduler->Prepare(in, r.ignore_eos, gen);
 }
 
