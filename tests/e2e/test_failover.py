@@ -60,7 +60,12 @@ def test_sigkill_peer_under_openai_load():
 
         with cf.ThreadPoolExecutor(4) as ex:
             futs = [ex.submit(worker, i) for i in range(4)]
-            time.sleep(4)
+            # Kill B once it has answered through A at least once (on a loaded
+            # 2-core box the first answers may all come from central or A).
+            serving = time.time() + 60
+            while time.time() < serving and not any(r.startswith("peer:") for _, _, r in outcomes):
+                time.sleep(0.1)
+            time.sleep(1)
             b.proc.send_signal(signal.SIGKILL)
             b.proc.wait()
             killed_at.append(time.time())
