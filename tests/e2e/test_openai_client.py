@@ -142,7 +142,21 @@ def test_logprobs_through_the_client(client, model_id):
     assert tokens == [t.token for t in lp]
 
 
+def test_n_choices(client, model_id):
+    r = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
+                                       n=2, seed=7, max_tokens=12)
+    assert [c.index for c in r.choices] == [0, 1] and all(c.message.content for c in r.choices)
+    stream = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
+                                            n=2, seed=7, max_tokens=12, stream=True)
+    got = {0: "", 1: ""}
+    for ch in stream:
+        for c in ch.choices:
+            got[c.index] += c.delta.content or ""
+    assert [got[0], got[1]] == [c.message.content for c in r.choices]
+
+
 @pytest.mark.parametrize("kw,param", [
+    (dict(n=64), "n"),
     (dict(tool_choice={"type": "function", "function": {"name": "nope"}}, tools=[WEATHER]), "tool_choice"),
     (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools[0].function.name"),
     (dict(logprobs=True, top_logprobs=25), "top_logprobs"),

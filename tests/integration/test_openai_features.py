@@ -177,3 +177,44 @@ def test_api_key_file_errors_are_clear(tmp_path):
         p = subprocess.run([BIN, "serve", "--api-key-file", path, "--port", "0"], capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 2 and words in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def choices_equal_separate_requests(s, seed):
+    """n choices (one prefill, KV copied) answer exactly what separate requests
+    with seeds seed, seed+1, ... answer (each computing the prompt itself)."""
+    body = chat_body(content="Say hello", temperature=0.8, seed=seed, max_tokens=16)
+    j = s.post(CHAT, json={**body, "n": 3}).json()
+    together = [c["message"]["content"] for c in sorted(j["choices"], key=lambda c: c["index"])]
+    alone = [s.post(CHAT, json={**body, "seed": seed + i}).json()["choices"][0]["message"]["content"]
+             for i in range(3)]
+    assert together == alone
+    assert j["usage"]["completion_tokens"] == sum(
+        s.post(CHAT, json={**body, "seed": seed + i}).json()["usage"]["completion_tokens"] for i in range(3))
+    return j
+
+
+def test_n_choices_share_the_prompt_and_match_separate_requests(server):
+    j = choices_equal_separate_requests(server, 11)
+    assert [c["index"] for c in j["choices"]] == [0, 1, 2]
+    assert j["usage"]["prompt_tokens"] < 60  # counted once
+    # Streamed: every chunk names its choice; each choice ends once.
+    events, done = stream_events(server, CHAT, chat_body(content="Say hello", seed=11, temperature=0.8,
+                                                         max_tokens=16, n=3, stream=True))
+    assert done
+    texts = {}
+    finishes = {}
+    for e in events:
+        for c in e["choices"]:
+            texts[c["index"]] = texts.get(c["index"], "") + (c["delta"].get("content") or "")
+            if c["finish_reason"]:
+                finishes[c["index"]] = finishes.get(c["index"], 0) + 1
+    assert [texts[i] for i in range(3)] == [c["message"]["content"] for c in j["choices"]]
+    assert finishes == {0: 1, 1: 1, 2: 1}
+
+
+def test_n_choices_on_gemma_sliding_window_layers():
+    """Gemma 3 mixes sliding-window and full attention (two KV caches): the
+    copied prompt must give the same answers as computing it again."""
+    from outpost_harness import GEMMA
+    with serve("--parallel", "3", "--ctx-size", "512", models=[GEMMA]) as s:
+        choices_equal_separate_requests(s, 5)

@@ -83,7 +83,13 @@ class FakeEngine final : public engine::Engine {
     return Status::Ok();
   }
   engine::Token Sample(engine::SeqId seq, int32_t idx) override {
-    if (idx < 0 || idx >= BatchSize() || batch_[static_cast<size_t>(idx)].seq != seq) ++violations;
+    // A sequence samples from its own logits, or (a forked choice, once) its source's.
+    const bool own = idx >= 0 && idx < BatchSize() && batch_[static_cast<size_t>(idx)].seq == seq;
+    const auto from = forked_.find(seq);
+    const bool forked = from != forked_.end() && idx >= 0 && idx < BatchSize() &&
+                        batch_[static_cast<size_t>(idx)].seq == from->second;
+    if (!own && !forked) ++violations;
+    if (forked) forked_.erase(from);
     size_t& k = produced_[static_cast<size_t>(seq)];
     const size_t i = k++;
     if (i < reply_.size()) return static_cast<unsigned char>(reply_[i]);
@@ -99,6 +105,12 @@ class FakeEngine final : public engine::Engine {
       lp.top.emplace_back('a' + i, static_cast<float>(logprob) - 1.0f - static_cast<float>(i));
     return lp;
   }
+  void CopySequence(engine::SeqId src, engine::SeqId dst) override {
+    if (kv_[static_cast<size_t>(dst)] != 0) ++violations;  // dst must be empty
+    kv_[static_cast<size_t>(dst)] = kv_[static_cast<size_t>(src)];
+    forked_[dst] = src;
+    ++copies;
+  }
   void RemoveSequence(engine::SeqId seq) override {
     kv_[static_cast<size_t>(seq)] = 0;
     ++removed[seq];
@@ -108,6 +120,7 @@ class FakeEngine final : public engine::Engine {
   // Defaults a request's unset sampling knobs take; the params each
   // sequence was started with.
   engine::SamplingDefaults defaults;
+  int copies = 0;  // CopySequence calls
   std::vector<engine::SamplingParams> started;
 
   // KV cells sequence `seq` holds now.
@@ -136,6 +149,7 @@ class FakeEngine final : public engine::Engine {
   std::vector<int32_t> kv_;
   std::vector<size_t> produced_;
   std::vector<bool> eog_banned_;
+  std::map<engine::SeqId, engine::SeqId> forked_;  // copied, not yet sampled: dst -> src
   std::vector<Entry> batch_;
   const std::vector<std::string> stops_;
   const std::vector<engine::Token> eog_{kEog};

@@ -22,11 +22,13 @@ TEST(ToolCalls, SchemaAllowsTextOnlyForAuto) {
   const auto automatic = nlohmann::json::parse(ToolAnswerSchema(Weather()));
   ASSERT_TRUE(automatic.contains("anyOf"));
   EXPECT_EQ(automatic["anyOf"][1]["required"][0], "response");
-  const auto required = nlohmann::json::parse(ToolAnswerSchema(Weather(ToolChoice::Mode::kRequired)));
+  const auto required =
+      nlohmann::json::parse(ToolAnswerSchema(Weather(ToolChoice::Mode::kRequired)));
   EXPECT_FALSE(required.contains("anyOf"));
   EXPECT_EQ(required["properties"]["tool_calls"]["minItems"], 1);
   EXPECT_EQ(required["properties"]["tool_calls"]["items"]["anyOf"].size(), 2u);
-  const auto single = nlohmann::json::parse(ToolAnswerSchema(Weather(ToolChoice::Mode::kRequired, false)));
+  const auto single =
+      nlohmann::json::parse(ToolAnswerSchema(Weather(ToolChoice::Mode::kRequired, false)));
   EXPECT_EQ(single["properties"]["tool_calls"]["maxItems"], 1);
   ToolSpec named = Weather(ToolChoice::Mode::kFunction);
   named.choice.function = "get_time";
@@ -48,13 +50,15 @@ TEST(ToolCalls, MessagesDescribeToolsAndRenderEarlierTurns) {
   EXPECT_EQ(out[0].role, "system");
   EXPECT_EQ(out[0].content.rfind("Be brief.\n\n", 0), 0u);
   EXPECT_NE(out[0].content.find("get_weather: Weather for a city"), std::string::npos);
-  EXPECT_EQ(out[2].content, R"({"tool_calls":[{"arguments":{"city":"Oslo"},"name":"get_weather"}]})");
+  EXPECT_EQ(out[2].content,
+            R"({"tool_calls":[{"arguments":{"city":"Oslo"},"name":"get_weather"}]})");
   EXPECT_EQ(out[3].role, "user");
   EXPECT_EQ(out[3].content, "Result of function call c1: Rain");
 }
 
 TEST(ToolCalls, ParsesCallsTextAndRefusesCutAnswers) {
-  auto calls = ParseToolAnswer(R"({"tool_calls":[{"name":"get_time","arguments":{"city":"Rome"}}]})");
+  auto calls =
+      ParseToolAnswer(R"({"tool_calls":[{"name":"get_time","arguments":{"city":"Rome"}}]})");
   ASSERT_TRUE(calls.ok());
   ASSERT_EQ(calls->calls.size(), 1u);
   EXPECT_EQ(calls->calls[0].name, "get_time");

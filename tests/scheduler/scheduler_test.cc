@@ -21,10 +21,12 @@ using outpost::testing::SimClock;
 // Records what the engine thread pushes.
 class RecordingSink final : public GenerationSink {
  public:
-  void OnText(std::string text) override {
+  void OnText(int choice, std::string text) override {
     EXPECT_FALSE(done) << "text after OnDone";
     EXPECT_FALSE(text.empty());
-    this->text += text;
+    if (choice == 0) this->text += text;
+    if (static_cast<size_t>(choice) >= choices.size()) choices.resize(choice + 1);
+    choices[static_cast<size_t>(choice)] += text;
     ++pieces;
   }
   void OnDone(GenerationResult r) override {
@@ -36,7 +38,8 @@ class RecordingSink final : public GenerationSink {
   bool Cancelled() override { return cancel; }
 
   std::string name;
-  std::string text;
+  std::string text;                  // choice 0
+  std::vector<std::string> choices;  // every choice's text
   int pieces = 0;
   bool done = false;
   bool cancel = false;
@@ -55,8 +58,9 @@ struct Fixture {
   }
   // Submits a prompt of `n` tokens.
   Status Submit(const std::shared_ptr<RecordingSink>& sink, int n = 4, int32_t max_tokens = -1,
-                Priority p = Priority::kInteractive) {
+                Priority p = Priority::kInteractive, int32_t choices = 1) {
     GenerationRequest req;
+    req.n = choices;
     req.prompt.assign(static_cast<size_t>(n), 'a');
     req.max_tokens = max_tokens;
     req.priority = p;
@@ -334,6 +338,60 @@ TEST(Scheduler, PrepareTurnsAResponseFormatIntoAGrammarOrNamesTheField) {
   in.response_format.schema = R"({"not":{}})";
   GenerationRequest bad;
   EXPECT_EQ(f.sched->Prepare(in, false, &bad).param(), "response_format");
+}
+
+TEST(Scheduler, ChoicesShareOnePrefillAndEndWithOneDone) {
+  Fixture f(Opts(4, 4));
+  auto s = f.Sink("s");
+  ASSERT_TRUE(f.Submit(s, /*n=*/40, -1, Priority::kInteractive, /*choices=*/3).ok());
+  f.RunToIdle();
+  ASSERT_TRUE(s->done);
+  ASSERT_EQ(s->choices.size(), 3u);
+  for (const auto& c : s->choices) EXPECT_EQ(c, "hello");
+  EXPECT_EQ(s->result.choices.size(), 3u);
+  for (auto c : s->result.choices) EXPECT_EQ(c, FinishReason::kStop);
+  EXPECT_EQ(s->result.usage.prompt_tokens, 40);      // once
+  EXPECT_EQ(s->result.usage.completion_tokens, 15);  // 3 x "hello"
+  EXPECT_EQ(f.engine->copies, 2);                    // the prompt's KV, copied twice
+  int prompt_tokens_decoded = 0;
+  for (const auto& b : f.engine->batches) {
+    for (const auto& e : b) prompt_tokens_decoded += e.pos < 40 ? 1 : 0;
+  }
+  EXPECT_EQ(prompt_tokens_decoded, 40);  // computed once, not three times
+  EXPECT_EQ(f.engine->violations, 0);
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);
+}
+
+TEST(Scheduler, ChoicesAreAdmittedTogetherOrWait) {
+  Fixture f(Opts(3, 4));
+  auto one = f.Sink("one"), three = f.Sink("three");
+  ASSERT_TRUE(f.Submit(one, 4, 20).ok());
+  ASSERT_TRUE(f.Submit(three, 4, -1, Priority::kInteractive, 3).ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(f.sched->Snapshot().active, 1);  // 2 slots idle, but "three" needs 3
+  EXPECT_EQ(f.sched->Snapshot().queued, 3);
+  f.RunToIdle();
+  EXPECT_TRUE(one->done && three->done);
+  EXPECT_EQ(RecordingSink::order, (std::vector<std::string>{"one", "three"}));
+  // More choices than sessions can never be admitted: refused up front.
+  auto too_many = f.Sink("x");
+  const Status st = f.Submit(too_many, 4, -1, Priority::kInteractive, 4);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.param(), "n");
+}
+
+TEST(Scheduler, CancellingAChoiceRequestFreesEverySession) {
+  Fixture f(Opts(3, 0), std::string(200, 'z'));
+  auto s = f.Sink("s");
+  ASSERT_TRUE(f.Submit(s, 4, -1, Priority::kInteractive, 3).ok());
+  for (int i = 0; i < 3; ++i) f.sched->StepForTest();
+  EXPECT_EQ(f.sched->Snapshot().active, 3);
+  s->cancel = true;
+  f.sched->StepForTest();
+  EXPECT_TRUE(s->done);
+  EXPECT_EQ(s->result.finish, FinishReason::kCancelled);
+  EXPECT_EQ(f.sched->Snapshot().active, 0);
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);
 }
 
 }  // namespace

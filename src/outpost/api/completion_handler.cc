@@ -30,10 +30,11 @@ struct Stream {
   bool chat = true;
   bool include_usage = false;
   bool logprobs = false;
-  bool tools = false;  // buffer the answer: tool calls are known only at its end
-  std::string tool_buffer;
+  bool tools = false;                    // buffer the answer: tool calls are known only at its end
+  std::vector<std::string> tool_buffer;  // per choice
   util::Random* random = nullptr;
-  int64_t text_offset = 0;  // completions: bytes of output written so far
+  int n = 1;                         // choices
+  std::vector<int64_t> text_offset;  // completions: bytes of output written so far, per choice
   bool role_sent = false;
   bool finished = false;
 };
@@ -101,6 +102,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   const std::string echo = call.request.echo ? call.request.prompt : std::string();
   const bool logprobs = call.request.top_logprobs >= 0;
   const bool tools = call.request.tools.active();
+  const int n = call.request.n;
   const std::string request_id = call.id;
 
   auto sink = std::make_shared<HttpSink>(req.remote_addr, req.remote_port, req.local_port);
@@ -172,18 +174,29 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   meta.system_fingerprint = sink->meta().system_fingerprint;
 
   if (!stream) {
-    Choice c;
-    c.text = echo;
-    c.has_logprobs = logprobs;
-    c.text_offset = static_cast<int64_t>(echo.size());
-    for (bool ended = false; !ended;) c.text += sink->Take(&ended, &c.logprobs);
+    std::vector<Choice> choices(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      choices[static_cast<size_t>(i)].index = i;
+      choices[static_cast<size_t>(i)].text = echo;
+      choices[static_cast<size_t>(i)].has_logprobs = logprobs;
+      choices[static_cast<size_t>(i)].text_offset = static_cast<int64_t>(echo.size());
+    }
+    for (bool ended = false; !ended;) {
+      for (auto& p : sink->TakePieces(&ended)) {
+        Choice& c = choices.at(static_cast<size_t>(p.choice));
+        c.text += p.text;
+        for (auto& t : p.logprobs) c.logprobs.push_back(std::move(t));
+      }
+    }
     sink->Cancel();
     const scheduler::GenerationResult& r = sink->result();
     if (r.finish == FinishReason::kError) return fail(r.error);
-    c.finish = r.finish;
-    if (tools) ApplyToolAnswer(&c, *random_);
+    for (auto& c : choices) {
+      c.finish = static_cast<size_t>(c.index) < r.choices.size() ? r.choices[c.index] : r.finish;
+      if (tools) ApplyToolAnswer(&c, *random_);
+    }
     res.set_content(
-        chat ? ChatCompletionBody(meta, {c}, r.usage) : CompletionBody(meta, {c}, r.usage),
+        chat ? ChatCompletionBody(meta, choices, r.usage) : CompletionBody(meta, choices, r.usage),
         "application/json");
     return;
   }
@@ -196,6 +209,9 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   st->logprobs = logprobs;
   st->tools = tools;
   st->random = random_;
+  st->n = n;
+  st->text_offset.assign(static_cast<size_t>(n), 0);
+  st->tool_buffer.assign(static_cast<size_t>(n), std::string());
   const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -208,46 +224,31 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           return true;
         }
         if (st->chat && !st->role_sent) {
-          if (!write(SseData(ChatChunk(st->meta, Choice{}, /*role_start=*/true)))) return false;
+          for (int i = 0; i < st->n; ++i) {
+            Choice c;
+            c.index = i;
+            if (!write(SseData(ChatChunk(st->meta, c, /*role_start=*/true)))) return false;
+          }
           st->role_sent = true;
         }
         bool ended = false;
-        Choice c;
-        c.has_logprobs = st->logprobs;
-        c.text_offset = st->text_offset;
-        c.text = st->sink->Take(&ended, &c.logprobs);
-        if (st->tools) {
-          st->tool_buffer += c.text;
-          c.text.clear();
-          if (ended && st->sink->result().finish != FinishReason::kError) {
-            Choice t;
-            t.text = std::move(st->tool_buffer);
-            ApplyToolAnswer(&t, *st->random);
-            if (!t.tool_calls.empty()) {
-              Choice calls;
-              calls.tool_calls = std::move(t.tool_calls);
-              if (!write(SseData(ChatChunk(st->meta, calls, false, /*content=*/false))))
-                return false;
-              Choice end;
-              end.tool_calls_finish = true;
-              if (!write(SseData(ChatChunk(st->meta, end, false, false)))) return false;
-              if (st->include_usage &&
-                  !write(SseData(UsageChunk(st->meta, true, st->sink->result().usage))))
-                return false;
-              write(SseDone());
-              st->finished = true;
-              stats.requests.With({path, "200"}).Add();
-              out.done();
-              return true;
-            }
-            c.text = std::move(t.text);
+        for (auto& p : st->sink->TakePieces(&ended)) {
+          const auto i = static_cast<size_t>(p.choice);
+          if (st->tools) {  // the calls are known only once the answer is whole
+            st->tool_buffer[i] += p.text;
+            continue;
           }
-        }
-        if (!c.text.empty()) {
-          st->text_offset += static_cast<int64_t>(c.text.size());
-          const std::string chunk =
-              st->chat ? ChatChunk(st->meta, c, false) : CompletionChunk(st->meta, c);
-          if (!write(SseData(chunk))) return false;
+          Choice c;
+          c.index = p.choice;
+          c.has_logprobs = st->logprobs;
+          c.text_offset = st->text_offset[i];
+          c.text = std::move(p.text);
+          c.logprobs = std::move(p.logprobs);
+          st->text_offset[i] += static_cast<int64_t>(c.text.size());
+          if (c.text.empty() && c.logprobs.empty()) continue;
+          if (!write(
+                  SseData(st->chat ? ChatChunk(st->meta, c, false) : CompletionChunk(st->meta, c))))
+            return false;
         }
         if (!ended) return true;
         st->finished = true;
@@ -256,16 +257,32 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           // Headers are gone; report in-band as OpenAI does, then end the stream.
           write(SseData(ErrorBody(r.error)));
           stats.requests.With({path, std::to_string(HttpStatusFor(r.error.code()))}).Add();
-        } else {
+          write(SseDone());
+          out.done();
+          return true;
+        }
+        for (int i = 0; i < st->n; ++i) {
           Choice end;
-          end.finish = r.finish;
+          end.index = i;
+          end.finish = static_cast<size_t>(i) < r.choices.size() ? r.choices[i] : r.finish;
+          if (st->tools) {
+            Choice t;
+            t.index = i;
+            t.text = std::move(st->tool_buffer[static_cast<size_t>(i)]);
+            ApplyToolAnswer(&t, *st->random);
+            if (!t.tool_calls.empty() || !t.text.empty()) {
+              if (!write(SseData(ChatChunk(st->meta, t, false, /*content=*/t.tool_calls.empty()))))
+                return false;
+            }
+            end.tool_calls_finish = t.tool_calls_finish;
+          }
           const std::string last = st->chat ? ChatChunk(st->meta, end, false, /*content=*/false)
                                             : CompletionChunk(st->meta, end);
           if (!write(SseData(last))) return false;
-          if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, r.usage))))
-            return false;
-          stats.requests.With({path, "200"}).Add();
         }
+        if (st->include_usage && !write(SseData(UsageChunk(st->meta, st->chat, r.usage))))
+          return false;
+        stats.requests.With({path, "200"}).Add();
         write(SseDone());
         out.done();
         return true;

@@ -45,18 +45,26 @@ void HttpSink::Append(std::string data, bool end) {
   cv_.notify_all();
 }
 
-void HttpSink::OnText(std::string text) {
+void HttpSink::OnText(int choice, std::string text) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ == State::kWaiting) state_ = State::kLocal;
     started_ = true;
+    if (pending_pieces_.empty() || pending_pieces_.back().choice != choice) {
+      pending_pieces_.push_back(Piece{choice, {}, {}});
+    }
+    pending_pieces_.back().text += text;
   }
-  Append(std::move(text), false);
+  cv_.notify_all();
 }
 
-void HttpSink::OnLogprobs(std::vector<scheduler::TokenInfo> tokens) {
+void HttpSink::OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& t : tokens) pending_logprobs_.push_back(std::move(t));
+  // The text these tokens produced follows at once (OnText for the same choice).
+  if (pending_pieces_.empty() || pending_pieces_.back().choice != choice) {
+    pending_pieces_.push_back(Piece{choice, {}, {}});
+  }
+  for (auto& t : tokens) pending_pieces_.back().logprobs.push_back(std::move(t));
 }
 
 void HttpSink::OnDone(scheduler::GenerationResult result) {
@@ -132,15 +140,20 @@ HttpSink::Answer HttpSink::WaitStart() {
   }
 }
 
-std::string HttpSink::Take(bool* ended, std::vector<scheduler::TokenInfo>* logprobs) {
+std::vector<HttpSink::Piece> HttpSink::TakePieces(bool* ended) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !pending_pieces_.empty() || ended_; });
+  std::vector<Piece> out = std::move(pending_pieces_);
+  pending_pieces_.clear();
+  *ended = ended_;
+  return out;
+}
+
+std::string HttpSink::Take(bool* ended) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return !pending_.empty() || ended_; });
   std::string out = std::move(pending_);
   pending_.clear();
-  if (logprobs != nullptr) {
-    for (auto& t : pending_logprobs_) logprobs->push_back(std::move(t));
-  }
-  pending_logprobs_.clear();
   *ended = ended_;
   return out;
 }

@@ -34,8 +34,8 @@ class HttpSink final : public router::ResponseSink {
   void OnRoute(const router::RouteReport& route) override;
   void OnHeader(const std::string& name, const std::string& value) override;
   void OnLocalStart(const router::LocalAnswerMeta& meta) override;
-  void OnText(std::string text) override;
-  void OnLogprobs(std::vector<scheduler::TokenInfo> tokens) override;
+  void OnText(int choice, std::string text) override;
+  void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override;
   void OnDone(scheduler::GenerationResult result) override;
   void OnRelayHead(int http_status, const std::string& content_type) override;
   void OnRelayBody(std::string chunk) override;
@@ -49,10 +49,17 @@ class HttpSink final : public router::ResponseSink {
   // request that failed before its first token, e.g. expired in the queue), a
   // relay head, or a local answer's first output.
   Answer WaitStart();
-  // Blocks until there is output or the end; returns what came (text of a
-  // local answer, bytes of a relay) and sets *ended once nothing more follows.
-  // `logprobs` (optional) receives the tokens behind the text, when asked for.
-  std::string Take(bool* ended, std::vector<scheduler::TokenInfo>* logprobs = nullptr);
+  // A relay: blocks until there are bytes or the end; returns the bytes and
+  // sets *ended once nothing more follows.
+  std::string Take(bool* ended);
+  // A local answer: the same for text, in the order it came, per choice, with
+  // the tokens behind it when logprobs were asked for.
+  struct Piece {
+    int choice = 0;
+    std::string text;
+    std::vector<scheduler::TokenInfo> logprobs;
+  };
+  std::vector<Piece> TakePieces(bool* ended);
   // The client is gone or the response is written: stop the work at its next
   // step and stop watching the socket (it may be reused or closed).
   void Cancel();
@@ -74,8 +81,8 @@ class HttpSink final : public router::ResponseSink {
   std::mutex mu_;
   std::condition_variable cv_;
   State state_ OUTPOST_GUARDED_BY(mu_) = State::kWaiting;
-  std::string pending_ OUTPOST_GUARDED_BY(mu_);  // output not yet taken
-  std::vector<scheduler::TokenInfo> pending_logprobs_ OUTPOST_GUARDED_BY(mu_);
+  std::string pending_ OUTPOST_GUARDED_BY(mu_);                // relay bytes not yet taken
+  std::vector<Piece> pending_pieces_ OUTPOST_GUARDED_BY(mu_);  // local output not yet taken
   bool ended_ OUTPOST_GUARDED_BY(mu_) = false;
   bool started_ OUTPOST_GUARDED_BY(mu_) = false;  // a local answer produced output
 

@@ -486,10 +486,7 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   given = false;
   v = 1;
   OUTPOST_RETURN_IF_ERROR(GetInt(j, "n", 1, 128, &v, &given));
-  if (v != 1) {
-    return Status::InvalidArgument(
-        "'n' must be 1 (one choice per request), got " + std::to_string(v), "n");
-  }
+  r.n = static_cast<int32_t>(v);
   OUTPOST_RETURN_IF_ERROR(ParseStop(j, &r));
   OUTPOST_RETURN_IF_ERROR(ParseLogitBias(j, n_vocab, &r));
   // Chat: logprobs (boolean) + top_logprobs 0-20. Completions: logprobs 0-20.

@@ -69,7 +69,7 @@ class TimingSink final : public router::ResponseSink {
   void OnRoute(const router::RouteReport&) override {}
   void OnHeader(const std::string&, const std::string&) override {}
   void OnLocalStart(const router::LocalAnswerMeta&) override {}
-  void OnText(std::string) override {
+  void OnText(int, std::string) override {
     const double t = Since(t0_, Clock::now());
     if (prev_ < 0) {
       r_.ttft_s = t;

@@ -144,6 +144,10 @@ TokenLogprob Context::TopLogProbs(int32_t idx, Token token, int32_t n_top) const
   return out;
 }
 
+void Context::CopySequence(SeqId src, SeqId dst) {
+  llama_memory_seq_cp(llama_get_memory(ctx_), src, dst, -1, -1);
+}
+
 void Context::RemoveSequence(SeqId seq) {
   llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1);
 }

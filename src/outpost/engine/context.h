@@ -67,6 +67,9 @@ class Context {
   // The same, with the n_top most likely tokens (best first).
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const;
 
+  // dst's KV becomes a copy of src's: shared cells in a unified cache, a
+  // buffer copy (at the next decode) with one stream per sequence.
+  void CopySequence(SeqId src, SeqId dst);
   // Frees the KV cells of `seq` at once.
   void RemoveSequence(SeqId seq);
 

@@ -68,6 +68,9 @@ class Engine {
   // The same, with the n_top most likely tokens there (one pass over the
   // vocabulary).
   virtual TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const = 0;
+  // Makes dst's KV a copy of src's (dst holds nothing). Takes effect at the
+  // next Decode(), before the batch is computed.
+  virtual void CopySequence(SeqId src, SeqId dst) = 0;
   // Frees seq's KV cells and sampler at once.
   virtual void RemoveSequence(SeqId seq) = 0;
 

@@ -55,6 +55,7 @@ class LlamaEngine final : public Engine {
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const override {
     return ctx_->TopLogProbs(idx, token, n_top);
   }
+  void CopySequence(SeqId src, SeqId dst) override { ctx_->CopySequence(src, dst); }
   void RemoveSequence(SeqId seq) override;
   uint64_t KvBytesAllocated() const override { return ctx_->KvBytesAllocated(); }
 

@@ -16,7 +16,7 @@ class CollectedAnswer final : public scheduler::GenerationSink {
  public:
   explicit CollectedAnswer(std::shared_ptr<ResponseSink> client) : client_(std::move(client)) {}
 
-  void OnText(std::string text) override {
+  void OnText(int, std::string text) override {  // one choice: the cascade needs n = 1
     std::lock_guard<std::mutex> lock(mu_);
     text_ += text;
   }
@@ -136,7 +136,8 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     Count("local", reason);
     spdlog::debug("route {} {}: local ({})", endpoint, req.model, reason);
     local_reason = d.reason;
-    cascade_to = d.cascade_to;
+    // The cascade judges one answer; several choices are answered here as asked.
+    if (req.n == 1 && !req.tools.active()) cascade_to = d.cascade_to;
     // The cascade reports its route once it knows which answer stands.
     if (!cascade_to) sink->OnRoute(RouteReport{"local", reason});
   }
@@ -178,7 +179,7 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
   const scheduler::GenerationResult& r = local->result();
   auto answer_locally = [&](const RouteReason& why) {
     sink->OnRoute(RouteReport{"local", why.ToString()});
-    if (!local->text().empty()) sink->OnText(local->text());
+    if (!local->text().empty()) sink->OnText(0, local->text());
     sink->OnDone(r);
   };
   if (r.finish == scheduler::FinishReason::kError) {

@@ -11,6 +11,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->max_tokens = r.max_tokens;
   gen->stop = r.stop;
   gen->top_logprobs = r.top_logprobs;
+  gen->n = r.n;
   scheduler::PromptInput in;
   in.chat = r.endpoint == Endpoint::kChat;
   in.messages = r.tools.active() ? ToolMessages(r.messages, r.tools) : r.messages;

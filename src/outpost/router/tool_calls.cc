@@ -22,7 +22,8 @@ std::string Describe(const ToolSpec& tools) {
   }
   s += ".\nFunctions:\n";
   for (const auto& f : tools.functions) {
-    if (tools.choice.mode == ToolChoice::Mode::kFunction && f.name != tools.choice.function) continue;
+    if (tools.choice.mode == ToolChoice::Mode::kFunction && f.name != tools.choice.function)
+      continue;
     s += "- " + f.name;
     if (!f.description.empty()) s += ": " + f.description;
     s += "\n  arguments: " + ParametersSchema(f).dump() + "\n";
@@ -69,11 +70,13 @@ std::vector<engine::ChatMessage> ToolMessages(const std::vector<engine::ChatMess
 std::string ToolAnswerSchema(const ToolSpec& tools) {
   json one_of_calls = json::array();
   for (const auto& f : tools.functions) {
-    if (tools.choice.mode == ToolChoice::Mode::kFunction && f.name != tools.choice.function) continue;
-    one_of_calls.push_back({{"type", "object"},
-                            {"properties", {{"name", {{"const", f.name}}}, {"arguments", ParametersSchema(f)}}},
-                            {"required", {"name", "arguments"}},
-                            {"additionalProperties", false}});
+    if (tools.choice.mode == ToolChoice::Mode::kFunction && f.name != tools.choice.function)
+      continue;
+    one_of_calls.push_back(
+        {{"type", "object"},
+         {"properties", {{"name", {{"const", f.name}}}, {"arguments", ParametersSchema(f)}}},
+         {"required", {"name", "arguments"}},
+         {"additionalProperties", false}});
   }
   json items = one_of_calls.size() == 1 ? one_of_calls[0] : json{{"anyOf", one_of_calls}};
   json calls = {{"type", "array"}, {"items", items}, {"minItems", 1}};

@@ -3,9 +3,10 @@
 // The router builds a GenerationRequest (Scheduler::Prepare tokenizes the
 // prompt), hands it to Scheduler::Submit() with a GenerationSink, and the
 // engine thread pushes into that sink as tokens are sampled: OnText() for each
-// piece of text, then exactly one OnDone(). Nobody polls. The engine thread
-// asks Cancelled() once per step; once it is true the sequence is finished
-// with kCancelled and its KV freed before the next decode.
+// piece of text of each choice (a request with n > 1 has n choices that share
+// its prompt), then exactly one OnDone() once every choice has ended. Nobody polls. The engine
+// thread asks Cancelled() once per step; once it is true the sequence is finished with kCancelled
+// and its KV freed before the next decode.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,11 @@ struct GenerationRequest {
   std::string id;
   std::vector<engine::Token> prompt;
   engine::SamplingParams sampling;
-  int32_t max_tokens = -1;        // -1: until the context is full
+  int32_t max_tokens = -1;  // -1: until the context is full
+  // Choices: n sequences sampled independently after one prefill of the
+  // prompt (its KV is copied, not recomputed). Admitted together as n
+  // sessions, or not at all.
+  int32_t n = 1;
   std::vector<std::string> stop;  // stop strings (not included in output)
   Priority priority = Priority::kInteractive;
   // Compute each sampled token's log-probability under the model's raw
@@ -58,15 +63,16 @@ struct GenerationRequest {
 };
 
 struct Usage {
-  int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;
-  double sum_logprob = 0;  // with want_logprobs: sum over generated tokens
+  int32_t prompt_tokens = 0;      // once, however many choices
+  int32_t completion_tokens = 0;  // summed over the choices
+  double sum_logprob = 0;         // with want_logprobs: sum over generated tokens
 };
 
 // How a request ended. error is non-OK when finish == kError (it carries
 // Retry-After when the request expired in the queue).
 struct GenerationResult {
-  FinishReason finish = FinishReason::kNone;
+  FinishReason finish = FinishReason::kNone;  // choice 0's; kError if any choice failed
+  std::vector<FinishReason> choices;          // each choice's (n entries)
   Status error;
   Usage usage;
 };
@@ -74,13 +80,13 @@ struct GenerationResult {
 class GenerationSink {
  public:
   virtual ~GenerationSink() = default;
-  // Engine thread. Whole UTF-8 characters, never empty. Must not block:
-  // buffer and wake the consumer.
-  virtual void OnText(std::string text) = 0;
+  // Engine thread. Text of choice `choice` (0 ≤ choice < n): whole UTF-8
+  // characters, never empty. Must not block: buffer and wake the consumer.
+  virtual void OnText(int choice, std::string text) = 0;
   // Engine thread, when the request asked for top_logprobs: the tokens that
-  // produced the next OnText() (or, before OnDone(), the final text). Tokens
-  // that ended up inside a stop string are not reported.
-  virtual void OnLogprobs(std::vector<TokenInfo> tokens) {}
+  // produced the choice's next OnText() (or, before OnDone(), its final text).
+  // Tokens that ended up inside a stop string are not reported.
+  virtual void OnLogprobs(int choice, std::vector<TokenInfo> tokens) {}
   // Engine thread (or the submitting thread at shutdown); exactly once, last.
   virtual void OnDone(GenerationResult result) = 0;
   // Any thread; cheap. True once nobody wants the output any more.

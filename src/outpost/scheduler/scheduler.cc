@@ -102,6 +102,12 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
                                        " tokens (at least one must remain for the answer)",
                                    "prompt");
   }
+  if (req.n < 1 || req.n > options_.sessions) {
+    return Status::InvalidArgument(
+        "'n' asks for " + std::to_string(req.n) + " choices, but this model has " +
+            std::to_string(options_.sessions) + " sessions (each choice takes one)",
+        "n");
+  }
   if (req.max_tokens > 0 && n_prompt + req.max_tokens > options_.ctx_per_session) {
     return Status::InvalidArgument(
         "the context per session is " + std::to_string(options_.ctx_per_session) + " tokens, but " +
@@ -115,8 +121,8 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     if (stopping_) return Status::Unavailable("the server is shutting down");
     // Requests in the queue that a free slot will take at the next step are not
     // waiting; only those beyond the sessions count against max_queue.
-    const auto in_system = active_ + static_cast<int32_t>(queue_[0].size() + queue_[1].size());
-    if (in_system >= options_.sessions + options_.max_queue) {
+    const auto in_system = active_ + queued_choices_;
+    if (in_system + req.n > options_.sessions + options_.max_queue) {
       const int32_t retry = RetryAfterLocked();
       stats_.rejected.Add();
       return Status::ResourceExhausted("over capacity: all " + std::to_string(options_.sessions) +
@@ -127,6 +133,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
           .WithRetryAfter(retry);
     }
     const int p = req.priority == Priority::kBatch ? 1 : 0;
+    queued_choices_ += req.n;
     queue_[p].push_back(Queued{std::move(req), std::move(sink), clock_->Now()});
     stats_.queue_depth.Set(static_cast<double>(queue_[0].size() + queue_[1].size()));
   }
@@ -139,7 +146,7 @@ SchedulerSnapshot Scheduler::Snapshot() const {
   SchedulerSnapshot s;
   s.max_sessions = options_.sessions;
   s.active = active_;
-  s.queued = static_cast<int32_t>(queue_[0].size() + queue_[1].size());
+  s.queued = queued_choices_;
   s.max_queue = options_.max_queue;
   s.decode_tokens_per_second = decode_tps_;
   // The same rule as Submit()'s.
@@ -171,6 +178,7 @@ int32_t Scheduler::AdmitLocked() {
       if (it->sink->Cancelled()) {
         GenerationResult r;
         r.finish = FinishReason::kCancelled;
+        queued_choices_ -= it->req.n;
         it->sink->OnDone(std::move(r));
         it = q.erase(it);
       } else {
@@ -188,40 +196,56 @@ int32_t Scheduler::AdmitLocked() {
                     std::to_string(retry) + " s")
                     .WithRetryAfter(retry);
       stats_.rejected.Add();
+      queued_choices_ -= q.front().req.n;
       q.front().sink->OnDone(std::move(r));
       q.pop_front();
     }
   }
-  // Admit into idle slots, interactive first.
-  for (auto& slot : slots_) {
-    if (slot.state != SlotState::kIdle) continue;
+  // Admit into idle slots, interactive first, first come first served; a
+  // request with n choices waits until n slots are idle at once.
+  for (;;) {
     std::deque<Queued>* from = queue_[0].empty() ? &queue_[1] : &queue_[0];
     if (from->empty()) break;
-    Queued& q = from->front();
-    slot.req = std::move(q.req);
-    slot.sink = std::move(q.sink);
-    slot.submitted = q.enqueued;
-    from->pop_front();
-    slot.state = SlotState::kPrefill;
-    if (Status st = engine_->StartSequence(slot.seq, slot.req.sampling); !st.ok()) {
-      GenerationResult r;
-      r.finish = FinishReason::kError;
-      r.error = std::move(st);
-      slot.sink->OnDone(std::move(r));
-      slot.sink.reset();
-      slot.state = SlotState::kIdle;
-      continue;
+    const auto n = static_cast<size_t>(from->front().req.n);
+    std::vector<size_t> idle;
+    for (size_t i = 0; i < slots_.size() && idle.size() < n; ++i) {
+      if (slots_[i].state == SlotState::kIdle) idle.push_back(i);
     }
-    slot.stop.emplace(slot.req.stop);
-    slot.n_prompt_done = 0;
-    slot.n_past = 0;
-    slot.n_generated = 0;
-    slot.sum_logprob = 0;
-    slot.i_batch = -1;
-    slot.utf8_pending.clear();
-    slot.logprobs_pending.clear();
-    ++active_;
-    stats_.prompt_tokens.Add(slot.req.prompt.size());
+    if (idle.size() < n) break;
+    Queued q = std::move(from->front());
+    from->pop_front();
+    queued_choices_ -= q.req.n;
+    auto group = std::make_shared<Group>();
+    group->sink = q.sink;
+    group->slots = idle;
+    group->remaining = q.req.n;
+    group->submitted = q.enqueued;
+    group->result.choices.assign(n, FinishReason::kNone);
+    group->result.usage.prompt_tokens = static_cast<int32_t>(q.req.prompt.size());
+    stats_.prompt_tokens.Add(q.req.prompt.size());
+    for (size_t c = 0; c < n; ++c) {
+      Slot& slot = slots_[idle[c]];
+      slot.req = c + 1 < n ? q.req : std::move(q.req);
+      // Each choice draws its own tokens, even from a fixed seed.
+      if (slot.req.sampling.has_seed) slot.req.sampling.seed += static_cast<uint32_t>(c);
+      slot.sink = q.sink;
+      slot.group = group;
+      slot.choice = static_cast<int>(c);
+      slot.submitted = q.enqueued;
+      slot.state = c == 0 ? SlotState::kPrefill : SlotState::kFork;
+      if (Status st = engine_->StartSequence(slot.seq, slot.req.sampling); !st.ok()) {
+        group->start_error = std::move(st);  // the next step finishes the group
+      }
+      slot.stop.emplace(slot.req.stop);
+      slot.n_prompt_done = 0;
+      slot.n_past = 0;
+      slot.n_generated = 0;
+      slot.sum_logprob = 0;
+      slot.i_batch = -1;
+      slot.utf8_pending.clear();
+      slot.logprobs_pending.clear();
+      ++active_;
+    }
   }
   stats_.queue_depth.Set(static_cast<double>(queue_[0].size() + queue_[1].size()));
   stats_.active_sequences.Set(active_);
@@ -291,7 +315,12 @@ void Scheduler::Loop() {
 void Scheduler::Step() {
   // Requests whose client went away free their sequence before decoding.
   for (auto& s : slots_) {
-    if (s.state != SlotState::kIdle && s.sink->Cancelled()) Finish(s, FinishReason::kCancelled);
+    if (s.state == SlotState::kIdle) continue;
+    if (!s.group->start_error.ok()) {
+      Finish(s, FinishReason::kError, s.group->start_error);
+    } else if (s.sink->Cancelled()) {
+      Finish(s, FinishReason::kCancelled);
+    }
   }
   int32_t n_decode = 0, n_prefill = 0;
   BuildBatch(&n_decode, &n_prefill);
@@ -303,6 +332,19 @@ void Scheduler::Step() {
     spdlog::error("decode of {} tokens failed: {}", engine_->BatchSize(), st.ToString());
     FailBatch(st);
     return;
+  }
+  // A leader whose prompt is now in the KV hands a copy to its other choices;
+  // they sample their first tokens from the same logits.
+  for (auto& s : slots_) {
+    if (s.i_batch < 0 || s.state != SlotState::kPrefill || s.group->slots.size() < 2) continue;
+    for (size_t k = 1; k < s.group->slots.size(); ++k) {
+      Slot& f = slots_[s.group->slots[k]];
+      if (f.state != SlotState::kFork) continue;
+      engine_->CopySequence(s.seq, f.seq);
+      f.n_past = s.n_past;
+      f.n_prompt_done = f.req.prompt.size();
+      f.i_batch = s.i_batch;
+    }
   }
   int32_t n_sampled = 0;
   for (auto& s : slots_) {
@@ -337,6 +379,7 @@ void Scheduler::DrainOnStop() {
     }
     q.clear();
   }
+  queued_choices_ = 0;
 }
 
 void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
@@ -385,9 +428,9 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
 
 void Scheduler::Emit(Slot& s, std::string text) {
   if (text.empty()) return;
-  if (!s.logprobs_pending.empty()) s.sink->OnLogprobs(std::move(s.logprobs_pending));
+  if (!s.logprobs_pending.empty()) s.sink->OnLogprobs(s.choice, std::move(s.logprobs_pending));
   s.logprobs_pending.clear();
-  s.sink->OnText(std::move(text));
+  s.sink->OnText(s.choice, std::move(text));
 }
 
 void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
@@ -396,25 +439,42 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     std::string tail = s.stop->stopped() ? std::string() : s.stop->Flush() + s.utf8_pending;
     if (tail.empty() && !s.stop->stopped() && !s.logprobs_pending.empty()) {
       // Tokens with no text of their own (control tokens) still count.
-      s.sink->OnLogprobs(std::move(s.logprobs_pending));
+      s.sink->OnLogprobs(s.choice, std::move(s.logprobs_pending));
     }
     Emit(s, std::move(tail));
   }
   s.logprobs_pending.clear();
-  GenerationResult r;
-  r.finish = why;
-  r.error = std::move(error);
-  r.usage.prompt_tokens = static_cast<int32_t>(s.req.prompt.size());
-  r.usage.completion_tokens = s.n_generated;
-  r.usage.sum_logprob = s.sum_logprob;
-  s.sink->OnDone(std::move(r));
-
-  stats_.request_duration.Observe(Seconds(clock_->Now() - s.submitted));
+  const std::shared_ptr<Group> g = std::move(s.group);
+  g->result.choices[static_cast<size_t>(s.choice)] = why;
+  if (why == FinishReason::kError && g->result.error.ok()) g->result.error = std::move(error);
+  g->result.usage.completion_tokens += s.n_generated;
+  g->result.usage.sum_logprob += s.sum_logprob;
   engine_->RemoveSequence(s.seq);
   s.state = SlotState::kIdle;
   s.i_batch = -1;
   s.sink.reset();
   s.stop.reset();
+  // Choices still waiting for this leader's prompt cannot start without it.
+  if (s.choice == 0) {
+    for (size_t k = 1; k < g->slots.size(); ++k) {
+      Slot& f = slots_[g->slots[k]];
+      if (f.state == SlotState::kFork && f.group == g) {
+        Finish(f, why == FinishReason::kCancelled ? why : FinishReason::kError,
+               why == FinishReason::kCancelled ? Status::Ok() : g->result.error);
+      }
+    }
+  }
+  if (--g->remaining == 0) {
+    GenerationResult r = std::move(g->result);
+    r.finish = r.choices[0];
+    for (FinishReason c : r.choices) {
+      if (c == FinishReason::kError) r.finish = FinishReason::kError;
+    }
+    if (r.finish == FinishReason::kError && r.error.ok())
+      r.error = Status::Internal("a choice failed");
+    g->sink->OnDone(std::move(r));
+    stats_.request_duration.Observe(Seconds(clock_->Now() - g->submitted));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   --active_;
   if (why == FinishReason::kStop || why == FinishReason::kLength) {

@@ -17,8 +17,13 @@
 // Slot states (one per sequence id):
 //
 //     kIdle ──admit──▶ kPrefill ──last prompt token decoded──▶ kDecode
-//       ▲                  │                                     │
-//       └──── finished / cancelled / failed (KV freed at once) ◀─┘
+//       ▲   └─admit─▶ kFork ──leader's prompt decoded: KV copied──┘ │
+//       └──── finished / cancelled / failed (KV freed at once) ◀────┘
+//
+// A request with n choices takes n idle slots at once: the first (the
+// leader) prefills the prompt, the other n-1 wait in kFork; when the leader's
+// last prompt token is decoded they get a copy of its KV and sample their
+// first tokens from the same logits, so the prompt is computed once.
 //
 // Invariants: a slot in kIdle holds no KV cells; a sequence's KV never grows
 // past ctx_per_session tokens; only the engine thread changes slot state; every
@@ -99,8 +104,9 @@ class Scheduler {
   Status Prepare(const PromptInput& input, bool ignore_eos, GenerationRequest* req) const;
 
   // Queues a prepared request; its results go to `sink`. Errors (the sink is
-  // then not called): InvalidArgument naming "prompt" or "max_tokens" (prompt
-  // empty, or prompt plus completion longer than the session context),
+  // then not called): InvalidArgument naming "prompt", "max_tokens" or "n"
+  // (prompt empty, prompt plus completion longer than the session context,
+  // more choices than sessions),
   // ResourceExhausted with retry_after_s (queue full), Unavailable (stopping).
   // Thread-safe.
   Status Submit(GenerationRequest req, std::shared_ptr<GenerationSink> sink);
@@ -116,7 +122,17 @@ class Scheduler {
   bool StepForTest();
 
  private:
-  enum class SlotState { kIdle, kPrefill, kDecode };
+  enum class SlotState { kIdle, kPrefill, kFork, kDecode };
+
+  // The choices of one request: one sink, one OnDone when all have ended.
+  struct Group {
+    std::shared_ptr<GenerationSink> sink;
+    std::vector<size_t> slots;  // slot indices; [0] is the leader (prefills)
+    int32_t remaining = 0;
+    GenerationResult result;
+    Status start_error;  // a sampler could not be set up: finish every choice
+    util::Clock::TimePoint submitted;
+  };
 
   struct Queued {
     GenerationRequest req;
@@ -129,6 +145,8 @@ class Scheduler {
     SlotState state = SlotState::kIdle;
     GenerationRequest req;
     std::shared_ptr<GenerationSink> sink;
+    std::shared_ptr<Group> group;
+    int choice = 0;
     std::optional<StopMatcher> stop;
     size_t n_prompt_done = 0;  // prompt tokens already in the KV cache
     int32_t n_past = 0;        // tokens in the KV cache
@@ -170,7 +188,8 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<Queued> queue_[2] OUTPOST_GUARDED_BY(mu_);  // by Priority
   bool stopping_ OUTPOST_GUARDED_BY(mu_) = false;
-  int32_t active_ OUTPOST_GUARDED_BY(mu_) = 0;
+  int32_t active_ OUTPOST_GUARDED_BY(mu_) = 0;                  // busy slots
+  int32_t queued_choices_ OUTPOST_GUARDED_BY(mu_) = 0;          // sessions the queue will need
   double mean_completion_tokens_ OUTPOST_GUARDED_BY(mu_) = 64;  // EMA over finished requests
   double decode_tps_ OUTPOST_GUARDED_BY(mu_) = 0;               // EMA, aggregate over all sequences
 
