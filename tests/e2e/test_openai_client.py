@@ -155,6 +155,19 @@ def test_n_choices(client, model_id):
     assert [got[0], got[1]] == [c.message.content for c in r.choices]
 
 
+def test_embeddings_through_the_client():
+    from outpost_harness import serve
+    with serve("--embeddings", "true", "--parallel", "1", "--ctx-size", "256") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        # The client asks for base64 and decodes it.
+        r = c.embeddings.create(model=c.models.list().data[0].id, input=["edge box", "edge server"])
+        assert len(r.data) == 2 and len(r.data[0].embedding) == 576 and r.usage.prompt_tokens > 0
+        f = c.embeddings.create(model=r.model, input="edge box", encoding_format="float")
+        assert f.data[0].embedding == pytest.approx(r.data[0].embedding, abs=1e-6)
+        with pytest.raises(openai.BadRequestError):
+            c.embeddings.create(model=r.model, input="")
+
+
 @pytest.mark.parametrize("kw,param", [
     (dict(n=64), "n"),
     (dict(tool_choice={"type": "function", "function": {"name": "nope"}}, tools=[WEATHER]), "tool_choice"),

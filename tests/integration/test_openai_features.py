@@ -218,3 +218,65 @@ def test_n_choices_on_gemma_sliding_window_layers():
     from outpost_harness import GEMMA
     with serve("--parallel", "3", "--ctx-size", "512", models=[GEMMA]) as s:
         choices_equal_separate_requests(s, 5)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    with serve("--embeddings", "true", "--parallel", "1", "--ctx-size", "256") as s:
+        yield s
+
+
+def cos(a, b):
+    return sum(x * y for x, y in zip(a, b))
+
+
+def test_embeddings_are_unit_vectors_that_mean_something(embedder):
+    texts = ["The cat sat on the mat.", "A kitten is sitting on a rug.",
+             "Quarterly revenue rose by 8 percent.", "Stock markets fell sharply today.",
+             "The cat sat on the mat."]
+    j = embedder.post("/v1/embeddings", json={"input": texts}).json()
+    assert j["object"] == "list" and j["model"] and j["usage"]["prompt_tokens"] == j["usage"]["total_tokens"] > 10
+    vs = [d["embedding"] for d in sorted(j["data"], key=lambda d: d["index"])]
+    assert [d["object"] for d in j["data"]] == ["embedding"] * 5
+    assert all(len(v) == 576 for v in vs)  # SmolLM2 135M's hidden size
+    assert all(abs(cos(v, v) - 1) < 1e-4 for v in vs)  # normalised
+    assert cos(vs[0], vs[4]) == pytest.approx(1, abs=1e-5)  # same text, same vector
+    # Related sentences are closer than unrelated ones.
+    assert cos(vs[0], vs[1]) > cos(vs[0], vs[2]) + 0.1
+    assert cos(vs[2], vs[3]) > cos(vs[1], vs[3]) + 0.1
+    # One string, base64 (little-endian float32): the same vector.
+    import base64
+    import struct
+    b = embedder.post("/v1/embeddings", json={"input": texts[0], "encoding_format": "base64"}).json()
+    raw = base64.b64decode(b["data"][0]["embedding"])
+    assert list(struct.unpack(f"<{len(raw) // 4}f", raw)) == pytest.approx(vs[0], abs=1e-6)
+
+
+EMB_BAD = [
+    ({}, "input", "required"),
+    ({"input": ""}, "input", "must not be empty"),
+    ({"input": []}, "input", "must not be empty"),
+    ({"input": ["ok", ""]}, "input[1]", "must not be empty"),
+    ({"input": 42}, "input", "must be a string"),
+    ({"input": ["ok", {"a": 1}]}, "input[1]", "string or an array of token ids"),
+    ({"input": [1, 2, 99999999]}, "input", "outside the vocabulary"),
+    ({"input": ["x"] * 2049}, "input", "at most 2048"),
+    ({"input": "word " * 400}, "input", "the most one input may have is 256"),
+    ({"input": "x", "encoding_format": "int8"}, "encoding_format", "float or base64"),
+    ({"input": "x", "dimensions": 64}, "dimensions", "must be 576"),
+    ({"input": "x", "model": "nope"}, "model", "does not exist"),
+]
+
+
+@pytest.mark.parametrize("body,param,words", EMB_BAD, ids=[b[1] + ":" + b[2] for b in EMB_BAD])
+def test_embeddings_bad_inputs(embedder, body, param, words):
+    r = embedder.post("/v1/embeddings", json=body)
+    assert r.status_code in (400, 404), r.text
+    err = r.json()["error"]
+    assert err["param"] == param and words in err["message"], err
+    assert embedder.get("/health").status_code == 200
+
+
+def test_embeddings_need_the_flag(server):
+    r = server.post("/v1/embeddings", json={"input": "x"})
+    assert r.status_code == 400 and "not loaded for embeddings" in r.json()["error"]["message"]

@@ -120,6 +120,9 @@ void HttpServer::Routes() {
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
     HandleCompletion(Endpoint::kCompletion, req, res);
   });
+  s.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleEmbeddings(req, res);
+  });
   s.Get("/v1/models",
         [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
   s.Get(R"(/v1/models/(.+))",

@@ -68,6 +68,7 @@ class HttpServer {
   void HandleCompletion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
   void HandleReady(httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
+  void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
 
   const HttpOptions options_;
   const models::ServingSet* const serving_;

@@ -71,6 +71,15 @@ Setter BytesField(uint64_t ServeConfig::*field, bool allow_auto) {
   };
 }
 
+Setter BoolField(bool ServeConfig::*field) {
+  return [field](ServeConfig* c, const std::string& k, const std::string& v) {
+    if (v != "true" && v != "false")
+      return Status::InvalidArgument("'" + k + "' must be true or false, got '" + v + "'", k);
+    c->*field = v == "true";
+    return Status::Ok();
+  };
+}
+
 // A sampling default: a number in [lo, hi] stored in cfg->sampling.*field.
 template <typename T>
 Setter SamplingField(std::optional<T> engine::SamplingParams::*field, double lo, double hi) {
@@ -150,13 +159,8 @@ const std::map<std::string, Setter>& Setters() {
        StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
       {"api_key", StringField(&ServeConfig::api_key)},
       {"api_key_file", StringField(&ServeConfig::api_key_file)},
-      {"metrics_require_key",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         if (v != "true" && v != "false")
-           return Status::InvalidArgument("'" + k + "' must be true or false, got '" + v + "'", k);
-         c->metrics_require_key = v == "true";
-         return Status::Ok();
-       }},
+      {"metrics_require_key", BoolField(&ServeConfig::metrics_require_key)},
+      {"embeddings", BoolField(&ServeConfig::embeddings)},
       {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
       {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
       {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -200,6 +204,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "api_key_file, since flags show in ps); default: none, the API is open"},
       {"api_key_file", "file with API keys, one per line ('#' comments)"},
       {"metrics_require_key", "true: /metrics needs a key too (default false)"},
+      {"embeddings",
+       "true: also serve POST /v1/embeddings (mean-pooled, normalised), with a second context of "
+       "ctx_size tokens per model held in the memory budget (default false)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},
@@ -334,6 +341,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.queue_wait_ms = cfg.queue_wait_ms;
   o.threads = cfg.threads;
   o.sampling = cfg.sampling;
+  o.embeddings = cfg.embeddings;
   o.gpu_layers = cfg.gpu_layers;
   return o;
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "outpost/engine/context.h"
+#include "outpost/engine/embedder.h"
 #include "outpost/engine/llama_engine.h"
 #include "outpost/engine/model.h"
 #include "outpost/scheduler/capacity.h"
@@ -160,6 +161,22 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
       std::move(engine), so,
       scheduler::SchedulerStats::Register(*stats, model_label, {served->id}));
   served->scheduler->Start();
+  if (cfg.embeddings) {
+    auto embedder = engine::Embedder::Create(shared_model, cfg.ctx_per_session, cfg.threads);
+    if (!embedder.ok()) return embedder.status();
+    // Its memory counts against the same budget as the sessions'.
+    const uint64_t bytes = (*embedder)->allocated_bytes();
+    auto held = ledger->Reserve(id + "/embeddings", bytes);
+    if (!held.ok()) {
+      return Status::ResourceExhausted("model '" + id + "': the embeddings context needs " +
+                                       util::FormatBytes(bytes) + ": " + held.status().message());
+    }
+    served->embeddings_memory = std::move(held).value();
+    spdlog::info("embeddings: {} dimensions, inputs up to {} tokens, {} held",
+                 (*embedder)->dimensions(), (*embedder)->max_tokens(), util::FormatBytes(bytes));
+    served->embeddings =
+        std::make_shared<EmbeddingService>(shared_model, std::move(embedder).value());
+  }
   return served;
 }
 

@@ -35,6 +35,9 @@ struct ModelRuntimeOptions {
   // Sampling defaults from the operator (only the set knobs); they win over
   // the GGUF's general.sampling.* keys and llama.cpp's defaults.
   engine::SamplingParams sampling;
+  // Also serve /v1/embeddings: a second context of ctx_per_session tokens
+  // (one input at a time), its memory held in the ledger as "<id>/embeddings".
+  bool embeddings = false;
 };
 
 // Errors name the file or the limit that failed (NotFound, InvalidArgument,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "outpost/engine/model_info.h"
+#include "outpost/models/embedding_service.h"
 #include "outpost/models/memory_ledger.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
@@ -24,11 +25,13 @@ struct ServedModel {
   // Declared before the scheduler, so it is destroyed after it: the memory is
   // handed back only once the engine that used it is gone.
   std::shared_ptr<MemoryReservation> memory;
+  std::shared_ptr<MemoryReservation> embeddings_memory;
   std::string id;
   engine::ModelInfo info;  // from the GGUF
   int64_t created = 0;     // unix seconds, when loaded
   std::string system_fingerprint;
   std::shared_ptr<scheduler::Scheduler> scheduler;  // holds the engine for this model
+  std::shared_ptr<EmbeddingService> embeddings;     // null unless loaded for embeddings
   scheduler::CapacityPlan plan;
 };
 
