@@ -87,6 +87,18 @@ TEST(ParseRequest, ResponseFormats) {
   }
 }
 
+TEST(ParseRequest, SeveralPromptsBecomeABatch) {
+  auto r = ParseRequest(Endpoint::kCompletion, R"({"prompt": ["Once", [5, 6, 7]]})", kVocab);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->batch_prompts.size(), 2u);
+  EXPECT_EQ(r->batch_prompts[0].text, "Once");
+  EXPECT_EQ(r->batch_prompts[1].tokens, (std::vector<engine::Token>{5, 6, 7}));
+  auto one = ParseRequest(Endpoint::kCompletion, R"({"prompt": [[5, 6]]})", kVocab);
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->batch_prompts.empty());
+  EXPECT_EQ(one->prompt_tokens, (std::vector<engine::Token>{5, 6}));
+}
+
 TEST(ParseRequest, CompletionPromptForms) {
   auto text = ParseRequest(Endpoint::kCompletion, R"({"prompt": "Once"})", kVocab);
   ASSERT_TRUE(text.ok());
@@ -209,7 +221,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kComp, "{}", "prompt", "'prompt' is required"},
         BadCase{kComp, R"({"prompt": ""})", "prompt", "must not be empty"},
         BadCase{kComp, R"({"prompt": 12})", "prompt", "must be a string"},
-        BadCase{kComp, R"({"prompt": ["a", "b"]})", "prompt", "not supported"},
+        BadCase{kComp, R"({"prompt": ["a", ""]})", "prompt[1]", "must not be empty"},
+        BadCase{kComp, R"({"prompt": ["a", 3]})", "prompt[1]", "a string or an array of token ids"},
+        BadCase{kComp, R"({"prompt": [[1, "x"]]})", "prompt[0][1]", "token id"},
+        BadCase{kComp, R"({"prompt": [[1], []]})", "prompt[1]", "must not be empty"},
         BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]", "outside the vocabulary"},
         BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
 

@@ -280,3 +280,22 @@ def test_embeddings_bad_inputs(embedder, body, param, words):
 def test_embeddings_need_the_flag(server):
     r = server.post("/v1/embeddings", json={"input": "x"})
     assert r.status_code == 400 and "not loaded for embeddings" in r.json()["error"]["message"]
+
+
+def test_several_prompts_in_one_completions_request(server):
+    prompts = ["Once upon a time", "The sky is"]
+    alone = [server.post(COMP, json={"prompt": p, "temperature": 0, "max_tokens": 6}).json() for p in prompts]
+    j = server.post(COMP, json={"prompt": prompts, "temperature": 0, "max_tokens": 6, "n": 2}).json()
+    assert [c["index"] for c in j["choices"]] == [0, 1, 2, 3]  # prompt x n + j
+    texts = [c["text"] for c in j["choices"]]
+    # Greedy: each prompt's choices equal the answer to that prompt alone.
+    assert texts == [alone[0]["choices"][0]["text"]] * 2 + [alone[1]["choices"][0]["text"]] * 2
+    assert j["usage"]["prompt_tokens"] == sum(a["usage"]["prompt_tokens"] for a in alone)
+    # Token-id prompts, streamed.
+    events, done = stream_events(server, COMP, {"prompt": [[1, 2, 3], [4, 5]], "temperature": 0,
+                                                "max_tokens": 3, "stream": True})
+    assert done
+    finished = sorted(c["index"] for e in events for c in e["choices"] if c["finish_reason"])
+    assert finished == [0, 1]
+    r = server.post(COMP, json={"prompt": ["fine", ""], "max_tokens": 2})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "prompt[1]"

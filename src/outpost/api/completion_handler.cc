@@ -97,6 +97,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   }
   call.body = req.body;
   call.id = NewId(chat ? "chatcmpl-" : "cmpl-", *random_);
+  if (!call.request.batch_prompts.empty()) return HandlePromptBatch(std::move(call), req, res);
   const bool stream = call.request.stream;
   const bool include_usage = call.request.include_usage;
   const std::string echo = call.request.echo ? call.request.prompt : std::string();

@@ -40,8 +40,8 @@ Status TokenArray(const json& a, const std::string& field, models::EmbeddingInpu
   in->is_tokens = true;
   for (size_t k = 0; k < a.size(); ++k) {
     if (!a[k].is_number_integer()) {
-      return Status::InvalidArgument("'" + field + "[" + std::to_string(k) + "]' must be a token id",
-                                     field);
+      return Status::InvalidArgument(
+          "'" + field + "[" + std::to_string(k) + "]' must be a token id", field);
     }
     in->tokens.push_back(static_cast<engine::Token>(a[k].get<int64_t>()));
   }
@@ -50,7 +50,8 @@ Status TokenArray(const json& a, const std::string& field, models::EmbeddingInpu
 
 StatusOr<std::vector<models::EmbeddingInput>> ParseInputs(const json& body) {
   auto it = body.find("input");
-  if (it == body.end() || it->is_null()) return Status::InvalidArgument("'input' is required", "input");
+  if (it == body.end() || it->is_null())
+    return Status::InvalidArgument("'input' is required", "input");
   std::vector<models::EmbeddingInput> out;
   const json& in = *it;
   if (in.is_string()) {
@@ -58,9 +59,8 @@ StatusOr<std::vector<models::EmbeddingInput>> ParseInputs(const json& body) {
   } else if (in.is_array()) {
     if (in.empty()) return Status::InvalidArgument("'input' must not be empty", "input");
     if (in.size() > kMaxInputs) {
-      return Status::InvalidArgument("'input' may hold at most 2048 items, got " +
-                                         std::to_string(in.size()),
-                                     "input");
+      return Status::InvalidArgument(
+          "'input' may hold at most 2048 items, got " + std::to_string(in.size()), "input");
     }
     if (in[0].is_number_integer()) {  // one input given as token ids
       models::EmbeddingInput one;
@@ -78,7 +78,8 @@ StatusOr<std::vector<models::EmbeddingInput>> ParseInputs(const json& body) {
           if (!st.ok()) return st;
           out.push_back(std::move(one));
         } else {
-          return Status::InvalidArgument("'" + f + "' must be a string or an array of token ids", f);
+          return Status::InvalidArgument("'" + f + "' must be a string or an array of token ids",
+                                         f);
         }
       }
     }
@@ -102,8 +103,10 @@ void HttpServer::HandleEmbeddings(const httplib::Request& req, httplib::Response
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return fail(Status::InvalidArgument("the request body is not valid JSON"));
-  if (!body.is_object()) return fail(Status::InvalidArgument("the request body must be a JSON object"));
+  if (body.is_discarded())
+    return fail(Status::InvalidArgument("the request body is not valid JSON"));
+  if (!body.is_object())
+    return fail(Status::InvalidArgument("the request body must be a JSON object"));
   std::string model_id;
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) return fail(Status::InvalidArgument("'model' must be a string", "model"));
@@ -112,8 +115,8 @@ void HttpServer::HandleEmbeddings(const httplib::Request& req, httplib::Response
   bool base64 = false;
   if (auto e = body.find("encoding_format"); e != body.end() && !e->is_null()) {
     if (!e->is_string() || (*e != "float" && *e != "base64")) {
-      return fail(Status::InvalidArgument("'encoding_format' must be float or base64",
-                                          "encoding_format"));
+      return fail(
+          Status::InvalidArgument("'encoding_format' must be float or base64", "encoding_format"));
     }
     base64 = *e == "base64";
   }
@@ -124,9 +127,10 @@ void HttpServer::HandleEmbeddings(const httplib::Request& req, httplib::Response
         "model"));
   }
   if (!served->embeddings) {
-    return fail(Status::InvalidArgument(
-        "the model '" + served->id + "' is not loaded for embeddings (start with --embeddings true)",
-        "model"));
+    return fail(
+        Status::InvalidArgument("the model '" + served->id +
+                                    "' is not loaded for embeddings (start with --embeddings true)",
+                                "model"));
   }
   if (auto d = body.find("dimensions"); d != body.end() && !d->is_null()) {
     if (!d->is_number_integer() || d->get<int64_t>() != served->embeddings->dimensions()) {
@@ -150,12 +154,13 @@ void HttpServer::HandleEmbeddings(const httplib::Request& req, httplib::Response
     }
     data.push_back(std::move(item));
   }
-  res.set_content(json{{"object", "list"},
-                       {"data", data},
-                       {"model", served->id},
-                       {"usage", {{"prompt_tokens", r->prompt_tokens}, {"total_tokens", r->prompt_tokens}}}}
-                      .dump(),
-                  "application/json");
+  res.set_content(
+      json{{"object", "list"},
+           {"data", data},
+           {"model", served->id},
+           {"usage", {{"prompt_tokens", r->prompt_tokens}, {"total_tokens", r->prompt_tokens}}}}
+          .dump(),
+      "application/json");
 }
 
 }  // namespace outpost::api

@@ -31,7 +31,10 @@ HttpServer::HttpServer(HttpOptions options, const models::ServingSet* serving,
       routing_enabled_(router != nullptr),
       clock_(clock),
       random_(random),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(options_.tls_cert_file.empty()
+                  ? std::make_unique<httplib::Server>()
+                  : std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                         options_.tls_key_file.c_str())) {
   const int threads = options_.n_http_threads;
   server_->new_task_queue = [threads] {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
@@ -59,7 +62,42 @@ HttpServer::HttpServer(HttpOptions options, const models::ServingSet* serving,
 
 HttpServer::~HttpServer() = default;
 
+Status HttpServer::ReloadTls() {
+  if (!tls()) return Status::Ok();
+  // Check the pair on a scratch context first, so a bad renewal leaves the
+  // served certificate alone.
+  SSL_CTX* scratch = SSL_CTX_new(TLS_server_method());
+  const bool cert_ok =
+      SSL_CTX_use_certificate_chain_file(scratch, options_.tls_cert_file.c_str()) == 1;
+  const bool key_ok =
+      cert_ok &&
+      SSL_CTX_use_PrivateKey_file(scratch, options_.tls_key_file.c_str(), SSL_FILETYPE_PEM) == 1 &&
+      SSL_CTX_check_private_key(scratch) == 1;
+  SSL_CTX_free(scratch);
+  if (!cert_ok) {
+    return Status::InvalidArgument(
+        "tls_cert_file '" + options_.tls_cert_file + "' is not a readable PEM certificate",
+        "tls_cert_file");
+  }
+  if (!key_ok) {
+    return Status::InvalidArgument("tls_key_file '" + options_.tls_key_file +
+                                       "' is not a readable PEM private key for that certificate",
+                                   "tls_key_file");
+  }
+  SSL_CTX* live = static_cast<httplib::SSLServer*>(server_.get())->ssl_context();
+  SSL_CTX_use_certificate_chain_file(live, options_.tls_cert_file.c_str());
+  SSL_CTX_use_PrivateKey_file(live, options_.tls_key_file.c_str(), SSL_FILETYPE_PEM);
+  return Status::Ok();
+}
+
 Status HttpServer::Bind() {
+  if (tls()) {
+    // The library loads the pair in its constructor; say which file is wrong.
+    if (Status st = ReloadTls(); !st.ok()) return st;
+    if (!server_->is_valid()) {
+      return Status::InvalidArgument("TLS could not be set up", "tls_cert_file");
+    }
+  }
   if (options_.port == 0) {
     bound_port_ = server_->bind_to_any_port(options_.host);
     if (bound_port_ <= 0) return Status::Unavailable("cannot listen on " + options_.host);

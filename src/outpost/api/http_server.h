@@ -38,10 +38,13 @@ namespace outpost::api {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  size_t max_body_bytes = 4 << 20;   // larger bodies get 413
-  int n_http_threads = 64;           // concurrent connections served
-  int64_t idle_timeout_s = 600;      // read/write timeout per connection
-  ApiKeys api_keys;                  // none: the API is open
+  size_t max_body_bytes = 4 << 20;  // larger bodies get 413
+  int n_http_threads = 64;          // concurrent connections served
+  int64_t idle_timeout_s = 600;     // read/write timeout per connection
+  ApiKeys api_keys;                 // none: the API is open
+  // HTTPS when both are set (PEM files); ReloadTls() re-reads them.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   bool metrics_require_key = false;  // /metrics needs a key too (/health, /ready never)
 };
 
@@ -58,6 +61,11 @@ class HttpServer {
 
   // Binds the listening socket. Errors: Unavailable naming host:port.
   Status Bind();
+  // HTTPS only: loads the certificate and key files again (after renewal) for
+  // the connections accepted from now on; on error the old pair stays.
+  // Errors: InvalidArgument naming tls_cert_file or tls_key_file.
+  Status ReloadTls();
+  bool tls() const { return !options_.tls_cert_file.empty(); }
   // Serves until Stop(). REQUIRES: Bind() succeeded.
   void Run();
   void Stop();
@@ -69,6 +77,9 @@ class HttpServer {
   void HandleReady(httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
   void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
+  // /v1/completions with several prompts (call.request.batch_prompts).
+  void HandlePromptBatch(router::CompletionCall call, const httplib::Request& req,
+                         httplib::Response& res);
 
   const HttpOptions options_;
   const models::ServingSet* const serving_;

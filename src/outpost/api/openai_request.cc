@@ -170,6 +170,27 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
   return Status::Ok();
 }
 
+// Token ids of one prompt (field names the array), checked against n_vocab.
+Status ParseTokenPrompt(const json& p, const std::string& field, int32_t n_vocab,
+                        std::vector<engine::Token>* out) {
+  if (p.empty()) return Status::InvalidArgument("'" + field + "' must not be empty", field);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (!p[i].is_number_integer()) return WrongType(f, "a token id (integer)", p[i]);
+    const int64_t t = p[i].get<int64_t>();
+    if (t < 0 || t >= n_vocab) {
+      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     f);
+    }
+    out->push_back(static_cast<engine::Token>(t));
+  }
+  return Status::Ok();
+}
+
+// prompt: a string, token ids, or an array of strings / token-id arrays
+// (several prompts: batch_prompts).
 Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
   auto it = body.find("prompt");
   if (it == body.end()) return Status::InvalidArgument("'prompt' is required", "prompt");
@@ -179,31 +200,37 @@ Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
     if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
     return Status::Ok();
   }
-  if (!p.is_array())
-    return WrongType("prompt", "a string, an array with one string, or an array of token ids", p);
-  if (p.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
-  if (p[0].is_string()) {
-    if (p.size() != 1) {
-      return Status::InvalidArgument(
-          "'prompt' with several strings (batched prompts) is not supported; send one request per "
-          "prompt",
-          "prompt");
-    }
-    r->prompt = p[0].get<std::string>();
-    if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
-    return Status::Ok();
+  if (!p.is_array()) {
+    return WrongType("prompt",
+                     "a string, an array of strings, an array of token ids, or an array of such "
+                     "arrays",
+                     p);
   }
+  if (p.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
+  if (p[0].is_number()) return ParseTokenPrompt(p, "prompt", n_vocab, &r->prompt_tokens);
+  if (p.size() > 128) {
+    return Status::InvalidArgument(
+        "'prompt' may hold at most 128 prompts, got " + std::to_string(p.size()), "prompt");
+  }
+  std::vector<router::BatchPrompt> list;
   for (size_t i = 0; i < p.size(); ++i) {
     const std::string f = "prompt[" + std::to_string(i) + "]";
-    if (!p[i].is_number_integer()) return WrongType(f, "a token id (integer)", p[i]);
-    const int64_t t = p[i].get<int64_t>();
-    if (t < 0 || t >= n_vocab) {
-      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     f);
+    router::BatchPrompt one;
+    if (p[i].is_string()) {
+      one.text = p[i].get<std::string>();
+      if (one.text.empty()) return Status::InvalidArgument("'" + f + "' must not be empty", f);
+    } else if (p[i].is_array()) {
+      OUTPOST_RETURN_IF_ERROR(ParseTokenPrompt(p[i], f, n_vocab, &one.tokens));
+    } else {
+      return WrongType(f, "a string or an array of token ids", p[i]);
     }
-    r->prompt_tokens.push_back(static_cast<engine::Token>(t));
+    list.push_back(std::move(one));
+  }
+  if (list.size() == 1) {
+    r->prompt = std::move(list[0].text);
+    r->prompt_tokens = std::move(list[0].tokens);
+  } else {
+    r->batch_prompts = std::move(list);
   }
   return Status::Ok();
 }

@@ -161,6 +161,8 @@ const std::map<std::string, Setter>& Setters() {
       {"api_key_file", StringField(&ServeConfig::api_key_file)},
       {"metrics_require_key", BoolField(&ServeConfig::metrics_require_key)},
       {"embeddings", BoolField(&ServeConfig::embeddings)},
+      {"tls_cert_file", StringField(&ServeConfig::tls_cert_file)},
+      {"tls_key_file", StringField(&ServeConfig::tls_key_file)},
       {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
       {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
       {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -207,6 +209,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"embeddings",
        "true: also serve POST /v1/embeddings (mean-pooled, normalised), with a second context of "
        "ctx_size tokens per model held in the memory budget (default false)"},
+      {"tls_cert_file",
+       "PEM certificate (chain) to serve HTTPS with; needs tls_key_file; SIGHUP reloads both"},
+      {"tls_key_file", "PEM private key for tls_cert_file"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},

@@ -49,7 +49,10 @@ struct ServeConfig {
   std::string api_key;               // also $OUTPOST_API_KEY
   std::string api_key_file;          // one key per line
   bool metrics_require_key = false;  // /metrics behind the key as well
-  bool embeddings = false;           // also serve /v1/embeddings (a second context per model)
+  bool embeddings = false;
+  // HTTPS: both or neither; SIGHUP reloads them (certificate renewal).
+  std::string tls_cert_file;
+  std::string tls_key_file;  // also serve /v1/embeddings (a second context per model)
   // Sampling defaults for requests that leave a knob unset (only the set ones
   // apply; the rest come from the GGUF, else llama.cpp's defaults).
   engine::SamplingParams sampling;

@@ -35,6 +35,7 @@ int RunServe(ServeConfig cfg) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGHUP);  // reload the TLS certificate
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -84,6 +85,13 @@ int RunServe(ServeConfig cfg) {
     }
     ho.api_keys = api::ApiKeys(std::move(keys));
     ho.metrics_require_key = cfg.metrics_require_key;
+    if (cfg.tls_cert_file.empty() != cfg.tls_key_file.empty()) {
+      spdlog::error("HTTPS needs both tls_cert_file and tls_key_file; {} is missing",
+                    cfg.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file");
+      return 2;
+    }
+    ho.tls_cert_file = cfg.tls_cert_file;
+    ho.tls_key_file = cfg.tls_key_file;
     if (ho.api_keys.required()) {
       spdlog::info("API keys: {} accepted; /health and /ready are open{}", ho.api_keys.size(),
                    cfg.metrics_require_key ? "" : ", and /metrics");
@@ -93,12 +101,12 @@ int RunServe(ServeConfig cfg) {
   api::HttpServer http(ho, &serving, &dispatcher, &stats, router.get());
   if (Status st = http.Bind(); !st.ok()) {
     spdlog::error("{}", st.message());
-    return 1;
+    return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   // /health answers at once; /ready says "loading" until the model is in.
   std::thread http_thread([&] { http.Run(); });
-  spdlog::info("outpost {} (llama.cpp {}) listening on http://{}:{}", OUTPOST_VERSION,
-               OUTPOST_LLAMA_VERSION, cfg.host, http.port());
+  spdlog::info("outpost {} (llama.cpp {}) listening on {}://{}:{}", OUTPOST_VERSION,
+               OUTPOST_LLAMA_VERSION, http.tls() ? "https" : "http", cfg.host, http.port());
 
   std::vector<std::shared_ptr<scheduler::Scheduler>> schedulers;
   std::string ids;
@@ -120,14 +128,28 @@ int RunServe(ServeConfig cfg) {
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
                schedulers.size());
   serving.SetReady(true);
-  spdlog::info("ready: model {} on http://{}:{}/v1", ids, cfg.host, http.port());
+  const char* scheme = http.tls() ? "https" : "http";
+  spdlog::info("ready: model {} on {}://{}:{}/v1", ids, scheme, cfg.host, http.port());
   spdlog::info(
-      "try: curl http://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
+      "try: curl {}://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
       "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}]}}'",
-      cfg.host, http.port());
+      scheme, cfg.host, http.port());
 
   int sig = 0;
-  sigwait(&sigs, &sig);
+  for (;;) {
+    sigwait(&sigs, &sig);
+    if (sig != SIGHUP) break;
+    if (!http.tls()) {
+      spdlog::info("SIGHUP: nothing to reload (no TLS)");
+      continue;
+    }
+    const Status st = http.ReloadTls();
+    if (st.ok()) {
+      spdlog::info("SIGHUP: TLS certificate and key reloaded from {}", cfg.tls_cert_file);
+    } else {
+      spdlog::error("SIGHUP: {}; still serving the previous certificate", st.message());
+    }
+  }
   spdlog::info("signal {} received: shutting down", sig);
   serving.SetReady(false);
   for (auto& s : schedulers) s->Stop();

@@ -16,7 +16,8 @@ StatusOr<std::unique_ptr<Embedder>> Embedder::Create(std::shared_ptr<const Model
   // Mean pooling needs the whole input in one physical batch.
   cp.n_batch = static_cast<uint32_t>(max_tokens);
   cp.n_ubatch = static_cast<uint32_t>(max_tokens);
-  const int threads = n_threads > 0 ? n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      n_threads > 0 ? n_threads : static_cast<int>(std::thread::hardware_concurrency());
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.embeddings = true;
@@ -56,7 +57,8 @@ StatusOr<std::vector<float>> Embedder::Embed(const std::vector<Token>& tokens) {
   llama_memory_clear(llama_get_memory(ctx_), true);
   const int32_t rc = llama_decode(ctx_, batch);
   llama_batch_free(batch);
-  if (rc != 0) return Status::Internal("embedding failed: llama_decode returned " + std::to_string(rc));
+  if (rc != 0)
+    return Status::Internal("embedding failed: llama_decode returned " + std::to_string(rc));
   const float* v = llama_get_embeddings_seq(ctx_, 0);
   if (v == nullptr) return Status::Internal("embedding failed: no pooled embedding");
   std::vector<float> out(v, v + n_embd_);

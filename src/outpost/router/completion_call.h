@@ -18,6 +18,12 @@ namespace outpost::router {
 enum class Endpoint { kChat, kCompletion };
 const char* EndpointPath(Endpoint e);  // "/v1/chat/completions", "/v1/completions"
 
+// One of several prompts of a /v1/completions request: text or token ids.
+struct BatchPrompt {
+  std::string text;
+  std::vector<engine::Token> tokens;
+};
+
 // The request body's meaning (OpenAI semantics), every field already checked.
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
@@ -25,6 +31,9 @@ struct CompletionRequest {
   std::vector<engine::ChatMessage> messages;  // chat
   std::string prompt;                         // completions (text)
   std::vector<engine::Token> prompt_tokens;   // completions given as token ids
+  // Completions with several prompts (2 or more; prompt/prompt_tokens unused):
+  // api/ answers them as one call per prompt, choices numbered prompt × n + j.
+  std::vector<BatchPrompt> batch_prompts;
   bool stream = false;
   bool include_usage = false;
   engine::SamplingParams sampling;
