@@ -44,10 +44,10 @@ bench: build
 	bench/run_all.sh
 
 format:
-	clang-format -i $$(git ls-files '*.cc' '*.h')
+	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
 
 format-check:
-	clang-format --dry-run -Werror $$(git ls-files '*.cc' '*.h')
+	clang-format --dry-run -Werror $$(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan
