@@ -76,7 +76,7 @@ def run_server(name, cmd, base, rounds):
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     out = {"plain": [], "constrained": [], "ttft_plain": [], "ttft_constrained": []}
     try:
-        wait_ready(base + "/health", proc)
+        wait_ready(base + ("/ready" if name == "outpost" else "/health"), proc)  # outpost: /health answers before the model loads
         one(base, PROMPTS[0], False, 0)  # warm-up
         one(base, PROMPTS[0], True, 0)
         for r in range(rounds):
