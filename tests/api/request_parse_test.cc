@@ -64,7 +64,7 @@ TEST(ParseRequest, ResponseFormats) {
   EXPECT_EQ(schema->response_format.type, Type::kJsonSchema);
   EXPECT_EQ(schema->response_format.schema,
             R"({"properties":{"part":{"type":"string"}},"type":"object"})");
-  EXPECT_FALSE(schema->wants_tools);
+  EXPECT_FALSE(schema->tools.active());
 
   struct Bad {
     const char* rf;
@@ -233,15 +233,15 @@ TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {
                         R"({"tools": [{"type": "function", "function": {"name": "f"}}], )" MSGS "}",
                         kVocab);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_TRUE(t->wants_tools);
+  EXPECT_TRUE(t->tools.active());
   auto none = ParseRequest(
       Endpoint::kChat,
       R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none", )" MSGS
       "}",
       kVocab);
   ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(none->wants_tools);
-  EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->wants_tools);
+  EXPECT_FALSE(none->tools.active());
+  EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->tools.active());
 }
 
 TEST(ParsePriority, Values) {

@@ -95,7 +95,6 @@ class FakeEngine final : public engine::Engine {
     if (i < reply_.size()) return static_cast<unsigned char>(reply_[i]);
     return eog_banned_[static_cast<size_t>(seq)] ? 'x' : kEog;
   }
-  double TokenLogProb(int32_t, engine::Token) const override { return logprob; }
   // The sampled token at `logprob`, then alternatives 'a', 'b', ... below it.
   engine::TokenLogprob TopLogProbs(int32_t idx, engine::Token token, int32_t n) const override {
     engine::TokenLogprob lp;

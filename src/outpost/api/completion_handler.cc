@@ -63,11 +63,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
                                   httplib::Response& res) {
   const bool chat = endpoint == Endpoint::kChat;
   const std::string path = router::EndpointPath(endpoint);
-  auto fail = [&](const Status& st) {
-    res.status = HttpStatusFor(st.code());
-    if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
-    res.set_content(ErrorBody(st), "application/json");
-  };
+  auto fail = [&](const Status& st) { SendError(res, st); };
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }

@@ -94,11 +94,7 @@ StatusOr<std::vector<models::EmbeddingInput>> ParseInputs(const json& body) {
 }  // namespace
 
 void HttpServer::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
-  auto fail = [&](const Status& st) {
-    res.status = HttpStatusFor(st.code());
-    if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
-    res.set_content(ErrorBody(st), "application/json");
-  };
+  auto fail = [&](const Status& st) { SendError(res, st); };
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }

@@ -131,26 +131,27 @@ void HttpServer::Stop() {
   server_->stop();
 }
 
+void HttpServer::SendError(httplib::Response& res, const Status& st) {
+  res.status = HttpStatusFor(st.code());
+  if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
+  res.set_content(ErrorBody(st), "application/json");
+}
+
 void HttpServer::Routes() {
   auto& s = *server_;
-  auto send_error = [](httplib::Response& res, const Status& st) {
-    res.status = HttpStatusFor(st.code());
-    res.set_content(ErrorBody(st), "application/json");
-  };
 
   // API keys: every path but /health, /ready (and /metrics unless configured).
-  s.set_pre_routing_handler(
-      [this, send_error](const httplib::Request& req, httplib::Response& res) {
-        if (!options_.api_keys.required() || req.path == "/health" || req.path == "/ready" ||
-            (req.path == "/metrics" && !options_.metrics_require_key)) {
-          return httplib::Server::HandlerResponse::Unhandled;
-        }
-        const Status st = options_.api_keys.Check(req.get_header_value("Authorization"));
-        if (st.ok()) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, st);
-        res.set_header("WWW-Authenticate", "Bearer");
-        return httplib::Server::HandlerResponse::Handled;
-      });
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.api_keys.required() || req.path == "/health" || req.path == "/ready" ||
+        (req.path == "/metrics" && !options_.metrics_require_key)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const Status st = options_.api_keys.Check(req.get_header_value("Authorization"));
+    if (st.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    SendError(res, st);
+    res.set_header("WWW-Authenticate", "Bearer");
+    return httplib::Server::HandlerResponse::Handled;
+  });
 
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     HandleCompletion(Endpoint::kChat, req, res);
@@ -175,31 +176,31 @@ void HttpServer::Routes() {
   });
   // Wrong method on a known path: 405 rather than a bare 404.
   for (const char* p : {"/v1/chat/completions", "/v1/completions"}) {
-    s.Get(p, [send_error](const httplib::Request& req, httplib::Response& res) {
-      send_error(
-          res, Status::InvalidArgument("method GET is not allowed on " + req.path + "; use POST"));
+    s.Get(p, [](const httplib::Request& req, httplib::Response& res) {
+      SendError(res,
+                Status::InvalidArgument("method GET is not allowed on " + req.path + "; use POST"));
       res.status = 405;
       res.set_header("Allow", "POST");
     });
   }
   // Errors produced by httplib itself (unknown route, body too large) get an
   // OpenAI-shaped body too.
-  s.set_error_handler([send_error](const httplib::Request& req, httplib::Response& res) {
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     const int status = res.status;
     if (status == 413) {
-      send_error(res, Status(StatusCode::kPayloadTooLarge,
-                             "the request body is larger than the limit (max_body_size)"));
+      SendError(res, Status(StatusCode::kPayloadTooLarge,
+                            "the request body is larger than the limit (max_body_size)"));
     } else if (status == 404) {
-      send_error(res, Status::NotFound("no route for " + req.method + " " + req.path));
+      SendError(res, Status::NotFound("no route for " + req.method + " " + req.path));
     } else {
-      send_error(res, Status::InvalidArgument("the request could not be processed (HTTP " +
-                                              std::to_string(status) + ")"));
+      SendError(res, Status::InvalidArgument("the request could not be processed (HTTP " +
+                                             std::to_string(status) + ")"));
     }
     res.status = status;
   });
   s.set_exception_handler(
-      [send_error](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown";
         try {
           if (ep) std::rethrow_exception(ep);
@@ -208,7 +209,7 @@ void HttpServer::Routes() {
         } catch (...) {
         }
         spdlog::error("BUG: exception while serving {} {}: {}", req.method, req.path, what);
-        send_error(res, Status::Internal("internal error: " + what));
+        SendError(res, Status::Internal("internal error: " + what));
       });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     // Streamed generation responses are counted when the stream ends.

@@ -74,6 +74,8 @@ class HttpServer {
  private:
   void Routes();
   void HandleCompletion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  // The error envelope with the status's HTTP code (and Retry-After).
+  static void SendError(httplib::Response& res, const Status& st);
   void HandleReady(httplib::Response& res);
   void HandleModels(const httplib::Request& req, httplib::Response& res);
   void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);

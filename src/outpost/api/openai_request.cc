@@ -387,7 +387,6 @@ Status ParseTools(const json& body, ParsedRequest* r) {
     return Status::InvalidArgument("'response_format' cannot be combined with 'tools'",
                                    "response_format");
   }
-  r->wants_tools = r->tools.active();
   return Status::Ok();
 }
 

@@ -45,11 +45,7 @@ void Add(scheduler::Usage* total, const scheduler::Usage& u) {
 
 void HttpServer::HandlePromptBatch(router::CompletionCall call, const httplib::Request& req,
                                    httplib::Response& res) {
-  auto fail = [&](const Status& st) {
-    res.status = HttpStatusFor(st.code());
-    if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
-    res.set_content(ErrorBody(st), "application/json");
-  };
+  auto fail = [&](const Status& st) { SendError(res, st); };
   auto b = std::make_shared<Batch>();
   b->n = call.request.n;
   b->logprobs = call.request.top_logprobs >= 0;

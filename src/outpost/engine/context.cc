@@ -102,16 +102,6 @@ Status Context::Decode() {
   }
 }
 
-double Context::TokenLogProb(int32_t idx, Token token) const {
-  const float* logits = llama_get_logits_ith(ctx_, idx);
-  const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
-  float max_l = logits[0];
-  for (int32_t i = 1; i < n; ++i) max_l = std::max(max_l, logits[i]);
-  double sum = 0;
-  for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_l));
-  return static_cast<double>(logits[token] - max_l) - std::log(sum);
-}
-
 TokenLogprob Context::TopLogProbs(int32_t idx, Token token, int32_t n_top) const {
   const float* logits = llama_get_logits_ith(ctx_, idx);
   const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));

@@ -62,9 +62,7 @@ class Context {
   Status Decode();
 
   // log p(token) under the raw (untempered) distribution at batch index idx
-  // of the last decode.
-  double TokenLogProb(int32_t idx, Token token) const;
-  // The same, with the n_top most likely tokens (best first).
+  // of the last decode, with the n_top most likely tokens (best first).
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const;
 
   // dst's KV becomes a copy of src's: shared cells in a unified cache, a

@@ -63,10 +63,8 @@ class Engine {
   // Samples seq's next token from the logits at batch index idx of the last
   // Decode(). REQUIRES: StartSequence(seq) since the last RemoveSequence(seq).
   virtual Token Sample(SeqId seq, int32_t idx) = 0;
-  // log p(token) under the raw distribution at batch index idx.
-  virtual double TokenLogProb(int32_t idx, Token token) const = 0;
-  // The same, with the n_top most likely tokens there (one pass over the
-  // vocabulary).
+  // log p(token) under the raw distribution at batch index idx, with the
+  // n_top (may be 0) most likely tokens there; one pass over the vocabulary.
   virtual TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const = 0;
   // Makes dst's KV a copy of src's (dst holds nothing). Takes effect at the
   // next Decode(), before the batch is computed.

@@ -49,9 +49,6 @@ class LlamaEngine final : public Engine {
   Status Decode() override { return ctx_->Decode(); }
   Status StartSequence(SeqId seq, const SamplingParams& params) override;
   Token Sample(SeqId seq, int32_t idx) override;
-  double TokenLogProb(int32_t idx, Token token) const override {
-    return ctx_->TokenLogProb(idx, token);
-  }
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const override {
     return ctx_->TopLogProbs(idx, token, n_top);
   }

@@ -44,7 +44,6 @@ struct CompletionRequest {
   int32_t top_logprobs = -1;  // per-token logprobs with this many alternatives; -1 = none
   int32_t n = 1;              // choices
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
-  bool wants_tools = false;  // tools requested (and tool_choice is not "none")
   ToolSpec tools;
 };
 

@@ -96,7 +96,7 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
       in.prompt_tokens = static_cast<int32_t>(call.body.size() / 4);
     }
     in.max_tokens = req.max_tokens > 0 ? req.max_tokens : 0;
-    in.wants_tools = req.wants_tools;
+    in.wants_tools = req.tools.active();
     in.tier = call.tier;
     in.stream = req.stream;
     in.latency_budget_ms =

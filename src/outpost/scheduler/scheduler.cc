@@ -407,7 +407,7 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
     for (const auto& [t, v] : lp.top) info.top.emplace_back(engine_->TokenPiece(t), v);
     s.logprobs_pending.push_back(std::move(info));
   } else if (s.req.want_logprobs) {
-    s.sum_logprob += engine_->TokenLogProb(idx, tok);
+    s.sum_logprob += engine_->TopLogProbs(idx, tok, 0).logprob;
   }
 
   s.utf8_pending += engine_->TokenPiece(tok);
