@@ -19,6 +19,9 @@ from benchlib import free_port  # noqa: E402,F401  (one copy, shared with the be
 BIN = os.environ.get("OUTPOST_BIN", "build/outpost")
 MODEL = os.environ.get("OUTPOST_MODEL", ".deps/models/default.gguf")  # SmolLM2 135M Instruct
 GEMMA = os.environ.get("OUTPOST_GEMMA", ".deps/models/gemma-3-270m.gguf")  # base model, 262k vocab
+# Chat templates for tests (tests/data/templates); qwen2.5-tools.jinja declares
+# tools, so a model served with it gets llama.cpp's native tool-call format.
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "templates")
 
 
 class Server:

@@ -129,6 +129,53 @@ def test_tool_calling_round_trip(client, model_id):
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
+def test_native_tool_format_round_trip_and_incremental_stream():
+    """A template that declares tools (Qwen 2.5's, on SmolLM2): the calls are in
+    that template's own format, constrained and parsed by llama.cpp's chat code,
+    and a stream carries the arguments piece by piece as they are generated."""
+    import json
+    import os
+    from outpost_harness import TEMPLATES, serve
+    with serve("--chat-template-file", os.path.join(TEMPLATES, "qwen2.5-tools.jinja"),
+               "--parallel", "2", "--ctx-size", "1024") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        mid = c.models.list().data[0].id
+        ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+        r = c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], tool_choice="required",
+                                      parallel_tool_calls=False, seed=1, max_tokens=100)
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls" and ch.message.content is None, ch
+        (call,) = ch.message.tool_calls
+        assert call.function.name == "get_weather" and call.id.startswith("call_")
+        assert set(json.loads(call.function.arguments)) == {"city"}
+        # The call and its result go back in the template's own turns.
+        follow = ask + [ch.message.model_dump(exclude_none=True),
+                        {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 24 C"}]
+        r2 = c.chat.completions.create(model=mid, messages=follow, tools=[WEATHER], tool_choice="none",
+                                       seed=1, max_tokens=40)
+        assert r2.choices[0].message.content and not r2.choices[0].message.tool_calls
+        # auto: text or well-formed calls to declared functions, whichever the model picks.
+        for seed in range(3):
+            a = c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], seed=seed, max_tokens=120)
+            m = a.choices[0].message
+            if m.tool_calls:
+                assert a.choices[0].finish_reason == "tool_calls"
+                assert all(t.function.name == "get_weather" and "city" in json.loads(t.function.arguments)
+                           for t in m.tool_calls)
+            else:
+                assert m.content
+        # Streamed: the first delta names the call, the next ones add argument text.
+        chunks = list(c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER],
+                                                tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                                                parallel_tool_calls=False, stream=True, seed=2, max_tokens=100))
+        deltas = [tc for chunk in chunks if chunk.choices for tc in (chunk.choices[0].delta.tool_calls or [])]
+        assert deltas[0].id.startswith("call_") and deltas[0].function.name == "get_weather"
+        assert len(deltas) > 2 and all(d.index == 0 and d.id is None for d in deltas[1:])
+        args = "".join(d.function.arguments or "" for d in deltas)
+        assert set(json.loads(args)) == {"city"}
+        assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
 def test_logprobs_through_the_client(client, model_id):
     r = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
                                        temperature=0, max_tokens=6, logprobs=True, top_logprobs=2)

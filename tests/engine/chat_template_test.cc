@@ -48,7 +48,7 @@ TEST_P(ChatTemplates, RendersSystemAndUserTurns) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   auto prompt = (*m)->ApplyChatTemplate({{"system", "Be brief."}, {"user", "Hi"}});
   ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-  EXPECT_EQ(*prompt, GetParam().expected);
+  EXPECT_EQ(prompt->text, GetParam().expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -78,7 +78,7 @@ TEST(ChatTemplates, DefaultModelUsesItsOwnTemplate) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   auto prompt = (*m)->ApplyChatTemplate({{"user", "Hi"}});
   ASSERT_TRUE(prompt.ok()) << prompt.status().ToString();
-  EXPECT_EQ(*prompt,
+  EXPECT_EQ(prompt->text,
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
             "Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   // The turn ends with <|im_end|>, the model's end-of-generation token.

@@ -30,20 +30,22 @@ class FakeEngine final : public engine::Engine {
   std::vector<engine::Token> Tokenize(std::string_view text, bool, bool) const override {
     return {text.begin(), text.end()};
   }
-  StatusOr<std::string> ApplyChatTemplate(
-      const std::vector<engine::ChatMessage>& messages) const override {
-    std::string out;
+  StatusOr<engine::ChatPrompt> ApplyChatTemplate(const std::vector<engine::ChatMessage>& messages,
+                                                 const engine::ChatTools*) const override {
+    engine::ChatPrompt out;
     for (const auto& m : messages) {
       if (m.role != "system" && m.role != "user" && m.role != "assistant")
         return Status::InvalidArgument("role '" + m.role + "' is not supported", "messages");
-      out += m.role + ": " + m.content + "\n";
+      out.text += m.role + ": " + m.content + "\n";
     }
-    return out + "assistant: ";
+    out.text += "assistant: ";
+    out.stops = stops_;
+    return out;
   }
-  const std::vector<std::string>& TemplateStops() const override { return stops_; }
+  bool NativeToolCalls() const override { return false; }
   const std::vector<engine::Token>& EndOfGenerationTokens() const override { return eog_; }
   bool IsEndOfGeneration(engine::Token t) const override { return t == kEog; }
-  std::string TokenPiece(engine::Token t) const override {
+  std::string TokenPiece(engine::Token t, bool) const override {
     return t < 256 ? std::string(1, static_cast<char>(t)) : std::string();
   }
   int32_t VocabSize() const override { return 257; }

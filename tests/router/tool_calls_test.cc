@@ -60,13 +60,13 @@ TEST(ToolCalls, ParsesCallsTextAndRefusesCutAnswers) {
   auto calls =
       ParseToolAnswer(R"({"tool_calls":[{"name":"get_time","arguments":{"city":"Rome"}}]})");
   ASSERT_TRUE(calls.ok());
-  ASSERT_EQ(calls->calls.size(), 1u);
-  EXPECT_EQ(calls->calls[0].name, "get_time");
-  EXPECT_EQ(calls->calls[0].arguments, R"({"city":"Rome"})");
+  ASSERT_EQ(calls->tool_calls.size(), 1u);
+  EXPECT_EQ(calls->tool_calls[0].name, "get_time");
+  EXPECT_EQ(calls->tool_calls[0].arguments, R"({"city":"Rome"})");
   auto text = ParseToolAnswer(R"({"response":"It rains."})");
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(text->content, "It rains.");
-  EXPECT_TRUE(text->calls.empty());
+  EXPECT_TRUE(text->tool_calls.empty());
   EXPECT_FALSE(ParseToolAnswer(R"({"tool_calls":[{"name":"get_ti)").ok());
 }
 

@@ -15,6 +15,7 @@
 #include "outpost/api/openai_request.h"
 #include "outpost/api/openai_response.h"
 #include "outpost/api/sse.h"
+#include "outpost/api/tool_answer.h"
 #include "outpost/router/upstream_client.h"
 
 namespace outpost::api {
@@ -30,26 +31,12 @@ struct Stream {
   bool chat = true;
   bool include_usage = false;
   bool logprobs = false;
-  bool tools = false;                    // buffer the answer: tool calls are known only at its end
-  std::vector<std::string> tool_buffer;  // per choice
-  util::Random* random = nullptr;
-  int n = 1;                         // choices
-  std::vector<int64_t> text_offset;  // completions: bytes of output written so far, per choice
+  std::vector<ToolCallStream> tools;  // per choice, when the request has tools
+  int n = 1;                          // choices
+  std::vector<int64_t> text_offset;   // completions: bytes of output written so far, per choice
   bool role_sent = false;
   bool finished = false;
 };
-
-// A tool-calling answer (router/tool_calls.h's generic format) as the client
-// sees it: calls with fresh ids and finish_reason "tool_calls", or the text.
-void ApplyToolAnswer(Choice* c, util::Random& random) {
-  auto a = router::ParseToolAnswer(c->text);
-  if (!a.ok()) return;  // cut short (max_tokens): the raw text, finish_reason "length"
-  c->text = a->content;
-  for (auto& call : a->calls) {
-    c->tool_calls.push_back(ToolCall{NewId("call_", random), call.name, call.arguments});
-  }
-  c->tool_calls_finish = !c->tool_calls.empty();
-}
 
 // The scheduler calls the prompt "prompt"; a chat request's prompt is its messages.
 Status ForEndpoint(Status st, Endpoint endpoint) {
@@ -190,7 +177,8 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
     if (r.finish == FinishReason::kError) return fail(r.error);
     for (auto& c : choices) {
       c.finish = static_cast<size_t>(c.index) < r.choices.size() ? r.choices[c.index] : r.finish;
-      if (tools) ApplyToolAnswer(&c, *random_);
+      if (tools && sink->meta().tool_parser)
+        ApplyToolAnswer(&c, *sink->meta().tool_parser, *random_);
     }
     res.set_content(
         chat ? ChatCompletionBody(meta, choices, r.usage) : CompletionBody(meta, choices, r.usage),
@@ -204,11 +192,11 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   st->chat = chat;
   st->include_usage = include_usage;
   st->logprobs = logprobs;
-  st->tools = tools;
-  st->random = random_;
   st->n = n;
   st->text_offset.assign(static_cast<size_t>(n), 0);
-  st->tool_buffer.assign(static_cast<size_t>(n), std::string());
+  if (tools && sink->meta().tool_parser) {
+    for (int i = 0; i < n; ++i) st->tools.emplace_back(sink->meta().tool_parser, random_);
+  }
   const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -231,11 +219,15 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
         bool ended = false;
         for (auto& p : st->sink->TakePieces(&ended)) {
           const auto i = static_cast<size_t>(p.choice);
-          if (st->tools) {  // the calls are known only once the answer is whole
-            st->tool_buffer[i] += p.text;
+          Choice c;
+          if (!st->tools.empty()) {  // content and calls, as far as the answer so far tells
+            c = st->tools[i].Feed(p.text);
+            c.index = p.choice;
+            if (c.text.empty() && c.tool_calls.empty()) continue;
+            if (!write(SseData(ChatChunk(st->meta, c, false, /*content=*/!c.text.empty()))))
+              return false;
             continue;
           }
-          Choice c;
           c.index = p.choice;
           c.has_logprobs = st->logprobs;
           c.text_offset = st->text_offset[i];
@@ -262,16 +254,15 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           Choice end;
           end.index = i;
           end.finish = static_cast<size_t>(i) < r.choices.size() ? r.choices[i] : r.finish;
-          if (st->tools) {
-            Choice t;
+          if (!st->tools.empty()) {
+            ToolCallStream& ts = st->tools[static_cast<size_t>(i)];
+            Choice t = ts.Finish();
             t.index = i;
-            t.text = std::move(st->tool_buffer[static_cast<size_t>(i)]);
-            ApplyToolAnswer(&t, *st->random);
             if (!t.tool_calls.empty() || !t.text.empty()) {
-              if (!write(SseData(ChatChunk(st->meta, t, false, /*content=*/t.tool_calls.empty()))))
+              if (!write(SseData(ChatChunk(st->meta, t, false, /*content=*/!t.text.empty()))))
                 return false;
             }
-            end.tool_calls_finish = t.tool_calls_finish;
+            end.tool_calls_finish = ts.called();
           }
           const std::string last = st->chat ? ChatChunk(st->meta, end, false, /*content=*/false)
                                             : CompletionChunk(st->meta, end);

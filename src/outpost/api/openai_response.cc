@@ -81,13 +81,19 @@ json CompletionLogprobs(const Choice& c) {
       {"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-json ToolCallsJson(const std::vector<ToolCall>& calls, bool with_index) {
+json ToolCallsJson(const std::vector<ToolCall>& calls, bool stream) {
   json a = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    json call = {{"id", calls[i].id},
-                 {"type", "function"},
-                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (with_index) call["index"] = i;
+    const ToolCall& c = calls[i];
+    json call = json::object();
+    if (stream) call["index"] = c.index >= 0 ? static_cast<size_t>(c.index) : i;
+    if (!stream || !c.id.empty()) {
+      call["id"] = c.id;
+      call["type"] = "function";
+      call["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+    } else {
+      call["function"] = {{"arguments", c.arguments}};  // a later delta of the same call
+    }
     a.push_back(call);
   }
   return a;

@@ -23,11 +23,14 @@ struct ResponseMeta {
   std::string system_fingerprint;  // identifies model file + build
 };
 
-// One function call the model asked for (chat, with tools).
+// One function call the model asked for (chat, with tools), or in a stream
+// chunk its delta: the first delta of a call has id and name, later ones
+// (id empty) only argument text to append.
 struct ToolCall {
   std::string id;  // "call_..."
   std::string name;
   std::string arguments;  // JSON text
+  int index = -1;         // stream: the call's position in the message
 };
 
 // One choice of an answer, or its part in one stream chunk.

@@ -30,11 +30,15 @@ class Engine {
   virtual std::vector<Token> Tokenize(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
   // Messages rendered with the model's chat template, assistant prefix added.
+  // tools (null = none; REQUIRES NativeToolCalls()) are rendered in the
+  // template's own tool format, and the prompt then carries the grammar the
+  // calls must follow and the parser that reads them back.
   // Errors: InvalidArgument when the template rejects the conversation.
-  virtual StatusOr<std::string> ApplyChatTemplate(
-      const std::vector<ChatMessage>& messages) const = 0;
-  // Stop strings the chat format adds ("<|im_end|>" for ChatML).
-  virtual const std::vector<std::string>& TemplateStops() const = 0;
+  virtual StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                                 const ChatTools* tools) const = 0;
+  // True when the chat template has a tool-call format that llama.cpp's chat
+  // code can constrain and parse (Llama 3.x, Qwen, Hermes, Mistral, ...).
+  virtual bool NativeToolCalls() const = 0;
   virtual const std::vector<Token>& EndOfGenerationTokens() const = 0;
   virtual bool IsEndOfGeneration(Token token) const = 0;
   // Sampling defaults for knobs a request leaves unset (config, else GGUF,
@@ -43,8 +47,9 @@ class Engine {
   // JSON schema (text) → GBNF grammar. Errors: InvalidArgument naming
   // "response_format" and the unsupported keyword.
   virtual StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const = 0;
-  // Raw bytes of one token (may be part of a UTF-8 character).
-  virtual std::string TokenPiece(Token token) const = 0;
+  // Raw bytes of one token (may be part of a UTF-8 character). Control
+  // tokens render as empty unless `special`.
+  virtual std::string TokenPiece(Token token, bool special) const = 0;
   virtual int32_t VocabSize() const = 0;
 
   // --- Decoding: engine thread only ----------------------------------------

@@ -26,10 +26,11 @@ class LlamaEngine final : public Engine {
                               bool parse_special) const override {
     return model_->Tokenize(text, add_special, parse_special);
   }
-  StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& m) const override {
-    return model_->ApplyChatTemplate(m);
+  StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& m,
+                                         const ChatTools* tools) const override {
+    return model_->ApplyChatTemplate(m, tools);
   }
-  const std::vector<std::string>& TemplateStops() const override { return model_->TemplateStops(); }
+  bool NativeToolCalls() const override { return model_->NativeToolCalls(); }
   const std::vector<Token>& EndOfGenerationTokens() const override {
     return model_->EndOfGenerationTokens();
   }
@@ -38,7 +39,9 @@ class LlamaEngine final : public Engine {
   StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const override {
     return model_->GrammarFromJsonSchema(schema);
   }
-  std::string TokenPiece(Token t) const override { return model_->TokenPiece(t); }
+  std::string TokenPiece(Token t, bool special) const override {
+    return model_->TokenPiece(t, special);
+  }
   int32_t VocabSize() const override { return model_->VocabSize(); }
 
   void ClearBatch() override { ctx_->ClearBatch(); }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 
+#include "outpost/engine/chat_format.h"
 #include "outpost/engine/json_schema_grammar.h"
 
 #include "outpost/version.h"
@@ -73,6 +74,25 @@ SamplingDefaults LoadSamplingDefaults(const llama_model* model, const SamplingPa
   return d;
 }
 
+// True when the template describes tools itself (a probe function's name
+// shows in the prompt) and llama.cpp's chat code derives a grammar for its
+// call format. Templates without one (SmolLM2's, Gemma's) get the router's
+// generic format instead (router/tool_calls.h).
+bool ProbeToolFormat(const common_chat_templates* templates, common_chat_templates_inputs in) {
+  constexpr const char* kProbe = "outpost_probe_function";
+  in.tools.push_back(
+      {kProbe, "Probe.", R"({"type":"object","properties":{"x":{"type":"string"}}})"});
+  in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
+  try {
+    auto params = common_chat_templates_apply(templates, in);
+    return !params.grammar.empty() && !params.parser.empty() &&
+           params.prompt.find(kProbe) != std::string::npos;
+  } catch (const std::exception& e) {
+    spdlog::debug("chat template has no usable tool-call format: {}", e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
@@ -111,15 +131,15 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
     m->templates_ = common_chat_templates_init(raw, override_tmpl).release();
     m->add_bos_ = llama_vocab_get_add_bos(m->vocab_);
     m->add_eos_ = llama_vocab_get_add_eos(m->vocab_);
-    // Probe the template once: learn the format's extra stop strings and fail
-    // at start (not per request) when the template cannot render.
+    // Probe the template once: fail at start (not per request) when it cannot
+    // render, and learn whether it has a tool-call format.
     common_chat_templates_inputs probe;
     probe.use_jinja = true;
     probe.add_bos = m->add_bos_;
     probe.add_eos = m->add_eos_;
     probe.messages.push_back({"user", "hi", {}, {}, {}, {}, {}});
-    auto params = common_chat_templates_apply(m->templates_, probe);
-    m->template_stops_ = params.additional_stops;
+    common_chat_templates_apply(m->templates_, probe);
+    m->native_tools_ = ProbeToolFormat(m->templates_, probe);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(
         std::string("chat template of '") + options.path + "' cannot be used: " + e.what(),
@@ -147,12 +167,12 @@ std::vector<Token> Model::Tokenize(std::string_view text, bool add_special,
   return out;
 }
 
-std::string Model::TokenPiece(Token token) const {
+std::string Model::TokenPiece(Token token, bool special) const {
   char buf[256];
-  int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, /*special=*/false);
+  int32_t n = llama_token_to_piece(vocab_, token, buf, sizeof buf, 0, special);
   if (n >= 0) return std::string(buf, static_cast<size_t>(n));
   std::string big(static_cast<size_t>(-n), '\0');
-  n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
+  n = llama_token_to_piece(vocab_, token, big.data(), static_cast<int32_t>(big.size()), 0, special);
   big.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return big;
 }
@@ -169,23 +189,24 @@ int32_t Model::VocabSize() const {
   return llama_vocab_n_tokens(vocab_);
 }
 
-StatusOr<std::string> Model::ApplyChatTemplate(const std::vector<ChatMessage>& messages) const {
+StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                              const ChatTools* tools) const {
   common_chat_templates_inputs in;
   in.use_jinja = true;
   in.add_generation_prompt = true;
   // The tokenizer adds BOS/EOS itself; strip them from the rendered text.
   in.add_bos = add_bos_;
   in.add_eos = add_eos_;
-  in.messages.reserve(messages.size());
-  for (const auto& msg : messages) {
-    common_chat_msg cm;
-    cm.role = msg.role;
-    cm.content = msg.content;
-    in.messages.push_back(std::move(cm));
-  }
+  if (Status st = FillChatInputs(messages, tools, &in); !st.ok()) return st;
   try {
     std::lock_guard<std::mutex> lock(template_mu_);
-    return common_chat_templates_apply(templates_, in).prompt;
+    std::string opening;
+    if (tools != nullptr && tools->required) {
+      common_chat_templates_inputs auto_in = in;
+      auto_in.tool_choice = COMMON_CHAT_TOOL_CHOICE_AUTO;
+      opening = CallOpening(common_chat_templates_apply(templates_, auto_in));
+    }
+    return ToChatPrompt(common_chat_templates_apply(templates_, in), tools, opening, vocab_);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(
         std::string("the model's chat template rejected the messages: ") + e.what(), "messages");

@@ -49,8 +49,8 @@ class Model {
   std::vector<Token> Tokenize(std::string_view text, bool add_special, bool parse_special) const;
 
   // The raw bytes of one token (may be part of a UTF-8 character). Control
-  // tokens render as empty.
-  std::string TokenPiece(Token token) const;
+  // tokens render as empty unless `special`.
+  std::string TokenPiece(Token token, bool special = false) const;
 
   // True for end-of-generation tokens (EOS, EOT, <end_of_turn>...).
   bool IsEndOfGeneration(Token token) const;
@@ -59,12 +59,16 @@ class Model {
   int32_t VocabSize() const;
 
   // Renders messages with the model's own chat template (jinja), adding the
-  // assistant prefix. Errors: InvalidArgument when the template rejects the
-  // conversation (e.g. roles out of order); the message says why.
-  StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages) const;
-
-  // Stop strings the chat format adds (e.g. "<|im_end|>" for ChatML).
-  const std::vector<std::string>& TemplateStops() const { return template_stops_; }
+  // assistant prefix. With tools (REQUIRES NativeToolCalls()), llama.cpp's
+  // chat code renders them in the template's format and returns the lazy
+  // grammar, triggers and parser for its calls (engine::Engine). Errors:
+  // InvalidArgument when the template rejects the conversation (e.g. roles
+  // out of order); the message says why.
+  StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                         const ChatTools* tools = nullptr) const;
+  // The template describes tools and has a call format llama.cpp parses
+  // (probed once at load).
+  bool NativeToolCalls() const { return native_tools_; }
 
   // Sampling defaults for knobs a request leaves unset: the config's, else
   // the GGUF's general.sampling.* keys, else llama.cpp's (SamplingDefaults{}).
@@ -85,9 +89,9 @@ class Model {
   llama_model* model_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
   common_chat_templates* templates_ = nullptr;
-  std::vector<std::string> template_stops_;
   std::vector<Token> eog_tokens_;
   SamplingDefaults sampling_defaults_;
+  bool native_tools_ = false;
   bool add_bos_ = false;  // the tokenizer adds BOS (so templates must not)
   bool add_eos_ = false;
   mutable std::mutex template_mu_;  // guards rendering through templates_

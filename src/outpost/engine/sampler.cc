@@ -10,6 +10,30 @@
 #include <vector>
 
 namespace outpost::engine {
+namespace {
+
+common_grammar_trigger ToCommon(const GrammarTrigger& t) {
+  common_grammar_trigger c;
+  c.value = t.value;
+  c.token = t.token;
+  switch (t.type) {
+    case GrammarTrigger::Type::kToken:
+      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN;
+      break;
+    case GrammarTrigger::Type::kWord:
+      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_WORD;
+      break;
+    case GrammarTrigger::Type::kPattern:
+      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN;
+      break;
+    case GrammarTrigger::Type::kPatternFull:
+      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL;
+      break;
+  }
+  return c;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Sampler>> Sampler::Create(const Model& model, const SamplingParams& p) {
   return Build(model, p, true);
@@ -57,7 +81,16 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
     // OpenAI: -100 effectively bans, +100 effectively forces.
     cp.logit_bias.push_back({tok, b <= -100.0f ? -INFINITY : b});
   }
-  if (!p.grammar.empty()) cp.grammar = common_grammar(COMMON_GRAMMAR_TYPE_USER, p.grammar);
+  if (!p.grammar.empty()) {
+    // A tool-call grammar starts with the assistant prefix already in the
+    // prompt; llama.cpp feeds that prefix to it only for this grammar type.
+    const bool tool_grammar = p.grammar_lazy || !p.grammar_prefix.empty();
+    cp.grammar = common_grammar(
+        tool_grammar ? COMMON_GRAMMAR_TYPE_TOOL_CALLS : COMMON_GRAMMAR_TYPE_USER, p.grammar);
+    cp.grammar_lazy = p.grammar_lazy;
+    cp.generation_prompt = p.grammar_prefix;
+    for (const auto& t : p.grammar_triggers) cp.grammar_triggers.push_back(ToCommon(t));
+  }
   try {
     s->common_ = common_sampler_init(model.raw(), cp);
   } catch (const std::exception& e) {

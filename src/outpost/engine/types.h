@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "outpost/util/status.h"
 
 namespace outpost::engine {
 
@@ -19,6 +22,54 @@ struct ChatMessage {
   std::string content;
   std::string tool_calls;    // assistant: the calls it made, as a JSON array ("" = none)
   std::string tool_call_id;  // tool: the call this result answers
+};
+
+// A function a chat request lets the model call (OpenAI `tools`).
+struct ToolFunction {
+  std::string name;
+  std::string description;
+  std::string parameters;  // JSON schema text; "" = takes no arguments
+};
+
+// The tools handed to a template that has its own tool-call format.
+struct ChatTools {
+  std::vector<ToolFunction> functions;  // tool_choice naming one: only that one
+  bool required = false;                // the answer must call (tool_choice required/named)
+  bool parallel = true;                 // several calls in one turn
+};
+
+// One call the model made.
+struct ToolCall {
+  std::string id;  // as the format carries it; "" = none (the API assigns one)
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
+// A chat answer split into what the user reads and the calls it makes.
+struct ParsedAnswer {
+  std::string content;
+  std::vector<ToolCall> tool_calls;
+};
+
+// Turns an answer's raw text into a ParsedAnswer, for one tool-call format.
+// Immutable once made; thread-safe.
+class AnswerParser {
+ public:
+  virtual ~AnswerParser() = default;
+  // `text` is the answer so far. partial: more may follow (streaming), so
+  // only what is certain is returned, and a later call's result extends an
+  // earlier one's (content and arguments grow; calls are only added).
+  // Errors (complete text only): InvalidArgument when the text does not
+  // follow the format (generation cut short by max_tokens, say).
+  virtual StatusOr<ParsedAnswer> Parse(const std::string& text, bool partial) const = 0;
+};
+
+// Where a lazy grammar starts to apply (llama.cpp's common_grammar_trigger).
+struct GrammarTrigger {
+  enum class Type { kToken, kWord, kPattern, kPatternFull };
+  Type type = Type::kWord;
+  std::string value;  // the word or regular expression
+  Token token = -1;   // kToken
 };
 
 // Per-request sampling settings, already validated by api/. The four
@@ -41,6 +92,13 @@ struct SamplingParams {
   // schema. The sampler rejects tokens the grammar does not allow; EOS is
   // allowed only once the grammar is complete.
   std::string grammar;
+  // Lazy: the grammar applies only from the first trigger on (a tool-call
+  // format lets the model talk freely until it opens a call).
+  bool grammar_lazy = false;
+  std::vector<GrammarTrigger> grammar_triggers;
+  // Text the prompt already ends with that the grammar starts with (the
+  // assistant prefix of tool-call grammars); fed to the grammar first.
+  std::string grammar_prefix;
 };
 
 // One sampled token's log-probability under the model's raw distribution,
@@ -49,6 +107,20 @@ struct TokenLogprob {
   Token token = 0;
   float logprob = 0;
   std::vector<std::pair<Token, float>> top;
+};
+
+// A conversation rendered by the model's chat template, with what generation
+// needs to follow the template's format.
+struct ChatPrompt {
+  std::string text;
+  std::vector<std::string> stops;  // stop strings the format adds ("<|im_end|>")
+  // Set only when tools were rendered in the template's own format.
+  std::string grammar;  // GBNF the calls must follow
+  bool grammar_lazy = false;
+  std::vector<GrammarTrigger> grammar_triggers;
+  std::string grammar_prefix;
+  std::vector<Token> special_tokens;  // control tokens whose text is part of the answer
+  std::shared_ptr<const AnswerParser> parser;
 };
 
 // What shape the answer must have (OpenAI response_format).

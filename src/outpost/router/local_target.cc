@@ -1,5 +1,8 @@
 #include "outpost/router/local_target.h"
 
+#include "outpost/router/tool_calls.h"
+#include "outpost/scheduler/scheduler.h"
+
 namespace outpost::router {
 
 Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCall& call,
@@ -14,20 +17,26 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->n = r.n;
   scheduler::PromptInput in;
   in.chat = r.endpoint == Endpoint::kChat;
-  in.messages = r.tools.active() ? ToolMessages(r.messages, r.tools) : r.messages;
+  in.messages = r.messages;
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;
   in.response_format = r.response_format;
-  if (r.tools.active()) {
+  const bool generic_tools = r.tools.active() && !model.scheduler->engine().NativeToolCalls();
+  if (generic_tools) {
+    in.messages = ToolMessages(r.messages, r.tools);
     in.response_format.type = engine::ResponseFormat::Type::kJsonSchema;
     in.response_format.schema = ToolAnswerSchema(r.tools);
+  } else if (r.tools.active()) {
+    in.tools = NativeTools(r.tools);
   }
-  return model.scheduler->Prepare(in, r.ignore_eos, gen);
+  if (Status st = model.scheduler->Prepare(in, r.ignore_eos, gen); !st.ok()) return st;
+  if (generic_tools) gen->answer_parser = GenericToolParser();
+  return Status::Ok();
 }
 
 void LocalTarget::Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
                       const std::shared_ptr<ResponseSink>& sink) {
-  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint});
+  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint, gen.answer_parser});
   if (Status st = model.scheduler->Submit(std::move(gen), sink); !st.ok()) sink->OnError(st);
 }
 

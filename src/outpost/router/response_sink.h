@@ -21,6 +21,7 @@
 // upstream chunk) and frees what it holds.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "outpost/scheduler/request.h"
@@ -38,6 +39,8 @@ struct RouteReport {
 struct LocalAnswerMeta {
   std::string model;               // the served model's id
   std::string system_fingerprint;  // model file + build
+  // With tools: reads the calls out of the answer's text (null otherwise).
+  std::shared_ptr<const engine::AnswerParser> tool_parser;
 };
 
 class ResponseSink : public scheduler::GenerationSink {

@@ -93,12 +93,24 @@ std::string ToolAnswerSchema(const ToolSpec& tools) {
   return json{{"anyOf", {call_answer, text_answer}}}.dump();
 }
 
-StatusOr<ToolAnswer> ParseToolAnswer(const std::string& text) {
+engine::ChatTools NativeTools(const ToolSpec& tools) {
+  engine::ChatTools out;
+  out.parallel = tools.parallel;
+  out.required = tools.choice.mode != ToolChoice::Mode::kAuto;
+  for (const auto& f : tools.functions) {
+    if (tools.choice.mode == ToolChoice::Mode::kFunction && f.name != tools.choice.function)
+      continue;
+    out.functions.push_back(f);
+  }
+  return out;
+}
+
+StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("the model's answer is not a complete tool-call JSON");
   }
-  ToolAnswer a;
+  engine::ParsedAnswer a;
   if (auto r = j.find("response"); r != j.end() && r->is_string()) {
     a.content = r->get<std::string>();
     return a;
@@ -109,9 +121,27 @@ StatusOr<ToolAnswer> ParseToolAnswer(const std::string& text) {
   }
   for (const auto& c : *calls) {
     if (!c.is_object() || !c.contains("name")) continue;
-    a.calls.push_back({c.value("name", ""), c.value("arguments", json::object()).dump()});
+    a.tool_calls.push_back({"", c.value("name", ""), c.value("arguments", json::object()).dump()});
   }
   return a;
+}
+
+namespace {
+
+class GenericParser : public engine::AnswerParser {
+ public:
+  StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    if (partial) return engine::ParsedAnswer{};
+    return ParseToolAnswer(text);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const engine::AnswerParser> GenericToolParser() {
+  static const auto* parser =
+      new std::shared_ptr<const engine::AnswerParser>(std::make_shared<GenericParser>());
+  return *parser;
 }
 
 }  // namespace outpost::router

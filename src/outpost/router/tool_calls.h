@@ -1,10 +1,15 @@
-// Tool calling on the local model, in a generic format that works with any
-// chat model, whether or not its template knows about tools.
+// Tool calling on the local model.
 //
-// The pinned llama.cpp parses tool calls only for templates that declare
-// them (Llama 3.x, Qwen, Hermes, ...); for others (the default SmolLM2, Gemma)
-// it ignores `tools`. Outpost instead describes the functions in a system
-// turn and constrains the answer with a grammar (from a JSON schema) to
+// A chat template with its own tool-call format (Llama 3.x, Qwen, Hermes,
+// Mistral, ...; engine::Engine::NativeToolCalls) gets the tools in that
+// format: llama.cpp's chat code renders them, constrains the calls with a
+// lazy grammar and parses them back (engine/chat_format.h). NativeTools()
+// turns a ToolSpec into what it takes.
+//
+// For templates without one (the default SmolLM2, Gemma) Outpost uses a
+// generic format that works with any chat model: it describes the functions
+// in a system turn and constrains the answer with a grammar (from a JSON
+// schema) to
 //
 //     {"tool_calls": [{"name": "<function>", "arguments": {...}}, ...]}
 //   or {"response": "<text for the user>"}        (tool_choice auto only)
@@ -15,6 +20,7 @@
 // Pure; thread-safe.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,11 +29,7 @@
 
 namespace outpost::router {
 
-struct ToolFunction {
-  std::string name;
-  std::string description;
-  std::string parameters;  // JSON schema text; "" = any object
-};
+using engine::ToolFunction;
 
 struct ToolChoice {
   enum class Mode { kAuto, kNone, kRequired, kFunction };
@@ -42,17 +44,10 @@ struct ToolSpec {
   bool active() const { return !functions.empty() && choice.mode != ToolChoice::Mode::kNone; }
 };
 
-// One call the model made.
-struct ParsedToolCall {
-  std::string name;
-  std::string arguments;  // JSON text
-};
-
-// The model's answer in the generic format.
-struct ToolAnswer {
-  std::string content;  // "response" (auto), else empty
-  std::vector<ParsedToolCall> calls;
-};
+// The tools as a template's own format takes them: tool_choice required
+// stays required, a named function becomes required with only that function.
+// REQUIRES: tools.active().
+engine::ChatTools NativeTools(const ToolSpec& tools);
 
 // Messages (roles system/user/assistant/tool, with ChatMessage::tool_calls and
 // tool_call_id) → plain turns any template renders, with the tool
@@ -65,6 +60,10 @@ std::string ToolAnswerSchema(const ToolSpec& tools);
 
 // Parses a complete answer. Errors: InvalidArgument when it is not the format
 // (only possible when generation was cut short, e.g. by max_tokens).
-StatusOr<ToolAnswer> ParseToolAnswer(const std::string& text);
+StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text);
+
+// ParseToolAnswer as an engine::AnswerParser. A partial answer yields nothing:
+// the JSON is read once it is whole, so a stream carries the calls at its end.
+std::shared_ptr<const engine::AnswerParser> GenericToolParser();
 
 }  // namespace outpost::router

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct PromptInput {
   std::string text;                           // plain completion
   std::vector<engine::Token> tokens;          // completion given as token ids
   engine::ResponseFormat response_format;     // json_object / json_schema: grammar-constrained
+  // Tools rendered in the chat template's own format (REQUIRES chat and
+  // engine().NativeToolCalls()); the calls are grammar-constrained.
+  std::optional<engine::ChatTools> tools;
 };
 
 // One generated token as the client sees it: its bytes (possibly part of a
@@ -60,6 +64,12 @@ struct GenerationRequest {
   // Per-token log-probabilities pushed to the sink (OnLogprobs) with this
   // many alternatives each (0-20); -1 = none.
   int32_t top_logprobs = -1;
+  // Control tokens whose text is part of the answer (a tool format's
+  // "<tool_call>"); others render as nothing.
+  std::vector<engine::Token> special_tokens;
+  // Reads tool calls back out of the answer (set by Prepare for a template's
+  // own tool format). Carried for the layers above; the scheduler ignores it.
+  std::shared_ptr<const engine::AnswerParser> answer_parser;
 };
 
 struct Usage {

@@ -53,11 +53,16 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
                                      "logit_bias");
     }
   }
+  engine::ChatPrompt chat;
   if (in.chat) {
-    auto text = e.ApplyChatTemplate(in.messages);
-    if (!text.ok()) return text.status();
-    req->prompt = e.Tokenize(*text, /*add_special=*/true, /*parse_special=*/true);
-    for (const auto& s : e.TemplateStops()) req->stop.push_back(s);
+    if (in.tools && !e.NativeToolCalls()) {
+      return Status::InvalidArgument("the model's chat template has no tool-call format", "tools");
+    }
+    auto rendered = e.ApplyChatTemplate(in.messages, in.tools ? &*in.tools : nullptr);
+    if (!rendered.ok()) return rendered.status();
+    chat = std::move(rendered).value();
+    req->prompt = e.Tokenize(chat.text, /*add_special=*/true, /*parse_special=*/true);
+    for (auto& s : chat.stops) req->stop.push_back(std::move(s));
   } else if (!in.tokens.empty()) {
     for (size_t i = 0; i < in.tokens.size(); ++i) {
       if (in.tokens[i] >= n_vocab) {
@@ -85,6 +90,18 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
       break;
     }
   }
+  if (!chat.grammar.empty()) {
+    if (!req->sampling.grammar.empty()) {
+      return Status::InvalidArgument("'response_format' cannot be combined with tools",
+                                     "response_format");
+    }
+    req->sampling.grammar = std::move(chat.grammar);
+    req->sampling.grammar_lazy = chat.grammar_lazy;
+    req->sampling.grammar_triggers = std::move(chat.grammar_triggers);
+    req->sampling.grammar_prefix = std::move(chat.grammar_prefix);
+  }
+  req->special_tokens = std::move(chat.special_tokens);
+  req->answer_parser = std::move(chat.parser);
   if (ignore_eos) {
     for (engine::Token t : e.EndOfGenerationTokens())
       req->sampling.logit_bias.emplace_back(t, -100.0f);
@@ -402,15 +419,18 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
     const engine::TokenLogprob lp = engine_->TopLogProbs(idx, tok, s.req.top_logprobs);
     s.sum_logprob += lp.logprob;
     TokenInfo info;
-    info.piece = engine_->TokenPiece(tok);
+    info.piece = engine_->TokenPiece(tok, false);
     info.logprob = lp.logprob;
-    for (const auto& [t, v] : lp.top) info.top.emplace_back(engine_->TokenPiece(t), v);
+    for (const auto& [t, v] : lp.top) info.top.emplace_back(engine_->TokenPiece(t, false), v);
     s.logprobs_pending.push_back(std::move(info));
   } else if (s.req.want_logprobs) {
     s.sum_logprob += engine_->TopLogProbs(idx, tok, 0).logprob;
   }
 
-  s.utf8_pending += engine_->TokenPiece(tok);
+  const bool special = !s.req.special_tokens.empty() &&
+                       std::find(s.req.special_tokens.begin(), s.req.special_tokens.end(), tok) !=
+                           s.req.special_tokens.end();
+  s.utf8_pending += engine_->TokenPiece(tok, special);
   const size_t hold = util::IncompleteUtf8Tail(s.utf8_pending);
   std::string whole = s.utf8_pending.substr(0, s.utf8_pending.size() - hold);
   s.utf8_pending.erase(0, s.utf8_pending.size() - hold);

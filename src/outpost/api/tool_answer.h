@@ -1,0 +1,49 @@
+// A tool-calling answer as the client sees it: the parser the local target
+// chose (the template's own format, or the router's generic one) turns the
+// model's text into content and calls, each call gets an id ("call_..."
+// unless the format carries one) and finish_reason becomes "tool_calls".
+//
+// ToolCallStream does the same for a stream, incrementally: after each piece
+// it re-parses the answer so far (partial) and yields only what is new, in
+// OpenAI's delta shape (a call's first delta has index, id, type and name;
+// later ones carry argument text to append). Not thread-safe: one per choice.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "outpost/api/openai_response.h"
+#include "outpost/engine/types.h"
+#include "outpost/util/random.h"
+
+namespace outpost::api {
+
+// Replaces c->text (the raw answer) by its content and calls. A text that
+// does not parse (cut short by max_tokens) is left as it is.
+void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random);
+
+class ToolCallStream {
+ public:
+  ToolCallStream(std::shared_ptr<const engine::AnswerParser> parser, util::Random* random)
+      : parser_(std::move(parser)), random_(random) {}
+
+  // Adds a piece of the answer. Returns the delta to send: text (content to
+  // append, possibly empty) and tool_calls (call deltas, each with `index`).
+  Choice Feed(const std::string& piece);
+  // The answer is whole: the rest of the delta. When the whole text does not
+  // parse and nothing was sent yet, the raw text is sent as content.
+  Choice Finish();
+  // The answer called at least one function (finish_reason "tool_calls").
+  bool called() const { return !sent_.tool_calls.empty(); }
+
+ private:
+  Choice Delta(const engine::ParsedAnswer& now);
+
+  std::shared_ptr<const engine::AnswerParser> parser_;
+  util::Random* random_;
+  std::string text_;
+  engine::ParsedAnswer sent_;  // what the client has so far (calls with their ids)
+};
+
+}  // namespace outpost::api

@@ -1,0 +1,161 @@
+#include "outpost/engine/chat_format.h"
+
+#include <chat.h>
+#include <common.h>
+#include <llama.h>
+
+#include <nlohmann/json.hpp>
+
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace outpost::engine {
+namespace {
+
+using nlohmann::json;
+
+// The parser llama.cpp chose for the prompt's format (its PEG arena).
+class ChatAnswerParser : public AnswerParser {
+ public:
+  ChatAnswerParser(const common_chat_params& p, std::string opening, bool parallel)
+      : params_(p), opening_(std::move(opening)), parallel_(parallel) {
+    params_.parser.load(p.parser);
+  }
+
+  StatusOr<ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    common_chat_msg m;
+    try {
+      m = common_chat_parse(opening_ + text, partial, params_);
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument(std::string("the answer does not follow the template's "
+                                                 "tool-call format: ") +
+                                     e.what());
+    }
+    ParsedAnswer a;
+    a.content = std::move(m.content);
+    // Reasoning is not split off (reasoning_format none): it stays in content.
+    for (auto& c : m.tool_calls) {
+      // Some formats' grammars repeat the call section even without parallel
+      // calls (Qwen's, Hermes'); the first call is the answer.
+      if (!parallel_ && !a.tool_calls.empty()) break;
+      a.tool_calls.push_back({std::move(c.id), std::move(c.name), std::move(c.arguments)});
+    }
+    return a;
+  }
+
+ private:
+  common_chat_parser_params params_;
+  const std::string opening_;  // forced into the prompt; the model did not write it
+  const bool parallel_;
+};
+
+GrammarTrigger::Type FromTriggerType(common_grammar_trigger_type t) {
+  switch (t) {
+    case COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN:
+      return GrammarTrigger::Type::kToken;
+    case COMMON_GRAMMAR_TRIGGER_TYPE_WORD:
+      return GrammarTrigger::Type::kWord;
+    case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN:
+      return GrammarTrigger::Type::kPattern;
+    case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL:
+      return GrammarTrigger::Type::kPatternFull;
+  }
+  return GrammarTrigger::Type::kWord;
+}
+
+std::string Parameters(const ToolFunction& f) {
+  return f.parameters.empty() ? R"({"type":"object","properties":{}})" : f.parameters;
+}
+
+}  // namespace
+
+Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools* tools,
+                      common_chat_templates_inputs* in) {
+  std::map<std::string, std::string> call_names;  // tool_call id → function name
+  in->messages.reserve(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& msg = messages[i];
+    common_chat_msg cm;
+    cm.role = msg.role;
+    cm.content = msg.content;
+    if (!msg.tool_calls.empty()) {
+      const json calls = json::parse(msg.tool_calls, nullptr, false);
+      if (!calls.is_array()) {
+        const std::string f = "messages[" + std::to_string(i) + "].tool_calls";
+        return Status::InvalidArgument("'" + f + "' is not a JSON array", f);
+      }
+      for (const auto& c : calls) {
+        const json fn = c.value("function", json::object());
+        common_chat_tool_call tc;
+        tc.id = c.value("id", "");
+        tc.name = fn.value("name", "");
+        tc.arguments = fn.value("arguments", "{}");
+        call_names[tc.id] = tc.name;
+        cm.tool_calls.push_back(std::move(tc));
+      }
+    }
+    if (!msg.tool_call_id.empty()) {
+      cm.tool_call_id = msg.tool_call_id;
+      if (auto it = call_names.find(msg.tool_call_id); it != call_names.end()) {
+        cm.tool_name = it->second;
+      }
+    }
+    in->messages.push_back(std::move(cm));
+  }
+  if (tools != nullptr) {
+    for (const auto& f : tools->functions) {
+      in->tools.push_back({f.name, f.description, Parameters(f)});
+    }
+    in->tool_choice =
+        tools->required ? COMMON_CHAT_TOOL_CHOICE_REQUIRED : COMMON_CHAT_TOOL_CHOICE_AUTO;
+    in->parallel_tool_calls = tools->parallel;
+  }
+  return Status::Ok();
+}
+
+std::string CallOpening(const common_chat_params& auto_params) {
+  for (const auto& t : auto_params.grammar_triggers) {
+    if (t.type == COMMON_GRAMMAR_TRIGGER_TYPE_WORD && !t.value.empty()) return t.value;
+  }
+  return "";
+}
+
+ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools,
+                        const std::string& opening, const llama_vocab* vocab) {
+  ChatPrompt out;
+  out.text = params.prompt;
+  out.stops = params.additional_stops;
+  if (tools == nullptr) return out;
+  out.grammar = params.grammar;
+  out.grammar_lazy = params.grammar_lazy;
+  out.grammar_prefix = params.generation_prompt;
+  if (!opening.empty() && !params.grammar_lazy && !params.grammar.empty()) {
+    out.text += opening;
+    out.grammar_prefix += opening;
+  }
+  for (const auto& word : params.preserved_tokens) {
+    auto ids = common_tokenize(vocab, word, /*add_special=*/false, /*parse_special=*/true);
+    if (ids.size() == 1) out.special_tokens.push_back(ids[0]);
+  }
+  for (const auto& t : params.grammar_triggers) {
+    GrammarTrigger g{FromTriggerType(t.type), t.value, t.token};
+    if (g.type == GrammarTrigger::Type::kWord) {
+      // As llama-server: a word that is one token triggers on that token.
+      auto ids = common_tokenize(vocab, t.value, false, true);
+      if (ids.size() == 1) {
+        g.type = GrammarTrigger::Type::kToken;
+        g.token = ids[0];
+      }
+    }
+    out.grammar_triggers.push_back(std::move(g));
+  }
+  const bool forced = !opening.empty() && !params.grammar_lazy && !params.grammar.empty();
+  out.parser =
+      std::make_shared<ChatAnswerParser>(params, forced ? opening : std::string(), tools->parallel);
+  return out;
+}
+
+}  // namespace outpost::engine

@@ -1,0 +1,46 @@
+// The bridge between Outpost's chat types (engine/types.h) and llama.cpp's
+// common chat code (common/chat.h): messages and tools in, and the rendered
+// prompt out with, for tools, the grammar that constrains the calls and the
+// PEG parser that reads them back (the same code llama-server uses).
+//
+// Pure functions over their arguments; the parsers they make are immutable
+// and thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "outpost/engine/types.h"
+
+struct common_chat_templates_inputs;
+struct common_chat_params;
+struct llama_vocab;
+
+namespace outpost::engine {
+
+// Sets in->messages from `messages` (an assistant turn's tool_calls JSON and a
+// tool turn's tool_call_id become llama.cpp's fields; a tool turn is given
+// the name of the call it answers), and with tools in->tools, tool_choice and
+// parallel_tool_calls. Errors: InvalidArgument naming the message whose
+// tool_calls do not parse.
+Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools* tools,
+                      common_chat_templates_inputs* in);
+
+// The text that opens a call in the format of `auto_params` (rendered with
+// tool_choice auto): its first trigger word, e.g. "<tool_call>\n"; "" when
+// the format has none (Llama 3.x's bare JSON).
+std::string CallOpening(const common_chat_params& auto_params);
+
+// What the template produced, as a ChatPrompt. With tools (null = none): the
+// grammar, its triggers (a trigger word that is one token becomes a token
+// trigger), the control tokens whose text is part of the answer, and the
+// parser (which keeps only the first call unless tools->parallel).
+//
+// `opening` (tool_choice required; from CallOpening) is appended to the
+// prompt, so the answer starts inside a call: llama.cpp's required grammar
+// lets free text come first, which a small model fills until the context
+// ends. The grammar is fed the opening and the parser reads it back.
+ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools,
+                        const std::string& opening, const llama_vocab* vocab);
+
+}  // namespace outpost::engine

@@ -1,0 +1,113 @@
+// ToolCallStream: a tool-calling answer streamed as OpenAI deltas, fed piece
+// by piece through a parser whose partial results grow (as llama.cpp's do).
+#include "outpost/api/tool_answer.h"
+
+#include <gtest/gtest.h>
+
+#include "mocks/seeded_random.h"
+
+namespace outpost::api {
+namespace {
+
+// A toy format: text before "CALL name(" is content; what follows up to ")" is
+// the arguments. Partial parses report what is there so far.
+class ToyParser : public engine::AnswerParser {
+ public:
+  StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    engine::ParsedAnswer a;
+    const size_t at = text.find("CALL ");
+    if (at == std::string::npos) {
+      // Hold back a possible start of "CALL " while streaming.
+      size_t keep = text.size();
+      for (size_t k = 1; partial && k <= 4 && k <= text.size(); ++k) {
+        if (std::string("CALL ").compare(0, k, text, text.size() - k, k) == 0)
+          keep = text.size() - k;
+      }
+      a.content = text.substr(0, keep);
+      return a;
+    }
+    a.content = text.substr(0, at);
+    const size_t open = text.find('(', at);
+    if (open == std::string::npos) {
+      if (!partial) return Status::InvalidArgument("no (");
+      return a;
+    }
+    engine::ToolCall c;
+    c.name = text.substr(at + 5, open - at - 5);
+    const size_t close = text.find(')', open);
+    if (close == std::string::npos && !partial) return Status::InvalidArgument("no )");
+    c.arguments =
+        text.substr(open + 1, (close == std::string::npos ? text.size() : close) - open - 1);
+    a.tool_calls.push_back(c);
+    return a;
+  }
+};
+
+TEST(ToolCallStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
+  outpost::testing::SeededRandom random(1);
+  ToolCallStream s(std::make_shared<ToyParser>(), &random);
+  std::string content;
+  std::vector<ToolCall> deltas;
+  for (const char* piece :
+       {"Let me ", "check. CA", "LL get", "_weather(", "{\"city\":", "\"Paris\"}", ")"}) {
+    Choice d = s.Feed(piece);
+    content += d.text;
+    for (auto& c : d.tool_calls) deltas.push_back(c);
+  }
+  Choice end = s.Finish();
+  content += end.text;
+  for (auto& c : end.tool_calls) deltas.push_back(c);
+
+  EXPECT_EQ(content, "Let me check. ");
+  ASSERT_GE(deltas.size(), 2u);
+  // First delta: index, id, name; the rest: arguments to append.
+  EXPECT_EQ(deltas[0].index, 0);
+  EXPECT_EQ(deltas[0].name, "get_weather");
+  EXPECT_EQ(deltas[0].id.rfind("call_", 0), 0u);
+  std::string args = deltas[0].arguments;
+  for (size_t i = 1; i < deltas.size(); ++i) {
+    EXPECT_EQ(deltas[i].index, 0);
+    EXPECT_TRUE(deltas[i].id.empty());
+    EXPECT_TRUE(deltas[i].name.empty());
+    args += deltas[i].arguments;
+  }
+  EXPECT_EQ(args, "{\"city\":\"Paris\"}");
+  EXPECT_TRUE(s.called());
+}
+
+TEST(ToolCallStream, AnAnswerThatNeverParsesIsSentAsText) {
+  outpost::testing::SeededRandom random(1);
+  // The generic format's parser: nothing until whole.
+  class Whole : public engine::AnswerParser {
+   public:
+    StatusOr<engine::ParsedAnswer> Parse(const std::string&, bool partial) const override {
+      if (partial) return engine::ParsedAnswer{};
+      return Status::InvalidArgument("cut short");
+    }
+  };
+  ToolCallStream s(std::make_shared<Whole>(), &random);
+  EXPECT_EQ(s.Feed("{\"tool_calls\": [").text, "");
+  EXPECT_EQ(s.Finish().text, "{\"tool_calls\": [");
+  EXPECT_FALSE(s.called());
+}
+
+TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
+  outpost::testing::SeededRandom random(1);
+  Choice c;
+  c.text = "Sure. CALL f({\"a\":1})";
+  ApplyToolAnswer(&c, ToyParser(), random);
+  EXPECT_EQ(c.text, "Sure. ");
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.tool_calls[0].name, "f");
+  EXPECT_EQ(c.tool_calls[0].arguments, "{\"a\":1}");
+  EXPECT_TRUE(c.tool_calls_finish);
+  Choice cut;
+  cut.text = "CALL f({\"a\"";
+  ApplyToolAnswer(&cut, ToyParser(), random);
+  EXPECT_EQ(cut.text, "CALL f({\"a\"");
+  EXPECT_TRUE(cut.tool_calls.empty());
+  EXPECT_FALSE(cut.tool_calls_finish);
+}
+
+}  // namespace
+}  // namespace outpost::api

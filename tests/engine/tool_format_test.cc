@@ -1,0 +1,208 @@
+// Tool calling in a template's own format, through llama.cpp's chat code: for
+// templates that declare tools (Qwen 2.5, Hermes 3, Llama 3.2, Mistral Nemo,
+// copied from the pinned llama.cpp's models/templates) the tools appear in
+// the prompt, the calls get a grammar, and the parser reads a call written in
+// that family's format back into a name and JSON arguments, whole and while it
+// streams. Templates without tools (SmolLM2's own, Gemma's) are not native.
+#include <gtest/gtest.h>
+
+#include "mocks/test_model.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "outpost/engine/model.h"
+
+namespace outpost::engine {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ChatTools Weather(bool required) {
+  ChatTools t;
+  t.functions.push_back(
+      {"get_weather", "Current weather for a city.",
+       R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"});
+  t.required = required;
+  return t;
+}
+
+std::unique_ptr<Model> LoadWith(const std::string& model, const std::string& template_file) {
+  ModelOptions o;
+  o.path = model;
+  if (!template_file.empty()) {
+    o.chat_template = ReadFile(std::string(OUTPOST_TEST_DATA) + "/templates/" + template_file);
+    EXPECT_FALSE(o.chat_template.empty()) << template_file;
+  }
+  auto m = Model::Load(o);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+struct Family {
+  const char* name;
+  const char* template_file;
+  const char* call;  // get_weather(city=Paris) as this family writes it
+  // tool_choice auto gets a lazy grammar. Llama 3.x's call is bare JSON with
+  // no opening marker to trigger on, so llama.cpp leaves it unconstrained
+  // (and still parses it).
+  bool auto_grammar;
+  const char* opening;  // what opens a call ("" = nothing: bare JSON)
+};
+
+void PrintTo(const Family& f, std::ostream* os) {
+  *os << f.name;
+}
+
+class ToolFormats : public ::testing::TestWithParam<Family> {};
+
+TEST_P(ToolFormats, RendersToolsConstrainsAndParsesCalls) {
+  OUTPOST_TEST_MODEL(model);
+  InstallLlamaLogger(false);
+  auto m = LoadWith(model, GetParam().template_file);
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->NativeToolCalls());
+
+  const ChatTools tools = Weather(/*required=*/false);
+  auto p = m->ApplyChatTemplate({{"user", "Weather in Paris?"}}, &tools);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NE(p->text.find("get_weather"), std::string::npos) << p->text;
+  EXPECT_NE(p->text.find("Current weather for a city."), std::string::npos) << p->text;
+  if (GetParam().auto_grammar) {
+    EXPECT_FALSE(p->grammar.empty());
+    EXPECT_TRUE(p->grammar_lazy);  // auto: free text until a call opens
+    EXPECT_FALSE(p->grammar_triggers.empty());
+  } else {
+    EXPECT_TRUE(p->grammar.empty());
+  }
+  ASSERT_NE(p->parser, nullptr);
+
+  const std::string call = GetParam().call;
+  auto whole = p->parser->Parse(call, /*partial=*/false);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_EQ(whole->tool_calls.size(), 1u) << call;
+  EXPECT_EQ(whole->tool_calls[0].name, "get_weather");
+  EXPECT_EQ(nlohmann::json::parse(whole->tool_calls[0].arguments),
+            nlohmann::json::parse(R"({"city":"Paris"})"));
+  EXPECT_EQ(whole->content, "");
+
+  // While it streams, what the parser reports only grows.
+  std::string last_args;
+  size_t calls_seen = 0;
+  for (size_t n = 1; n <= call.size(); ++n) {
+    auto part = p->parser->Parse(call.substr(0, n), /*partial=*/true);
+    ASSERT_TRUE(part.ok()) << call.substr(0, n) << ": " << part.status().ToString();
+    ASSERT_GE(part->tool_calls.size(), calls_seen) << call.substr(0, n);
+    calls_seen = part->tool_calls.size();
+    if (calls_seen == 1) {
+      const std::string& args = part->tool_calls[0].arguments;
+      EXPECT_EQ(args.compare(0, last_args.size(), last_args), 0)
+          << "'" << last_args << "' then '" << args << "'";
+      last_args = args;
+    }
+  }
+  EXPECT_EQ(calls_seen, 1u);
+
+  // Plain text is content, with no calls.
+  auto text = p->parser->Parse("It is sunny.", /*partial=*/false);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(text->content, "It is sunny.");
+  EXPECT_TRUE(text->tool_calls.empty());
+
+  // required: the grammar holds from the first token, and where the format
+  // opens calls with a marker the prompt already ends with it, so the answer
+  // is the call itself (parsed back with the marker).
+  const ChatTools must = Weather(/*required=*/true);
+  auto r = m->ApplyChatTemplate({{"user", "Weather in Paris?"}}, &must);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->grammar.empty());
+  EXPECT_FALSE(r->grammar_lazy);
+  const std::string opening = GetParam().opening;
+  if (!opening.empty()) {
+    ASSERT_GE(r->text.size(), opening.size());
+    EXPECT_EQ(r->text.substr(r->text.size() - opening.size()), opening);
+    ASSERT_TRUE(call.rfind(opening, 0) == 0);
+    auto rest = r->parser->Parse(call.substr(opening.size()), /*partial=*/false);
+    ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+    ASSERT_EQ(rest->tool_calls.size(), 1u);
+    EXPECT_EQ(rest->tool_calls[0].name, "get_weather");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, ToolFormats,
+    ::testing::Values(
+        Family{"qwen25", "qwen2.5-tools.jinja",
+               "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+               "\"Paris\"}}\n</tool_call>",
+               true, "<tool_call>\n"},
+        Family{"hermes3", "hermes3-tools.jinja",
+               "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+               "\"Paris\"}}\n</tool_call>",
+               true, "<tool_call>\n"},
+        Family{"llama32", "llama3.2-tools.jinja",
+               "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", false, ""},
+        Family{"mistral_nemo", "mistral-nemo-tools.jinja",
+               "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, "
+               "\"id\": \"abcDEF123\"}]",
+               true, "[TOOL_CALLS]"}),
+    [](const ::testing::TestParamInfo<Family>& i) { return std::string(i.param.name); });
+
+// A history with a call and its result renders in the template's own shape.
+TEST(ToolFormats, RendersCallAndResultTurns) {
+  OUTPOST_TEST_MODEL(model);
+  auto m = LoadWith(model, "qwen2.5-tools.jinja");
+  ASSERT_NE(m, nullptr);
+  std::vector<ChatMessage> msgs = {
+      {"user", "Weather in Paris?"}, {"assistant", ""}, {"tool", "18C"}};
+  msgs[1].tool_calls =
+      R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}])";
+  msgs[2].tool_call_id = "call_1";
+  const ChatTools tools = Weather(false);
+  auto p = m->ApplyChatTemplate(msgs, &tools);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NE(p->text.find("<tool_call>\n{\"name\": \"get_weather\""), std::string::npos) << p->text;
+  EXPECT_NE(p->text.find("<tool_response>\n18C\n</tool_response>"), std::string::npos) << p->text;
+}
+
+// parallel_tool_calls false: Qwen's grammar still repeats the call section,
+// so the parser keeps the first call only.
+TEST(ToolFormats, OneCallWithoutParallelCalls) {
+  OUTPOST_TEST_MODEL(model);
+  auto m = LoadWith(model, "qwen2.5-tools.jinja");
+  ASSERT_NE(m, nullptr);
+  const std::string two =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>";
+  for (bool parallel : {true, false}) {
+    ChatTools t = Weather(false);
+    t.parallel = parallel;
+    auto p = m->ApplyChatTemplate({{"user", "Weather in Paris and Rome?"}}, &t);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    auto a = p->parser->Parse(two, /*partial=*/false);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_EQ(a->tool_calls.size(), parallel ? 2u : 1u);
+    EXPECT_NE(a->tool_calls[0].arguments.find("Paris"), std::string::npos);
+  }
+}
+
+// Templates that know nothing of tools use the router's generic format.
+TEST(ToolFormats, TemplatesWithoutToolsAreNotNative) {
+  OUTPOST_TEST_MODEL(model);
+  auto smol = LoadWith(model, "");
+  ASSERT_NE(smol, nullptr);
+  EXPECT_FALSE(smol->NativeToolCalls());
+  auto chatml = LoadWith(model, "chatml.jinja");
+  ASSERT_NE(chatml, nullptr);
+  EXPECT_FALSE(chatml->NativeToolCalls());
+}
+
+}  // namespace
+}  // namespace outpost::engine
