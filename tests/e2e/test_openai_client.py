@@ -126,6 +126,11 @@ def test_tool_calling_round_trip(client, model_id):
                                                  stream=True, seed=2))
     calls = [tc for ch in chunks if ch.choices for tc in (ch.choices[0].delta.tool_calls or [])]
     assert calls and calls[0].function.name == "get_weather" and calls[0].index == 0
+    # The arguments arrive piece by piece and add up to the whole JSON.
+    first = [i for i, tc in enumerate(calls) if tc.id]
+    assert len(calls) > len(first) + 1
+    args = "".join(tc.function.arguments or "" for tc in calls if tc.index == 0)
+    assert set(__import__("json").loads(args)) == {"city"}
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
@@ -219,6 +224,9 @@ def test_embeddings_through_the_client():
     (dict(n=64), "n"),
     (dict(tool_choice={"type": "function", "function": {"name": "nope"}}, tools=[WEATHER]), "tool_choice"),
     (dict(tools=[{"type": "function", "function": {"name": "bad name"}}]), "tools[0].function.name"),
+    (dict(tools=[WEATHER, {"type": "function", "function": {
+        "name": "tag", "parameters": {"type": "object", "properties": {"t": {"type": "string", "format": "email"}}}}}]),
+     "tools[1].function.parameters"),
     (dict(logprobs=True, top_logprobs=25), "top_logprobs"),
     (dict(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}),
      "response_format.json_schema.schema"),

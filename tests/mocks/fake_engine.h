@@ -71,7 +71,8 @@ class FakeEngine final : public engine::Engine {
     return Status::Ok();
   }
   const engine::SamplingDefaults& DefaultSampling() const override { return defaults; }
-  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const override {
+  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema,
+                                              const std::string&) const override {
     if (schema.find("\"not\"") != std::string::npos)
       return Status::InvalidArgument("keyword 'not'", "response_format");
     return std::string("root ::= \"{}\"");

@@ -51,7 +51,7 @@ TEST(ToolCalls, MessagesDescribeToolsAndRenderEarlierTurns) {
   EXPECT_EQ(out[0].content.rfind("Be brief.\n\n", 0), 0u);
   EXPECT_NE(out[0].content.find("get_weather: Weather for a city"), std::string::npos);
   EXPECT_EQ(out[2].content,
-            R"({"tool_calls":[{"arguments":{"city":"Oslo"},"name":"get_weather"}]})");
+            R"({"tool_calls":[{"name":"get_weather","arguments":{"city":"Oslo"}}]})");
   EXPECT_EQ(out[3].role, "user");
   EXPECT_EQ(out[3].content, "Result of function call c1: Rain");
 }
@@ -68,6 +68,47 @@ TEST(ToolCalls, ParsesCallsTextAndRefusesCutAnswers) {
   EXPECT_EQ(text->content, "It rains.");
   EXPECT_TRUE(text->tool_calls.empty());
   EXPECT_FALSE(ParseToolAnswer(R"({"tool_calls":[{"name":"get_ti)").ok());
+}
+
+// Every prefix of an answer, as a stream sees it: what is reported only grows
+// and ends equal to the whole answer's parse.
+TEST(ToolCalls, PartialAnswersOnlyGrow) {
+  const std::string calls =
+      R"({"tool_calls": [{"name": "get_weather", "arguments": {"city": "Par\"is", "days": [1, 2]}},)"
+      R"( {"name": "get_time", "arguments": {}}]})";
+  const std::string text = R"({"response": "It is \u00e9t\u00e9 \"hot\"\nand sunny."})";
+  for (const std::string& answer : {calls, text}) {
+    engine::ParsedAnswer last;
+    for (size_t n = 0; n <= answer.size(); ++n) {
+      auto a = ParsePartialToolAnswer(answer.substr(0, n));
+      ASSERT_TRUE(a.ok()) << answer.substr(0, n);
+      EXPECT_EQ(a->content.compare(0, last.content.size(), last.content), 0)
+          << "'" << last.content << "' then '" << a->content << "'";
+      ASSERT_GE(a->tool_calls.size(), last.tool_calls.size()) << answer.substr(0, n);
+      for (size_t i = 0; i < last.tool_calls.size(); ++i) {
+        EXPECT_EQ(a->tool_calls[i].name, last.tool_calls[i].name);
+        const std::string& was = last.tool_calls[i].arguments;
+        EXPECT_EQ(a->tool_calls[i].arguments.compare(0, was.size(), was), 0) << answer.substr(0, n);
+      }
+      last = *a;
+    }
+    auto whole = ParseToolAnswer(answer);
+    ASSERT_TRUE(whole.ok());
+    EXPECT_EQ(last.content, whole->content);
+    ASSERT_EQ(last.tool_calls.size(), whole->tool_calls.size());
+    for (size_t i = 0; i < last.tool_calls.size(); ++i) {
+      EXPECT_EQ(last.tool_calls[i].arguments, whole->tool_calls[i].arguments);
+    }
+  }
+  auto w = ParseToolAnswer(calls);
+  ASSERT_EQ(w->tool_calls.size(), 2u);
+  EXPECT_EQ(w->tool_calls[0].name, "get_weather");
+  EXPECT_EQ(nlohmann::json::parse(w->tool_calls[0].arguments)["city"], "Par\"is");
+  EXPECT_EQ(w->tool_calls[1].arguments, "{}");
+  EXPECT_EQ(ParseToolAnswer(text)->content, "It is \u00e9t\u00e9 \"hot\"\nand sunny.");
+  // Off the format: an error, not a silent empty answer.
+  EXPECT_FALSE(ParsePartialToolAnswer(R"({"weather": )").ok());
+  EXPECT_FALSE(ParsePartialToolAnswer(R"([1, )").ok());
 }
 
 }  // namespace

@@ -45,8 +45,10 @@ class Engine {
   // else llama.cpp's).
   virtual const SamplingDefaults& DefaultSampling() const = 0;
   // JSON schema (text) → GBNF grammar. Errors: InvalidArgument naming
-  // "response_format" and the unsupported keyword.
-  virtual StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const = 0;
+  // `param` (the request field the schema came from) and the unsupported
+  // keyword.
+  virtual StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema,
+                                                      const std::string& param) const = 0;
   // Raw bytes of one token (may be part of a UTF-8 character). Control
   // tokens render as empty unless `special`.
   virtual std::string TokenPiece(Token token, bool special) const = 0;

@@ -36,8 +36,9 @@ class LlamaEngine final : public Engine {
   }
   bool IsEndOfGeneration(Token t) const override { return model_->IsEndOfGeneration(t); }
   const SamplingDefaults& DefaultSampling() const override { return model_->DefaultSampling(); }
-  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const override {
-    return model_->GrammarFromJsonSchema(schema);
+  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema,
+                                              const std::string& param) const override {
+    return model_->GrammarFromJsonSchema(schema, param);
   }
   std::string TokenPiece(Token t, bool special) const override {
     return model_->TokenPiece(t, special);

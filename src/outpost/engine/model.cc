@@ -140,6 +140,10 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
     probe.messages.push_back({"user", "hi", {}, {}, {}, {}, {}});
     common_chat_templates_apply(m->templates_, probe);
     m->native_tools_ = ProbeToolFormat(m->templates_, probe);
+    spdlog::info("'{}': tool calls in {}", options.path,
+                 m->native_tools_
+                     ? "the chat template's own format"
+                     : "Outpost's generic JSON format (the template declares no tools)");
   } catch (const std::exception& e) {
     return Status::InvalidArgument(
         std::string("chat template of '") + options.path + "' cannot be used: " + e.what(),
@@ -177,8 +181,9 @@ std::string Model::TokenPiece(Token token, bool special) const {
   return big;
 }
 
-StatusOr<std::string> Model::GrammarFromJsonSchema(const std::string& schema) const {
-  return JsonSchemaToGrammar(schema, "response_format.json_schema.schema");
+StatusOr<std::string> Model::GrammarFromJsonSchema(const std::string& schema,
+                                                   const std::string& param) const {
+  return JsonSchemaToGrammar(schema, param);
 }
 
 bool Model::IsEndOfGeneration(Token token) const {

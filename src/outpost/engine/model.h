@@ -75,9 +75,10 @@ class Model {
   const SamplingDefaults& DefaultSampling() const { return sampling_defaults_; }
 
   // A GBNF grammar that accepts exactly the JSON documents `schema` (JSON
-  // text) describes. Errors: InvalidArgument naming "response_format" and
-  // the unsupported keyword or the converter's complaint.
-  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema) const;
+  // text) describes. Errors: InvalidArgument naming `param` (the request
+  // field) and the unsupported keyword or the converter's complaint.
+  StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema,
+                                              const std::string& param) const;
 
   // For engine/ only: the llama.cpp handle.
   llama_model* raw() const { return model_; }

@@ -21,7 +21,19 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;
   in.response_format = r.response_format;
-  const bool generic_tools = r.tools.active() && !model.scheduler->engine().NativeToolCalls();
+  const engine::Engine& e = model.scheduler->engine();
+  if (r.tools.active()) {
+    // Each function's parameters constrain its calls: refuse what the grammar
+    // cannot enforce, naming the tool (llama.cpp would silently drop it).
+    for (size_t i = 0; i < r.tools.functions.size(); ++i) {
+      const std::string& schema = r.tools.functions[i].parameters;
+      if (schema.empty()) continue;
+      auto g =
+          e.GrammarFromJsonSchema(schema, "tools[" + std::to_string(i) + "].function.parameters");
+      if (!g.ok()) return g.status();
+    }
+  }
+  const bool generic_tools = r.tools.active() && !e.NativeToolCalls();
   if (generic_tools) {
     in.messages = ToolMessages(r.messages, r.tools);
     in.response_format.type = engine::ResponseFormat::Type::kJsonSchema;

@@ -2,10 +2,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
+
 namespace outpost::router {
 namespace {
 
-using nlohmann::json;
+// Ordered, so that the schema lists "name" before "arguments" (the grammar
+// follows that order and a stream then names a call before its arguments)
+// and a function's parameters keep the order the client gave.
+using json = nlohmann::ordered_json;
 
 json ParametersSchema(const ToolFunction& f) {
   if (f.parameters.empty()) return json{{"type", "object"}};
@@ -105,23 +111,196 @@ engine::ChatTools NativeTools(const ToolSpec& tools) {
   return out;
 }
 
+namespace {
+
+// Reads the generic format left to right, as far as the text goes: a partial
+// answer yields what is certain (the response text so far; calls whose name
+// is complete, with their arguments' raw JSON text so far). Arguments are
+// kept as the model wrote them, so a stream's pieces add up to the final
+// arguments exactly.
+class Scanner {
+ public:
+  enum Result { kDone, kMore, kBad };  // kMore: the text ended first
+
+  explicit Scanner(const std::string& s) : s_(s) {}
+
+  Result Answer(engine::ParsedAnswer* a) {
+    if (Result r = Expect('{'); r != kDone) return r;
+    std::string key;
+    if (Result r = String(&key); r != kDone) return r;
+    if (Result r = Expect(':'); r != kDone) return r;
+    if (key == "response") {
+      if (Result r = String(&a->content); r != kDone) return r;
+    } else if (key == "tool_calls") {
+      if (Result r = Calls(&a->tool_calls); r != kDone) return r;
+    } else {
+      return kBad;
+    }
+    if (Result r = Expect('}'); r != kDone) return r;
+    SkipSpace();
+    return i_ == s_.size() ? kDone : kBad;
+  }
+
+ private:
+  Result Calls(std::vector<engine::ToolCall>* calls) {
+    if (Result r = Expect('['); r != kDone) return r;
+    for (bool first = true;; first = false) {
+      SkipSpace();
+      if (i_ == s_.size()) return kMore;
+      if (s_[i_] == ']') {
+        ++i_;
+        return kDone;
+      }
+      if (!first) {
+        if (Result r = Expect(','); r != kDone) return r;
+      }
+      if (Result r = Call(calls); r != kDone) return r;
+    }
+  }
+
+  // {"name": "...", "arguments": {...}}, keys in either order. The call is
+  // reported once its name is complete.
+  Result Call(std::vector<engine::ToolCall>* calls) {
+    if (Result r = Expect('{'); r != kDone) return r;
+    const size_t at = calls->size();
+    engine::ToolCall call;
+    bool named = false, has_args = false;
+    for (bool first = true;; first = false) {
+      SkipSpace();
+      if (i_ == s_.size()) return kMore;
+      if (s_[i_] == '}') {
+        ++i_;
+        return named && has_args ? kDone : kBad;
+      }
+      if (!first) {
+        if (Result r = Expect(','); r != kDone) return r;
+      }
+      std::string key;
+      if (Result r = String(&key); r != kDone) return r;
+      if (Result r = Expect(':'); r != kDone) return r;
+      Result r = kBad;
+      if (key == "name") {
+        r = String(&call.name);
+        named = r == kDone;
+      } else if (key == "arguments") {
+        r = Value(&call.arguments);
+        has_args = r == kDone;
+      }
+      if (named) {
+        if (calls->size() == at) {
+          calls->push_back(call);
+        } else {
+          calls->back() = call;
+        }
+      }
+      if (r != kDone) return r;
+    }
+  }
+
+  // A JSON string; *out gets its decoded text, as far as it goes.
+  Result String(std::string* out) {
+    if (Result r = Expect('"'); r != kDone) return r;
+    const size_t start = i_;
+    size_t safe = start;  // end of the raw text outside any escape
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (c == '"') {
+        *out = Decode(s_.substr(start, i_ - start));
+        ++i_;
+        return kDone;
+      }
+      if (c == '\\') {
+        const size_t len = i_ + 1 < s_.size() && s_[i_ + 1] == 'u' ? 6 : 2;
+        if (i_ + len > s_.size()) break;
+        i_ += len;
+      } else {
+        ++i_;
+      }
+      safe = i_;
+    }
+    *out = Decode(s_.substr(start, safe - start));
+    return kMore;
+  }
+
+  // The raw text of one JSON value (objects and arrays nested), as far as it goes.
+  Result Value(std::string* out) {
+    SkipSpace();
+    const size_t start = i_;
+    int depth = 0;
+    bool in_string = false;
+    for (; i_ < s_.size(); ++i_) {
+      const char c = s_[i_];
+      if (in_string) {
+        if (c == '\\') {
+          ++i_;
+        } else if (c == '"') {
+          in_string = false;
+        }
+        continue;
+      }
+      if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth < 0) return kBad;
+        if (depth == 0) {
+          ++i_;
+          *out = s_.substr(start, i_ - start);
+          return kDone;
+        }
+      } else if (depth == 0 && (c == ',' || std::isspace(static_cast<unsigned char>(c)))) {
+        *out = s_.substr(start, i_ - start);  // a scalar
+        return i_ > start ? kDone : kBad;
+      }
+    }
+    *out = s_.substr(start, std::min(i_, s_.size()) - start);
+    return kMore;
+  }
+
+  Result Expect(char c) {
+    SkipSpace();
+    if (i_ == s_.size()) return kMore;
+    if (s_[i_] != c) return kBad;
+    ++i_;
+    return kDone;
+  }
+
+  void SkipSpace() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+
+  // Raw JSON string contents → text; a lone surrogate cut by the end is dropped.
+  static std::string Decode(const std::string& raw) {
+    for (size_t cut = raw.size();;) {
+      const json j = json::parse("\"" + raw.substr(0, cut) + "\"", nullptr, false);
+      if (!j.is_discarded()) return j.get<std::string>();
+      const size_t esc = raw.rfind('\\', cut == 0 ? 0 : cut - 1);
+      if (esc == std::string::npos || cut == 0) return "";
+      cut = esc;
+    }
+  }
+
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
 StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("the model's answer is not a complete tool-call JSON");
   }
   engine::ParsedAnswer a;
-  if (auto r = j.find("response"); r != j.end() && r->is_string()) {
-    a.content = r->get<std::string>();
-    return a;
-  }
-  auto calls = j.find("tool_calls");
-  if (calls == j.end() || !calls->is_array()) {
-    return Status::InvalidArgument("the model's answer has neither tool_calls nor response");
-  }
-  for (const auto& c : *calls) {
-    if (!c.is_object() || !c.contains("name")) continue;
-    a.tool_calls.push_back({"", c.value("name", ""), c.value("arguments", json::object()).dump()});
+  if (Scanner(text).Answer(&a) == Scanner::kDone) return a;
+  return Status::InvalidArgument("the model's answer has neither tool_calls nor response");
+}
+
+StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text) {
+  engine::ParsedAnswer a;
+  if (Scanner(text).Answer(&a) == Scanner::kBad) {
+    return Status::InvalidArgument("the model's answer is not the tool-call format");
   }
   return a;
 }
@@ -131,8 +310,7 @@ namespace {
 class GenericParser : public engine::AnswerParser {
  public:
   StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
-    if (partial) return engine::ParsedAnswer{};
-    return ParseToolAnswer(text);
+    return partial ? ParsePartialToolAnswer(text) : ParseToolAnswer(text);
   }
 };
 

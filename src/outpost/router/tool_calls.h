@@ -62,8 +62,15 @@ std::string ToolAnswerSchema(const ToolSpec& tools);
 // (only possible when generation was cut short, e.g. by max_tokens).
 StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text);
 
-// ParseToolAnswer as an engine::AnswerParser. A partial answer yields nothing:
-// the JSON is read once it is whole, so a stream carries the calls at its end.
+// What a partial answer (a stream so far) tells for certain: the response
+// text so far, and the calls whose name is complete with their arguments'
+// raw JSON text so far. Errors: InvalidArgument when the text has left the
+// format.
+StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text);
+
+// ParseToolAnswer / ParsePartialToolAnswer as an engine::AnswerParser.
+// Arguments are the model's own JSON text, so a stream's pieces add up to
+// the final arguments exactly.
 std::shared_ptr<const engine::AnswerParser> GenericToolParser();
 
 }  // namespace outpost::router

@@ -84,7 +84,8 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
     case engine::ResponseFormat::Type::kJsonObject:
     case engine::ResponseFormat::Type::kJsonSchema: {
       const bool any = in.response_format.type == engine::ResponseFormat::Type::kJsonObject;
-      auto g = e.GrammarFromJsonSchema(any ? R"({"type":"object"})" : in.response_format.schema);
+      auto g = e.GrammarFromJsonSchema(any ? R"({"type":"object"})" : in.response_format.schema,
+                                       "response_format.json_schema.schema");
       if (!g.ok()) return g.status();
       req->sampling.grammar = std::move(g).value();
       break;
