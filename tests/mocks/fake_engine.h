@@ -8,6 +8,7 @@
 // Engine-thread methods are not synchronised (like the real one).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -113,6 +114,20 @@ class FakeEngine final : public engine::Engine {
     forked_[dst] = src;
     ++copies;
   }
+  bool TrimSequence(engine::SeqId seq, int32_t keep) override {
+    int32_t& n = kv_[static_cast<size_t>(seq)];
+    if (keep > n) ++violations;
+    n = std::min(n, keep);
+    ++trims;
+    return true;
+  }
+  int32_t SlidingWindow() const override { return sliding_window; }
+  // A sliding window keeps the last `sliding_window` positions (0 = all).
+  int32_t SequencePosMin(engine::SeqId seq) const override {
+    const int32_t n = kv_[static_cast<size_t>(seq)];
+    if (n == 0) return -1;
+    return sliding_window > 0 ? std::max(0, n - sliding_window) : 0;
+  }
   void RemoveSequence(engine::SeqId seq) override {
     kv_[static_cast<size_t>(seq)] = 0;
     ++removed[seq];
@@ -123,6 +138,8 @@ class FakeEngine final : public engine::Engine {
   // sequence was started with.
   engine::SamplingDefaults defaults;
   int copies = 0;  // CopySequence calls
+  int trims = 0;   // TrimSequence calls
+  int32_t sliding_window = 0;
   std::vector<engine::SamplingParams> started;
 
   // KV cells sequence `seq` holds now.

@@ -245,6 +245,15 @@ void HttpServer::HandleReady(httplib::Response& res) {
         {"queued", snap.queued},
         {"max_queue", snap.max_queue},
         {"decode_tokens_per_second", snap.decode_tokens_per_second},
+        {"prefix_cache",
+         {{"enabled", snap.prefix_cache},
+          {"cached_tokens", snap.prefix_cache_tokens},
+          {"cached_bytes", snap.prefix_cache_tokens * static_cast<int64_t>(p.kv_bytes_per_token)},
+          {"prompt_tokens", snap.prompt_tokens},
+          {"prompt_tokens_reused", snap.prompt_tokens_cached},
+          {"hit_rate", snap.prompt_tokens > 0 ? static_cast<double>(snap.prompt_tokens_cached) /
+                                                    static_cast<double>(snap.prompt_tokens)
+                                              : 0.0}}},
         {"capacity",
          {{"weight_bytes", p.weight_bytes},
           {"kv_bytes_per_token", p.kv_bytes_per_token},

@@ -29,7 +29,7 @@ json UsageJson(const scheduler::Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", 0}}},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
           {"completion_tokens_details", {{"reasoning_tokens", 0}}}};
 }
 

@@ -144,6 +144,7 @@ const std::map<std::string, Setter>& Setters() {
       {"kv_type", StringField(&ServeConfig::kv_type, {"f16", "q8_0", "q4_0"})},
       {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
       {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
+      {"prefix_cache", BoolField(&ServeConfig::prefix_cache)},
       {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
       {"queue_wait",
        [](ServeConfig* c, const std::string& k, const std::string& v) {
@@ -193,6 +194,8 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
       {"batch_size", "max tokens per decode step (default 512)"},
       {"prefill_chunk", "max prompt tokens per step while others decode (default 256)"},
+      {"prefix_cache",
+       "true: reuse the KV of prompt prefixes other sessions computed (default true)"},
       {"queue_length", "requests that may wait for a session; more get 503 (default 16)"},
       {"queue_wait", "max time in the queue before 503, e.g. 30s (default 30s)"},
       {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
@@ -342,6 +345,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.kv_type = cfg.kv_type;
   o.batch_size = cfg.batch_size;
   o.prefill_chunk = cfg.prefill_chunk;
+  o.prefix_cache = cfg.prefix_cache;
   o.queue_length = cfg.queue_length;
   o.queue_wait_ms = cfg.queue_wait_ms;
   o.threads = cfg.threads;

@@ -37,6 +37,7 @@ struct ServeConfig {
   std::string kv_type = "f16";    // f16 | q8_0 | q4_0
   int batch_size = 512;           // max tokens per decode step
   int prefill_chunk = 256;        // max prompt tokens per step while others decode
+  bool prefix_cache = true;       // reuse cached prompt prefixes across sessions
   int queue_length = 16;          // requests that may wait for a session; 0 = none
   int64_t queue_wait_ms = 30000;  // max wait in the queue before 503
   uint64_t max_body_size = 4ull << 20;

@@ -138,6 +138,14 @@ void Context::CopySequence(SeqId src, SeqId dst) {
   llama_memory_seq_cp(llama_get_memory(ctx_), src, dst, -1, -1);
 }
 
+bool Context::TrimSequence(SeqId seq, int32_t keep) {
+  return llama_memory_seq_rm(llama_get_memory(ctx_), seq, keep, -1);
+}
+
+int32_t Context::SequencePosMin(SeqId seq) const {
+  return llama_memory_seq_pos_min(llama_get_memory(ctx_), seq);
+}
+
 void Context::RemoveSequence(SeqId seq) {
   llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1);
 }

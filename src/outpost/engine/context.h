@@ -70,6 +70,11 @@ class Context {
   void CopySequence(SeqId src, SeqId dst);
   // Frees the KV cells of `seq` at once.
   void RemoveSequence(SeqId seq);
+  // Drops seq's cells at positions >= keep. False when the memory cannot
+  // remove part of a sequence (nothing changed then).
+  bool TrimSequence(SeqId seq, int32_t keep);
+  // The lowest position seq holds cells for; -1 when none.
+  int32_t SequencePosMin(SeqId seq) const;
 
   // Bytes of KV cache allocated by llama.cpp for all sequences.
   uint64_t KvBytesAllocated() const { return kv_bytes_; }

@@ -39,6 +39,10 @@ class Engine {
   // True when the chat template has a tool-call format that llama.cpp's chat
   // code can constrain and parse (Llama 3.x, Qwen, Hermes, Mistral, ...).
   virtual bool NativeToolCalls() const = 0;
+  // Tokens a sliding-window attention layer sees; 0 = the model has none.
+  // Such layers keep only a window of cells, so a sequence cut back to an
+  // earlier position may lack the cells its next token needs.
+  virtual int32_t SlidingWindow() const = 0;
   virtual const std::vector<Token>& EndOfGenerationTokens() const = 0;
   virtual bool IsEndOfGeneration(Token token) const = 0;
   // Sampling defaults for knobs a request leaves unset (config, else GGUF,
@@ -76,6 +80,12 @@ class Engine {
   // Makes dst's KV a copy of src's (dst holds nothing). Takes effect at the
   // next Decode(), before the batch is computed.
   virtual void CopySequence(SeqId src, SeqId dst) = 0;
+  // The lowest position whose cells seq still holds (sliding-window layers
+  // drop cells that fell out of every window); -1 when it holds none.
+  virtual int32_t SequencePosMin(SeqId seq) const = 0;
+  // Drops seq's KV cells at positions >= keep (a cached prefix reused up to
+  // there). False when the memory cannot cut a sequence (nothing changed).
+  virtual bool TrimSequence(SeqId seq, int32_t keep) = 0;
   // Frees seq's KV cells and sampler at once.
   virtual void RemoveSequence(SeqId seq) = 0;
 

@@ -31,6 +31,7 @@ class LlamaEngine final : public Engine {
     return model_->ApplyChatTemplate(m, tools);
   }
   bool NativeToolCalls() const override { return model_->NativeToolCalls(); }
+  int32_t SlidingWindow() const override { return model_->SlidingWindow(); }
   const std::vector<Token>& EndOfGenerationTokens() const override {
     return model_->EndOfGenerationTokens();
   }
@@ -57,6 +58,8 @@ class LlamaEngine final : public Engine {
     return ctx_->TopLogProbs(idx, token, n_top);
   }
   void CopySequence(SeqId src, SeqId dst) override { ctx_->CopySequence(src, dst); }
+  bool TrimSequence(SeqId seq, int32_t keep) override { return ctx_->TrimSequence(seq, keep); }
+  int32_t SequencePosMin(SeqId seq) const override { return ctx_->SequencePosMin(seq); }
   void RemoveSequence(SeqId seq) override;
   uint64_t KvBytesAllocated() const override { return ctx_->KvBytesAllocated(); }
 

@@ -190,6 +190,10 @@ bool Model::IsEndOfGeneration(Token token) const {
   return llama_vocab_is_eog(vocab_, token);
 }
 
+int32_t Model::SlidingWindow() const {
+  return llama_model_n_swa(model_);
+}
+
 int32_t Model::VocabSize() const {
   return llama_vocab_n_tokens(vocab_);
 }

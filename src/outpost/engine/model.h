@@ -69,6 +69,8 @@ class Model {
   // The template describes tools and has a call format llama.cpp parses
   // (probed once at load).
   bool NativeToolCalls() const { return native_tools_; }
+  // Tokens a sliding-window attention layer sees (Gemma 3: 512); 0 = none.
+  int32_t SlidingWindow() const;
 
   // Sampling defaults for knobs a request leaves unset: the config's, else
   // the GGUF's general.sampling.* keys, else llama.cpp's (SamplingDefaults{}).

@@ -133,6 +133,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.ctx_per_session = cfg.ctx_per_session;
   so.batch_size = cfg.batch_size;
   so.prefill_chunk = std::min(cfg.prefill_chunk, cfg.batch_size);
+  so.prefix_cache = cfg.prefix_cache;
   so.max_queue = cfg.queue_length;
   so.max_queue_wait_ms = cfg.queue_wait_ms;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;

@@ -28,6 +28,7 @@ struct ModelRuntimeOptions {
   std::string kv_type = "f16";
   int32_t batch_size = 512;
   int32_t prefill_chunk = 256;
+  bool prefix_cache = true;
   int32_t queue_length = 16;
   int64_t queue_wait_ms = 30000;
   int32_t threads = 0;     // 0 = all cores

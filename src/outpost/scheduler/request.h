@@ -74,6 +74,7 @@ struct GenerationRequest {
 
 struct Usage {
   int32_t prompt_tokens = 0;      // once, however many choices
+  int32_t cached_tokens = 0;      // of those, reused from the prefix cache (not computed)
   int32_t completion_tokens = 0;  // summed over the choices
   double sum_logprob = 0;         // with want_logprobs: sum over generated tokens
 };

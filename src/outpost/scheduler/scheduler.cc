@@ -171,6 +171,10 @@ SchedulerSnapshot Scheduler::Snapshot() const {
   s.would_wait = s.active + s.queued >= s.max_sessions;
   s.full = s.active + s.queued >= s.max_sessions + s.max_queue;
   s.estimated_wait_ms = s.would_wait ? static_cast<int64_t>(WaitSecondsLocked() * 1000.0) : 0;
+  s.prefix_cache = options_.prefix_cache;
+  s.prefix_cache_tokens = cache_tokens_.load(std::memory_order_relaxed);
+  s.prompt_tokens = prompt_tokens_;
+  s.prompt_tokens_cached = prompt_tokens_cached_;
   return s;
 }
 
@@ -225,13 +229,13 @@ int32_t Scheduler::AdmitLocked() {
     std::deque<Queued>* from = queue_[0].empty() ? &queue_[1] : &queue_[0];
     if (from->empty()) break;
     const auto n = static_cast<size_t>(from->front().req.n);
-    std::vector<size_t> idle;
-    for (size_t i = 0; i < slots_.size() && idle.size() < n; ++i) {
-      if (slots_[i].state == SlotState::kIdle) idle.push_back(i);
-    }
-    if (idle.size() < n) break;
+    size_t n_idle = 0;
+    for (const auto& s : slots_) n_idle += s.state == SlotState::kIdle ? 1 : 0;
+    if (n_idle < n) break;
     Queued q = std::move(from->front());
     from->pop_front();
+    Reuse reuse = options_.prefix_cache ? FindPrefix(q.req.prompt) : Reuse{};
+    const std::vector<size_t> idle = PickIdle(n, reuse);
     queued_choices_ -= q.req.n;
     auto group = std::make_shared<Group>();
     group->sink = q.sink;
@@ -241,8 +245,28 @@ int32_t Scheduler::AdmitLocked() {
     group->result.choices.assign(n, FinishReason::kNone);
     group->result.usage.prompt_tokens = static_cast<int32_t>(q.req.prompt.size());
     stats_.prompt_tokens.Add(q.req.prompt.size());
+    prompt_tokens_ += static_cast<int64_t>(q.req.prompt.size());
     for (size_t c = 0; c < n; ++c) {
       Slot& slot = slots_[idle[c]];
+      // The leader starts from the reused prefix (in place, or copied from
+      // its holder); every other slot drops what it cached.
+      int32_t start = 0;
+      if (c == 0 && reuse.match > 0) {
+        if (idle[0] != reuse.from) {
+          TrimCache(slot, 0);
+          const Slot& holder = slots_[reuse.from];
+          engine_->CopySequence(holder.seq, slot.seq);
+          slot.kv = holder.kv;
+        }
+        if (TrimCache(slot, reuse.match)) start = reuse.match;
+      }
+      if (start == 0) TrimCache(slot, 0);
+      slot.cached_at = now;
+      if (c == 0) {
+        group->result.usage.cached_tokens = start;
+        stats_.prompt_tokens_cached.Add(static_cast<uint64_t>(start));
+        prompt_tokens_cached_ += start;
+      }
       slot.req = c + 1 < n ? q.req : std::move(q.req);
       // Each choice draws its own tokens, even from a fixed seed.
       if (slot.req.sampling.has_seed) slot.req.sampling.seed += static_cast<uint32_t>(c);
@@ -255,8 +279,8 @@ int32_t Scheduler::AdmitLocked() {
         group->start_error = std::move(st);  // the next step finishes the group
       }
       slot.stop.emplace(slot.req.stop);
-      slot.n_prompt_done = 0;
-      slot.n_past = 0;
+      slot.n_prompt_done = static_cast<size_t>(start);
+      slot.n_past = start;
       slot.n_generated = 0;
       slot.sum_logprob = 0;
       slot.i_batch = -1;
@@ -298,6 +322,7 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     s.i_batch = -1;
     if (s.state != SlotState::kDecode) continue;
     s.i_batch = engine_->Add(s.last_token, s.n_past, s.seq, true);
+    s.kv.push_back(s.last_token);
     ++s.n_past;
     ++*n_decode;
   }
@@ -313,6 +338,7 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     for (int32_t k = 0; k < take; ++k) {
       const bool last = s.n_prompt_done + 1 == s.req.prompt.size();
       const int32_t idx = engine_->Add(s.req.prompt[s.n_prompt_done], s.n_past, s.seq, last);
+      s.kv.push_back(s.req.prompt[s.n_prompt_done]);
       if (last) s.i_batch = idx;
       ++s.n_prompt_done;
       ++s.n_past;
@@ -359,6 +385,7 @@ void Scheduler::Step() {
       Slot& f = slots_[s.group->slots[k]];
       if (f.state != SlotState::kFork) continue;
       engine_->CopySequence(s.seq, f.seq);
+      f.kv = s.kv;
       f.n_past = s.n_past;
       f.n_prompt_done = f.req.prompt.size();
       f.i_batch = s.i_batch;
@@ -376,9 +403,14 @@ void Scheduler::Step() {
   UpdateRate(n_sampled, step_time);
   spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
                 n_sampled, Seconds(step_time) * 1000);
-  uint64_t live_tokens = 0;
-  for (const auto& s : slots_) live_tokens += static_cast<uint64_t>(s.n_past);
-  stats_.kv_bytes_used.Set(static_cast<double>(live_tokens * options_.kv_bytes_per_token));
+  uint64_t held = 0, cached = 0;
+  for (const auto& s : slots_) {
+    held += s.kv.size();
+    if (s.state == SlotState::kIdle) cached += s.kv.size();
+  }
+  stats_.kv_bytes_used.Set(static_cast<double>(held * options_.kv_bytes_per_token));
+  stats_.prefix_cache_tokens.Set(static_cast<double>(cached));
+  cache_tokens_.store(static_cast<int64_t>(cached), std::memory_order_relaxed);
 }
 
 void Scheduler::DrainOnStop() {
@@ -470,7 +502,12 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   if (why == FinishReason::kError && g->result.error.ok()) g->result.error = std::move(error);
   g->result.usage.completion_tokens += s.n_generated;
   g->result.usage.sum_logprob += s.sum_logprob;
-  engine_->RemoveSequence(s.seq);
+  if (options_.prefix_cache && why != FinishReason::kError) {
+    s.cached_at = clock_->Now();  // the KV stays, for a later prompt with the same prefix
+  } else {
+    engine_->RemoveSequence(s.seq);
+    s.kv.clear();
+  }
   s.state = SlotState::kIdle;
   s.i_batch = -1;
   s.sink.reset();
@@ -502,6 +539,66 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     mean_completion_tokens_ = 0.8 * mean_completion_tokens_ + 0.2 * std::max(1, s.n_generated);
   }
   stats_.active_sequences.Set(active_);
+}
+
+Scheduler::Reuse Scheduler::FindPrefix(const std::vector<engine::Token>& prompt) const {
+  Reuse best;
+  if (prompt.size() < 2) return best;
+  // The last prompt token is always computed: its logits start the answer.
+  const size_t limit = prompt.size() - 1;
+  const int32_t window = engine_->SlidingWindow();
+  bool best_in_place = false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.kv.empty() || s.state == SlotState::kFork) continue;
+    const size_t end = std::min(limit, s.kv.size());
+    size_t m = 0;
+    while (m < end && s.kv[m] == prompt[m]) ++m;
+    // Sliding-window layers drop cells that fall out of every window: the
+    // holder must still have the window before the cut (llama-server's rule).
+    if (window > 0 && engine_->SequencePosMin(s.seq) > std::max<int32_t>(0, m - window)) continue;
+    const bool in_place = s.state == SlotState::kIdle;
+    if (m == 0 || (!in_place && static_cast<int32_t>(m) < options_.min_copied_prefix)) continue;
+    const auto match = static_cast<int32_t>(m);
+    if (match > best.match || (match == best.match && in_place && !best_in_place)) {
+      best = Reuse{i, match};
+      best_in_place = in_place;
+    }
+  }
+  return best;
+}
+
+std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {
+  std::vector<size_t> picked;
+  const bool in_place = reuse.match > 0 && slots_[reuse.from].state == SlotState::kIdle;
+  if (in_place) picked.push_back(reuse.from);
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].state == SlotState::kIdle && !(in_place && i == reuse.from)) rest.push_back(i);
+  }
+  // Empty slots first, then the least recently used caches.
+  std::stable_sort(rest.begin(), rest.end(), [&](size_t a, size_t b) {
+    const Slot& x = slots_[a];
+    const Slot& y = slots_[b];
+    if (x.kv.empty() != y.kv.empty()) return x.kv.empty();
+    return !x.kv.empty() && x.cached_at < y.cached_at;
+  });
+  for (size_t i : rest) {
+    if (picked.size() == n) break;
+    picked.push_back(i);
+  }
+  return picked;
+}
+
+bool Scheduler::TrimCache(Slot& s, int32_t keep) {
+  if (static_cast<size_t>(keep) >= s.kv.size()) return true;
+  if (engine_->TrimSequence(s.seq, keep)) {
+    s.kv.resize(static_cast<size_t>(keep));
+    return true;
+  }
+  engine_->RemoveSequence(s.seq);
+  s.kv.clear();
+  return false;
 }
 
 void Scheduler::FailBatch(const Status& st) {

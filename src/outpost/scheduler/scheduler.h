@@ -18,22 +18,36 @@
 //
 //     kIdle ──admit──▶ kPrefill ──last prompt token decoded──▶ kDecode
 //       ▲   └─admit─▶ kFork ──leader's prompt decoded: KV copied──┘ │
-//       └──── finished / cancelled / failed (KV freed at once) ◀────┘
+//       └── finished / cancelled (KV kept as cache) / failed (freed) ◀┘
 //
 // A request with n choices takes n idle slots at once: the first (the
 // leader) prefills the prompt, the other n-1 wait in kFork; when the leader's
 // last prompt token is decoded they get a copy of its KV and sample their
 // first tokens from the same logits, so the prompt is computed once.
 //
-// Invariants: a slot in kIdle holds no KV cells; a sequence's KV never grows
-// past ctx_per_session tokens; only the engine thread changes slot state; every
-// accepted request's sink gets exactly one OnDone().
+// Prefix cache (prefix_cache, on by default): a finished sequence keeps its KV
+// in its idle slot, with the tokens it holds. A new request's prompt is
+// matched against every slot, idle or busy; the longest common prefix is
+// reused — in place when the holder is idle (the tail beyond the match is
+// cut), else copied into the chosen slot (llama_memory_seq_cp) and cut — and
+// only the rest is prefilled, so a system prompt shared by concurrent
+// sessions is computed once, not once per slot. Idle caches are reclaimable:
+// a slot is taken for a new request whatever it holds, the emptiest and
+// least recently used first. With sliding-window layers (Gemma 3) a holder
+// drops cells as they leave the window, so a prefix is reused only while the
+// holder still has the window before the cut.
+//
+// Invariants: a slot in kIdle holds no KV cells beyond its `kv` tokens (none
+// with prefix_cache off); a sequence's KV never grows past ctx_per_session
+// tokens; only the engine thread changes slot state; every accepted request's
+// sink gets exactly one OnDone().
 //
 // Time comes from an injected util::Clock. The engine thread sleeps only when
 // no sequence is active (then the queue is empty too) until Submit() or Stop()
 // wakes it; it never wakes on a timer. Tests drive it with StepForTest().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -62,6 +76,10 @@ struct SchedulerOptions {
   int32_t max_queue = 16;             // queued requests beyond the sessions; 0 = no queue
   int64_t max_queue_wait_ms = 30000;  // a queued request older than this gets 503
   uint64_t kv_bytes_per_token = 0;    // for the kv_bytes_used gauge
+  bool prefix_cache = true;           // reuse cached prompt prefixes across sessions
+  // A cached prefix copied from another slot must be at least this long (a
+  // copy moves the holder's whole KV stream; shorter prefixes are recomputed).
+  int32_t min_copied_prefix = 16;
 };
 
 // Point-in-time view for /ready and the router's load rule.
@@ -78,6 +96,12 @@ struct SchedulerSnapshot {
   // Expected wait for a new request to get a session (0 when one is free),
   // from the queue, the mean completion length and the measured decode rate.
   int64_t estimated_wait_ms = 0;
+  // Prefix cache: tokens idle sessions hold for reuse, and prompt tokens
+  // since start, of which `prompt_tokens_cached` came from the cache.
+  bool prefix_cache = false;
+  int64_t prefix_cache_tokens = 0;
+  int64_t prompt_tokens = 0;
+  int64_t prompt_tokens_cached = 0;
 };
 
 class Scheduler {
@@ -157,6 +181,15 @@ class Scheduler {
     std::string utf8_pending;                 // bytes of an incomplete UTF-8 character
     std::vector<TokenInfo> logprobs_pending;  // top_logprobs: tokens of text not yet sent
     util::Clock::TimePoint submitted, last_token_at;
+    // Tokens whose KV this sequence holds, by position (the prefix cache).
+    std::vector<engine::Token> kv;
+    util::Clock::TimePoint cached_at;  // when an idle slot's cache was last used
+  };
+
+  // A prefix to reuse for a new prompt: `match` tokens held by slot `from`.
+  struct Reuse {
+    size_t from = 0;
+    int32_t match = 0;
   };
 
   void Loop();
@@ -169,6 +202,14 @@ class Scheduler {
   void Step();
   void BuildBatch(int32_t* n_decode, int32_t* n_prefill);
   void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
+  // Engine thread: the longest cached prefix of `prompt` usable by a new
+  // request (match 0 when none), and the n idle slots to run it in (the
+  // holder first when it is idle).
+  Reuse FindPrefix(const std::vector<engine::Token>& prompt) const;
+  std::vector<size_t> PickIdle(size_t n, const Reuse& reuse) const;
+  // Engine thread: drops what slot s caches, keeping its first `keep` tokens.
+  // False when the engine cannot cut there (the slot then holds nothing).
+  bool TrimCache(Slot& s, int32_t keep);
   // Sends text (and, first, the log-probabilities of the tokens behind it).
   void Emit(Slot& s, std::string text);
   void Finish(Slot& s, FinishReason why, Status error = Status::Ok());
@@ -192,6 +233,9 @@ class Scheduler {
   int32_t queued_choices_ OUTPOST_GUARDED_BY(mu_) = 0;          // sessions the queue will need
   double mean_completion_tokens_ OUTPOST_GUARDED_BY(mu_) = 64;  // EMA over finished requests
   double decode_tps_ OUTPOST_GUARDED_BY(mu_) = 0;               // EMA, aggregate over all sequences
+  int64_t prompt_tokens_ OUTPOST_GUARDED_BY(mu_) = 0;           // admitted, since start
+  int64_t prompt_tokens_cached_ OUTPOST_GUARDED_BY(mu_) = 0;    // of those, from the cache
+  std::atomic<int64_t> cache_tokens_{0};                        // held by idle slots
 
   // Engine thread only.
   std::vector<Slot> slots_;

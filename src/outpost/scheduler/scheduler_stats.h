@@ -7,6 +7,8 @@
 // clang-format off
 #define OUTPOST_SCHEDULER_STATS(COUNTER, GAUGE, HISTOGRAM, COUNTER_VEC)                          \
   COUNTER(prompt_tokens, "outpost_prompt_tokens_total", "Prompt tokens processed.")              \
+  COUNTER(prompt_tokens_cached, "outpost_prompt_tokens_cached_total",                            \
+          "Prompt tokens whose KV was reused from the prefix cache instead of computed.")        \
   COUNTER(completion_tokens, "outpost_completion_tokens_total", "Completion tokens generated.")  \
   COUNTER(rejected, "outpost_rejected_total",                                                    \
           "Requests rejected with 503 because queue or wait limits were exceeded.")              \
@@ -21,7 +23,10 @@
   GAUGE(queue_depth, "outpost_queue_depth", "Requests waiting for a session.")                   \
   GAUGE(active_sequences, "outpost_active_sequences", "Sequences being prefilled or decoded.")   \
   GAUGE(max_sessions, "outpost_max_sessions", "Concurrent sessions admitted (parallel).")        \
-  GAUGE(kv_bytes_used, "outpost_kv_bytes_used", "KV cache bytes holding live tokens.")           \
+  GAUGE(kv_bytes_used, "outpost_kv_bytes_used",                                                  \
+        "KV cache bytes holding tokens (live sequences and the prefix cache).")                  \
+  GAUGE(prefix_cache_tokens, "outpost_prefix_cache_tokens",                                      \
+        "Tokens of KV idle sessions keep for reuse (reclaimable at once).")                      \
   GAUGE(kv_bytes_limit, "outpost_kv_bytes_limit", "KV cache bytes allocated for all sessions.")  \
   GAUGE(decode_tokens_per_second, "outpost_decode_tokens_per_second",                            \
         "Aggregate decode rate over the last seconds of work.")
