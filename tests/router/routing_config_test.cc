@@ -1,5 +1,8 @@
 #include "outpost/router/routing_config.h"
 
+#include "outpost/router/router.h"
+#include "outpost/telemetry/stat_registry.h"
+
 #include "mocks/temp_file.h"
 
 #include <gtest/gtest.h>
@@ -113,6 +116,22 @@ upstreams:
 
 TEST(RoutingConfig, MissingFile) {
   EXPECT_EQ(LoadRoutingConfig("/nonexistent/routing.yaml").status().code(), StatusCode::kNotFound);
+}
+
+// Cached prompt prefixes are shared per tenant and data class.
+TEST(Router, CacheScopeSeparatesTenantsAndDataClasses) {
+  RoutingConfig cfg;
+  cfg.tenants["key-ward3"] = TenantConfig{"ward-3", DataClass::kRestricted, 0};
+  cfg.tenants["key-office"] = TenantConfig{"office", DataClass::kInternal, 0};
+  telemetry::StatRegistry stats;
+  Router r(cfg, &stats);
+  EXPECT_EQ(r.CacheScope("key-ward3", DataClass::kRestricted), "tenant:ward-3/restricted");
+  EXPECT_NE(r.CacheScope("key-ward3", DataClass::kRestricted),
+            r.CacheScope("key-office", DataClass::kRestricted));
+  EXPECT_NE(r.CacheScope("key-office", DataClass::kInternal),
+            r.CacheScope("key-office", DataClass::kRestricted));
+  // Unknown keys (and none) share the anonymous scope of their class.
+  EXPECT_EQ(r.CacheScope("", DataClass::kInternal), r.CacheScope("nobody", DataClass::kInternal));
 }
 
 }  // namespace

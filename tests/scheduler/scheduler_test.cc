@@ -497,6 +497,29 @@ TEST(PrefixCache, TheSamePromptAgainRecomputesOnlyItsLastToken) {
   EXPECT_EQ(f.engine->violations, 0);
 }
 
+TEST(PrefixCache, AnIdleHolderBeatsABusyOneThatSavesLittleMore) {
+  // Slots 0 and 1 both hold the system prompt. b then runs in slot 0 with a
+  // prompt sharing 4 more tokens with c than slot 1 does: cutting slot 1 in
+  // place is free, copying slot 0 would move its whole KV to save 4 tokens.
+  Fixture f(CacheOpts(3), std::string(20, 'r'));
+  auto a1 = f.Sink("a1");
+  auto a2 = f.Sink("a2");
+  ASSERT_TRUE(SubmitPrompt(f, a1, kSystem + "Q1").ok());
+  ASSERT_TRUE(SubmitPrompt(f, a2, kSystem + "Q2").ok());
+  f.RunToIdle();
+  ASSERT_EQ(f.engine->copies, 0);
+  auto b = f.Sink("b");
+  ASSERT_TRUE(SubmitPrompt(f, b, kSystem + "R: 11").ok());
+  f.sched->StepForTest();
+  ASSERT_FALSE(b->done);
+  auto c = f.Sink("c");
+  ASSERT_TRUE(SubmitPrompt(f, c, kSystem + "R: 12").ok());
+  f.RunToIdle();
+  EXPECT_EQ(f.engine->copies, 0);
+  EXPECT_EQ(c->result.usage.cached_tokens, static_cast<int32_t>(kSystem.size()));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
 TEST(PrefixCache, ShortCopiesAreNotWorthIt) {
   // A busy holder shares only 4 tokens (< min_copied_prefix 8): recompute.
   Fixture f(CacheOpts(2), std::string(20, 'r'));
@@ -584,6 +607,27 @@ TEST(PrefixCache, IdleCachesAreReclaimedEmptiestAndOldestFirst) {
   f.RunToIdle();
   EXPECT_EQ(e->result.usage.cached_tokens,
             static_cast<int32_t>(std::string("second prompt, cached").size()));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(PrefixCache, ScopesDoNotShare) {
+  // A restricted request never reuses KV another scope computed, nor leaves
+  // KV that another scope reuses; within its scope it shares as usual.
+  Fixture f(CacheOpts(2));
+  auto run = [&](const char* name, const std::string& scope) {
+    auto s = f.Sink(name);
+    GenerationRequest req;
+    req.prompt = Tokens(kSystem + name);
+    req.cache_scope = scope;
+    EXPECT_TRUE(f.sched->Submit(std::move(req), s).ok());
+    f.RunToIdle();
+    EXPECT_EQ(s->text, "hello");
+    return s->result.usage.cached_tokens;
+  };
+  EXPECT_EQ(run("a", "tenant:plant/internal"), 0);
+  EXPECT_EQ(run("b", "tenant:plant/restricted"), 0);
+  EXPECT_EQ(run("c", "tenant:office/internal"), 0);
+  EXPECT_EQ(run("d", "tenant:plant/restricted"), static_cast<int32_t>(kSystem.size()));
   EXPECT_EQ(f.engine->violations, 0);
 }
 

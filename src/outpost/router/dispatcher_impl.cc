@@ -154,6 +154,11 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
       return nullptr;
     }
   }
+  // Cached prompt prefixes are shared only within one tenant and data class.
+  if (router_ != nullptr) {
+    gen.cache_scope =
+        router_->CacheScope(call.api_key, router_->ResolveDataClass(call.api_key, call.data_class));
+  }
   if (cascade_to) {
     RunCascade(*served, std::move(gen), call, local_reason, *cascade_to, sink);
     return nullptr;

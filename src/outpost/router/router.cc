@@ -32,6 +32,12 @@ DataClass Router::ResolveDataClass(const std::string& api_key,
   return cls;
 }
 
+std::string Router::CacheScope(const std::string& bearer, DataClass data_class) const {
+  auto t = cfg_.tenants.find(bearer);
+  const std::string tenant = t == cfg_.tenants.end() ? std::string() : "tenant:" + t->second.name;
+  return tenant + "/" + DataClassName(data_class);
+}
+
 int64_t Router::TenantBudgetMs(const std::string& bearer) const {
   auto t = cfg_.tenants.find(bearer);
   return t == cfg_.tenants.end() ? 0 : t->second.latency_budget_ms;

@@ -29,6 +29,10 @@ class Router {
   DataClass ResolveDataClass(const std::string& api_key, std::optional<DataClass> header) const;
   // Tenant latency budget for this API key (0 = none).
   int64_t TenantBudgetMs(const std::string& bearer_token) const;
+  // Requests share cached prompt prefixes only within one scope: the tenant
+  // (by API key; unknown keys share the anonymous scope) and the data class,
+  // so a restricted prompt never reuses or leaves KV another class can reach.
+  std::string CacheScope(const std::string& bearer_token, DataClass data_class) const;
 
   RouteDecision Decide(const RouteInput& in) const {
     return router::Decide(in, cfg_.policy, cluster_.View());

@@ -64,6 +64,9 @@ struct GenerationRequest {
   // Per-token log-probabilities pushed to the sink (OnLogprobs) with this
   // many alternatives each (0-20); -1 = none.
   int32_t top_logprobs = -1;
+  // Requests share cached prompt prefixes only with requests of the same
+  // scope (the router sets tenant and data class; "" = one shared scope).
+  std::string cache_scope;
   // Control tokens whose text is part of the answer (a tool format's
   // "<tool_call>"); others render as nothing.
   std::vector<engine::Token> special_tokens;

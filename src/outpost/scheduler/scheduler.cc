@@ -234,7 +234,7 @@ int32_t Scheduler::AdmitLocked() {
     if (n_idle < n) break;
     Queued q = std::move(from->front());
     from->pop_front();
-    Reuse reuse = options_.prefix_cache ? FindPrefix(q.req.prompt) : Reuse{};
+    Reuse reuse = options_.prefix_cache ? FindPrefix(q.req) : Reuse{};
     const std::vector<size_t> idle = PickIdle(n, reuse);
     queued_choices_ -= q.req.n;
     auto group = std::make_shared<Group>();
@@ -261,6 +261,7 @@ int32_t Scheduler::AdmitLocked() {
         if (TrimCache(slot, reuse.match)) start = reuse.match;
       }
       if (start == 0) TrimCache(slot, 0);
+      slot.kv_scope = q.req.cache_scope;
       slot.cached_at = now;
       if (c == 0) {
         group->result.usage.cached_tokens = start;
@@ -541,31 +542,29 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   stats_.active_sequences.Set(active_);
 }
 
-Scheduler::Reuse Scheduler::FindPrefix(const std::vector<engine::Token>& prompt) const {
-  Reuse best;
-  if (prompt.size() < 2) return best;
+Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
+  const std::vector<engine::Token>& prompt = req.prompt;
+  if (prompt.size() < 2) return Reuse{};
   // The last prompt token is always computed: its logits start the answer.
   const size_t limit = prompt.size() - 1;
   const int32_t window = engine_->SlidingWindow();
-  bool best_in_place = false;
+  Reuse in_place_best, copy_best;  // an idle holder is cut in place; a busy one is copied
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    if (s.kv.empty() || s.state == SlotState::kFork) continue;
+    if (s.kv.empty() || s.state == SlotState::kFork || s.kv_scope != req.cache_scope) continue;
     const size_t end = std::min(limit, s.kv.size());
     size_t m = 0;
     while (m < end && s.kv[m] == prompt[m]) ++m;
     // Sliding-window layers drop cells that fall out of every window: the
     // holder must still have the window before the cut (llama-server's rule).
     if (window > 0 && engine_->SequencePosMin(s.seq) > std::max<int32_t>(0, m - window)) continue;
-    const bool in_place = s.state == SlotState::kIdle;
-    if (m == 0 || (!in_place && static_cast<int32_t>(m) < options_.min_copied_prefix)) continue;
-    const auto match = static_cast<int32_t>(m);
-    if (match > best.match || (match == best.match && in_place && !best_in_place)) {
-      best = Reuse{i, match};
-      best_in_place = in_place;
-    }
+    Reuse& best = s.state == SlotState::kIdle ? in_place_best : copy_best;
+    if (static_cast<int32_t>(m) > best.match) best = Reuse{i, static_cast<int32_t>(m)};
   }
-  return best;
+  // A copy moves the holder's whole KV stream: worth it only when it saves at
+  // least min_copied_prefix tokens over the best idle holder.
+  if (copy_best.match >= in_place_best.match + options_.min_copied_prefix) return copy_best;
+  return in_place_best;
 }
 
 std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {

@@ -35,7 +35,8 @@
 // a slot is taken for a new request whatever it holds, the emptiest and
 // least recently used first. With sliding-window layers (Gemma 3) a holder
 // drops cells as they leave the window, so a prefix is reused only while the
-// holder still has the window before the cut.
+// holder still has the window before the cut. Prefixes are shared only
+// among requests of one cache_scope (the router's tenant and data class).
 //
 // Invariants: a slot in kIdle holds no KV cells beyond its `kv` tokens (none
 // with prefix_cache off); a sequence's KV never grows past ctx_per_session
@@ -77,8 +78,9 @@ struct SchedulerOptions {
   int64_t max_queue_wait_ms = 30000;  // a queued request older than this gets 503
   uint64_t kv_bytes_per_token = 0;    // for the kv_bytes_used gauge
   bool prefix_cache = true;           // reuse cached prompt prefixes across sessions
-  // A cached prefix copied from another slot must be at least this long (a
-  // copy moves the holder's whole KV stream; shorter prefixes are recomputed).
+  // A cached prefix is copied from a busy slot only when that saves at least
+  // this many tokens over the best idle holder (a copy moves the holder's
+  // whole KV stream; an idle holder is cut in place for free).
   int32_t min_copied_prefix = 16;
 };
 
@@ -183,6 +185,7 @@ class Scheduler {
     util::Clock::TimePoint submitted, last_token_at;
     // Tokens whose KV this sequence holds, by position (the prefix cache).
     std::vector<engine::Token> kv;
+    std::string kv_scope;              // the cache_scope of the request that filled kv
     util::Clock::TimePoint cached_at;  // when an idle slot's cache was last used
   };
 
@@ -205,7 +208,7 @@ class Scheduler {
   // Engine thread: the longest cached prefix of `prompt` usable by a new
   // request (match 0 when none), and the n idle slots to run it in (the
   // holder first when it is idle).
-  Reuse FindPrefix(const std::vector<engine::Token>& prompt) const;
+  Reuse FindPrefix(const GenerationRequest& req) const;
   std::vector<size_t> PickIdle(size_t n, const Reuse& reuse) const;
   // Engine thread: drops what slot s caches, keeping its first `keep` tokens.
   // False when the engine cannot cut there (the slot then holds nothing).
