@@ -213,6 +213,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "between -100 and 100"},
         BadCase{kChat, R"({"seed": "x", )" MSGS "}", "seed", "must be an integer"},
         BadCase{kChat, R"({"stream": "yes", )" MSGS "}", "stream", "must be a boolean"},
+        BadCase{kChat, R"({"cache_prompt": 0, )" MSGS "}", "cache_prompt", "must be a boolean"},
         BadCase{kChat, R"({"stream_options": {"include_usage": true}, )" MSGS "}", "stream_options",
                 "only allowed when 'stream' is true"},
         BadCase{kChat, R"({"stream": true, "stream_options": {"include_usage": 1}, )" MSGS "}",

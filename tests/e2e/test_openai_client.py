@@ -34,8 +34,9 @@ def test_chat(client, model_id):
 
 
 def test_streaming_chat_matches_non_streaming(client, model_id):
+    # cache_prompt false: both compute the whole prompt (docs/api.md).
     kw = dict(model=model_id, messages=[{"role": "user", "content": "Name a planet."}],
-              temperature=0, max_tokens=20)
+              temperature=0, max_tokens=20, extra_body={"cache_prompt": False})
     whole = client.chat.completions.create(**kw).choices[0].message.content
     stream = client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw)
     parts, finish, usage = [], None, None
@@ -183,12 +184,14 @@ def test_native_tool_format_round_trip_and_incremental_stream():
 
 def test_logprobs_through_the_client(client, model_id):
     r = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
-                                       temperature=0, max_tokens=6, logprobs=True, top_logprobs=2)
+                                       temperature=0, max_tokens=6, logprobs=True, top_logprobs=2,
+                                       extra_body={"cache_prompt": False})
     lp = r.choices[0].logprobs.content
     assert len(lp) == r.usage.completion_tokens and all(len(t.top_logprobs) == 2 for t in lp)
     assert "".join(t.token for t in lp) == r.choices[0].message.content
     stream = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
-                                            temperature=0, max_tokens=6, logprobs=True, stream=True)
+                                            temperature=0, max_tokens=6, logprobs=True, stream=True,
+                                            extra_body={"cache_prompt": False})
     tokens = [t.token for ch in stream if ch.choices and ch.choices[0].logprobs
               for t in ch.choices[0].logprobs.content]
     assert tokens == [t.token for t in lp]
@@ -196,10 +199,10 @@ def test_logprobs_through_the_client(client, model_id):
 
 def test_n_choices(client, model_id):
     r = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
-                                       n=2, seed=7, max_tokens=12)
+                                       n=2, seed=7, max_tokens=12, extra_body={"cache_prompt": False})
     assert [c.index for c in r.choices] == [0, 1] and all(c.message.content for c in r.choices)
     stream = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Say hello"}],
-                                            n=2, seed=7, max_tokens=12, stream=True)
+                                            n=2, seed=7, max_tokens=12, stream=True, extra_body={"cache_prompt": False})
     got = {0: "", 1: ""}
     for ch in stream:
         for c in ch.choices:

@@ -41,8 +41,10 @@ def test_chat_response_shape(server):
 
 
 def test_greedy_is_deterministic_across_runs(server):
-    a = chat_text(server, max_tokens=40)["choices"][0]["message"]["content"]
-    b = chat_text(server, max_tokens=40)["choices"][0]["message"]["content"]
+    # cache_prompt false: a reused prefix changes the batch shapes the prompt is
+    # computed in, and a near tie may then tip (docs/api.md).
+    a = chat_text(server, max_tokens=40, cache_prompt=False)["choices"][0]["message"]["content"]
+    b = chat_text(server, max_tokens=40, cache_prompt=False)["choices"][0]["message"]["content"]
     assert a == b
 
 
@@ -54,11 +56,11 @@ def test_max_tokens_gives_length(server):
 
 def test_stop_string_cuts_output_and_reports_stop(server):
     full = chat_text(server, content="Count from one to twenty in words, comma separated.",
-                     max_tokens=60)["choices"][0]["message"]["content"]
+                     max_tokens=60, cache_prompt=False)["choices"][0]["message"]["content"]
     assert len(full) > 20, full
     stop = full[10:14]  # a string that occurs in the middle of the greedy answer
     cut = chat_text(server, content="Count from one to twenty in words, comma separated.",
-                    max_tokens=60, stop=[stop])
+                    max_tokens=60, stop=[stop], cache_prompt=False)
     text = cut["choices"][0]["message"]["content"]
     assert cut["choices"][0]["finish_reason"] == "stop"
     assert stop not in text
@@ -67,7 +69,7 @@ def test_stop_string_cuts_output_and_reports_stop(server):
 
 
 def test_streamed_text_equals_non_streamed(server):
-    body = chat_body(content="Write one sentence about the sea.", max_tokens=48)
+    body = chat_body(content="Write one sentence about the sea.", max_tokens=48, cache_prompt=False)
     whole = server.post(CHAT, json=body).json()["choices"][0]["message"]["content"]
     events, done = stream_events(server, CHAT, {**body, "stream": True,
                                                 "stream_options": {"include_usage": True}})
@@ -84,7 +86,7 @@ def test_streamed_text_equals_non_streamed(server):
 
 
 def test_completions_stream_and_not(server):
-    body = {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12}
+    body = {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12, "cache_prompt": False}
     j = server.post(COMP, json=body).json()
     assert j["object"] == "text_completion"
     text = j["choices"][0]["text"]
@@ -95,7 +97,8 @@ def test_completions_stream_and_not(server):
 
 
 def test_utf8_streaming_keeps_characters_whole(gemma):
-    body = chat_body(content="Reply with five emoji and the word café, nothing else.", max_tokens=40)
+    body = chat_body(content="Reply with five emoji and the word café, nothing else.", max_tokens=40,
+                     cache_prompt=False)
     whole = gemma.post(CHAT, json=body).json()["choices"][0]["message"]["content"]
     events, _ = stream_events(gemma, CHAT, {**body, "stream": True})
     pieces = [e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"]]

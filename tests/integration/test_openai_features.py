@@ -52,7 +52,7 @@ def check_defect(text):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_json_schema_output_always_parses_and_follows_the_schema(server, seed):
     body = chat_body(content="Report this defect as JSON: two deep scratches on the left door panel.",
-                     temperature=0.8, seed=seed, max_tokens=80,
+                     temperature=0.8, seed=seed, max_tokens=80, cache_prompt=False,
                      response_format={"type": "json_schema",
                                       "json_schema": {"name": "defect", "strict": True, "schema": DEFECT_SCHEMA}})
     r = server.post(CHAT, json=body)
@@ -78,7 +78,7 @@ def test_json_object_output_parses(server):
 
 
 def test_chat_logprobs_match_the_tokens_and_stream_the_same(server):
-    body = chat_body(content="Say hello", logprobs=True, top_logprobs=3, max_tokens=8)
+    body = chat_body(content="Say hello", logprobs=True, top_logprobs=3, max_tokens=8, cache_prompt=False)
     j = server.post(CHAT, json=body).json()
     c = j["choices"][0]
     content = c["logprobs"]["content"]
@@ -181,8 +181,9 @@ def test_api_key_file_errors_are_clear(tmp_path):
 
 def choices_equal_separate_requests(s, seed):
     """n choices (one prefill, KV copied) answer exactly what separate requests
-    with seeds seed, seed+1, ... answer (each computing the prompt itself)."""
-    body = chat_body(content="Say hello", temperature=0.8, seed=seed, max_tokens=16)
+    with seeds seed, seed+1, ... answer (each computing the prompt itself:
+    cache_prompt false, so none reuses the prefix cache)."""
+    body = chat_body(content="Say hello", temperature=0.8, seed=seed, max_tokens=16, cache_prompt=False)
     j = s.post(CHAT, json={**body, "n": 3}).json()
     together = [c["message"]["content"] for c in sorted(j["choices"], key=lambda c: c["index"])]
     alone = [s.post(CHAT, json={**body, "seed": seed + i}).json()["choices"][0]["message"]["content"]
@@ -199,7 +200,7 @@ def test_n_choices_share_the_prompt_and_match_separate_requests(server):
     assert j["usage"]["prompt_tokens"] < 60  # counted once
     # Streamed: every chunk names its choice; each choice ends once.
     events, done = stream_events(server, CHAT, chat_body(content="Say hello", seed=11, temperature=0.8,
-                                                         max_tokens=16, n=3, stream=True))
+                                                         max_tokens=16, n=3, stream=True, cache_prompt=False))
     assert done
     texts = {}
     finishes = {}

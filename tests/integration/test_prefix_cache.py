@@ -97,3 +97,19 @@ def test_gemma_prompt_past_its_window_stays_correct():
     for (c_text, c_lp, _, _), (w_text, w_lp, usage, _) in zip(cold, warm):
         assert w_text == c_text, (c_text, w_text, usage)
         assert abs(w_lp - c_lp) < LOGPROB_NOISE, (c_lp, w_lp, usage)
+
+
+def test_cache_prompt_false_computes_the_whole_prompt(server):
+    """The request-level opt-out (as llama-server's): nothing is reused, though
+    the KV it leaves is cached for the next request."""
+    import httpx
+    body = {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Fill level?"}],
+            "temperature": 0, "max_tokens": 4}
+    first = server.post("/v1/chat/completions", json={**body, "cache_prompt": False}).json()
+    again = server.post("/v1/chat/completions", json={**body, "cache_prompt": False}).json()
+    reused = server.post("/v1/chat/completions", json=body).json()
+    assert first["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    assert reused["usage"]["prompt_tokens_details"]["cached_tokens"] == reused["usage"]["prompt_tokens"] - 1
+    bad = server.post("/v1/chat/completions", json={**body, "cache_prompt": "no"})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "cache_prompt"

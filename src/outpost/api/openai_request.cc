@@ -472,6 +472,7 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   }
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "stream", "stream", &r.stream));
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "ignore_eos", "ignore_eos", &r.ignore_eos));
+  OUTPOST_RETURN_IF_ERROR(GetBool(j, "cache_prompt", "cache_prompt", &r.cache_prompt));
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return WrongType("stream_options", "an object", *it);
     if (!r.stream) {

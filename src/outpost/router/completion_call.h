@@ -44,6 +44,9 @@ struct CompletionRequest {
   int32_t top_logprobs = -1;  // per-token logprobs with this many alternatives; -1 = none
   int32_t n = 1;              // choices
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes
+  // Extension (as llama.cpp's server): false computes the whole prompt even
+  // when a cached prefix exists (results independent of what ran before).
+  bool cache_prompt = true;
   ToolSpec tools;
 };
 

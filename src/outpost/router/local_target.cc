@@ -15,6 +15,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->stop = r.stop;
   gen->top_logprobs = r.top_logprobs;
   gen->n = r.n;
+  gen->cache_prompt = r.cache_prompt;
   scheduler::PromptInput in;
   in.chat = r.endpoint == Endpoint::kChat;
   in.messages = r.messages;

@@ -67,6 +67,9 @@ struct GenerationRequest {
   // Requests share cached prompt prefixes only with requests of the same
   // scope (the router sets tenant and data class; "" = one shared scope).
   std::string cache_scope;
+  // false: compute the whole prompt, reusing nothing (the KV it leaves is
+  // still cached for others).
+  bool cache_prompt = true;
   // Control tokens whose text is part of the answer (a tool format's
   // "<tool_call>"); others render as nothing.
   std::vector<engine::Token> special_tokens;

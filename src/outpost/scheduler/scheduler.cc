@@ -234,7 +234,7 @@ int32_t Scheduler::AdmitLocked() {
     if (n_idle < n) break;
     Queued q = std::move(from->front());
     from->pop_front();
-    Reuse reuse = options_.prefix_cache ? FindPrefix(q.req) : Reuse{};
+    Reuse reuse = options_.prefix_cache && q.req.cache_prompt ? FindPrefix(q.req) : Reuse{};
     const std::vector<size_t> idle = PickIdle(n, reuse);
     queued_choices_ -= q.req.n;
     auto group = std::make_shared<Group>();
