@@ -11,6 +11,10 @@ For each client count, --rounds rounds of that many simultaneous streaming
 medians of aggregate tokens/s and TTFT p50/p99. The servers are warmed with
 one request first (steady state: the block has been seen once).
 
+Phase `cold` (--phases): a burst of the largest client count on a freshly
+started server that has never seen the block (shift start: every terminal at
+once), --rounds fresh servers each, Outpost against llama-server.
+
 Writes bench/results/<date>-shared-prefix.json and -shared-prefix.svg and
 prints the markdown table for docs/performance.md.
 """
@@ -115,6 +119,20 @@ def sweep(name, url, clients_list, n_tokens, rounds):
     return out
 
 
+def cold_burst(name, cmd_for_port, ready, clients, n_tokens, rounds):
+    rs = []
+    for i in range(rounds):
+        port = free_port()
+        proc = base_bench.start(cmd_for_port(port), port, ready)
+        try:
+            rs.append(point(f"http://127.0.0.1:{port}", clients, n_tokens))
+        finally:
+            stop(proc)
+        log(f"{name} cold burst of {clients}, round {i + 1}/{rounds}: {rs[-1]['agg_tps']:.1f} tok/s, "
+            f"TTFT p50 {rs[-1]['ttft_p50']:.2f} s p99 {rs[-1]['ttft_p99']:.2f} s")
+    return {k: statistics.median(r[k] for r in rs) for k in ("agg_tps", "ttft_p50", "ttft_p99")}
+
+
 def run_server(cmd, port, ready, name, clients_list, args):
     proc = base_bench.start(cmd, port, ready)
     try:
@@ -173,24 +191,40 @@ def main():
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    ap.add_argument("--phases", default="warm,cold")
     args = ap.parse_args()
+    phases = args.phases.split(",")
     clients_list = [int(c) for c in args.clients.split(",")]
     slots, ctx = max(clients_list), 1024
     os.makedirs(args.out, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d")
+    outpost_cmd = lambda port, *extra: [args.outpost, "serve", "--model", args.model, "--port", str(port),
+                                        "--threads", str(args.threads), "--parallel", str(slots),
+                                        "--ctx-size", str(ctx), *extra]
+    llama_cmd = lambda port: [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
+                              "-t", str(args.threads), "-tb", str(args.threads), "-np", str(slots),
+                              "-c", str(ctx * slots), "--no-webui"]
+    result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
+              "model": os.path.realpath(args.model), "tokens": args.tokens, "rounds": args.rounds}
+    if "cold" in phases:
+        cold = {"outpost": cold_burst("outpost", outpost_cmd, "/ready", slots, args.tokens, args.rounds),
+                "llama-server": cold_burst("llama-server", llama_cmd, "/health", slots, args.tokens, args.rounds)}
+        result["cold_burst"] = {"clients": slots, **cold}
+        o, ls = cold["outpost"], cold["llama-server"]
+        print(f"| cold burst of {slots} | {o['agg_tps']:.1f} tok/s | {ls['agg_tps']:.1f} tok/s | "
+              f"{o['agg_tps'] / ls['agg_tps']:.2f} | {o['ttft_p50']:.2f} / {o['ttft_p99']:.2f} s | "
+              f"{ls['ttft_p50']:.2f} / {ls['ttft_p99']:.2f} s | {o['ttft_p99'] / ls['ttft_p99']:.2f} |")
+    if "warm" not in phases:
+        with open(os.path.join(args.out, f"{stamp}-shared-prefix-cold.json"), "w") as f:
+            json.dump(result, f, indent=2)
+        return
     res = {}
     for name, extra in [("outpost", []), ("outpost-no-cache", ["--prefix-cache", "false"])]:
         port = free_port()
-        res[name] = run_server([args.outpost, "serve", "--model", args.model, "--port", str(port), "--threads",
-                                str(args.threads), "--parallel", str(slots), "--ctx-size", str(ctx), *extra],
-                               port, "/ready", name, clients_list, args)
+        res[name] = run_server(outpost_cmd(port, *extra), port, "/ready", name, clients_list, args)
     port = free_port()
-    res["llama-server"] = run_server(
-        [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port), "-t",
-         str(args.threads), "-tb", str(args.threads), "-np", str(slots), "-c", str(ctx * slots), "--no-webui"],
-        port, "/health", "llama-server", clients_list, args)
-    result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
-              "model": os.path.realpath(args.model), "tokens": args.tokens, "rounds": args.rounds, "results": res}
+    res["llama-server"] = run_server(llama_cmd(port), port, "/health", "llama-server", clients_list, args)
+    result["results"] = res
     with open(os.path.join(args.out, f"{stamp}-shared-prefix.json"), "w") as f:
         json.dump(result, f, indent=2)
     svg(os.path.join(args.out, f"{stamp}-shared-prefix.svg"), res, clients_list)

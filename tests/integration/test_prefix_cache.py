@@ -113,3 +113,30 @@ def test_cache_prompt_false_computes_the_whole_prompt(server):
     assert reused["usage"]["prompt_tokens_details"]["cached_tokens"] == reused["usage"]["prompt_tokens"] - 1
     bad = server.post("/v1/chat/completions", json={**body, "cache_prompt": "no"})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "cache_prompt"
+
+
+def test_a_cold_burst_computes_a_new_prefix_once():
+    """Requests that arrive together with a system prompt nobody holds yet: one
+    computes it, the others wait for it and copy it, and answer as uncached."""
+    import httpx
+    with serve("--parallel", "4", "--ctx-size", "1024") as s:
+        def burst(cache_prompt):
+            out = {}
+
+            def one(q):
+                body = {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}],
+                        "temperature": 0, "max_tokens": FIRST_TOKENS, "cache_prompt": cache_prompt}
+                r = httpx.post(s.base + "/v1/chat/completions", json=body, timeout=300)
+                assert r.status_code == 200, r.text
+                out[q] = (r.json()["choices"][0]["message"]["content"],
+                          r.json()["usage"]["prompt_tokens_details"]["cached_tokens"])
+            threads = [threading.Thread(target=one, args=(q,)) for q in QUESTIONS]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return out
+        warm = burst(True)
+        cold = burst(False)  # every prompt computed whole
+    assert sorted(c > 100 for _, c in warm.values()) == [False, True, True], warm
+    assert {q: t for q, (t, _) in warm.items()} == {q: t for q, (t, _) in cold.items()}

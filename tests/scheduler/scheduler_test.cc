@@ -506,8 +506,8 @@ TEST(PrefixCache, AnIdleHolderBeatsABusyOneThatSavesLittleMore) {
   auto a2 = f.Sink("a2");
   ASSERT_TRUE(SubmitPrompt(f, a1, kSystem + "Q1").ok());
   ASSERT_TRUE(SubmitPrompt(f, a2, kSystem + "Q2").ok());
-  f.RunToIdle();
-  ASSERT_EQ(f.engine->copies, 0);
+  f.RunToIdle();  // a2 waited for a1's prefix and copied it: both hold it now
+  const int copies = f.engine->copies;
   auto b = f.Sink("b");
   ASSERT_TRUE(SubmitPrompt(f, b, kSystem + "R: 11").ok());
   f.sched->StepForTest();
@@ -515,8 +515,53 @@ TEST(PrefixCache, AnIdleHolderBeatsABusyOneThatSavesLittleMore) {
   auto c = f.Sink("c");
   ASSERT_TRUE(SubmitPrompt(f, c, kSystem + "R: 12").ok());
   f.RunToIdle();
-  EXPECT_EQ(f.engine->copies, 0);
+  EXPECT_EQ(f.engine->copies, copies);
   EXPECT_EQ(c->result.usage.cached_tokens, static_cast<int32_t>(kSystem.size()));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(PrefixCache, ABurstWithANewPrefixComputesItOnce) {
+  // Three requests arrive together with a system prompt nobody holds yet: the
+  // first computes it, the others wait for it to be decoded and copy it.
+  Fixture f(CacheOpts(3));
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (const char* q : {"Q: torque?", "Q: speed?", "Q: labels?"}) {
+    sinks.push_back(f.Sink(q));
+    ASSERT_TRUE(SubmitPrompt(f, sinks.back(), kSystem + q).ok());
+  }
+  f.RunToIdle();
+  const auto shared = static_cast<int32_t>(kSystem.size() + 3);
+  int computed_once = 0;
+  for (const auto& s : sinks) {
+    ASSERT_TRUE(s->done) << s->name;
+    EXPECT_EQ(s->text, "hello") << s->name;
+    if (s->result.usage.cached_tokens == 0)
+      ++computed_once;
+    else
+      EXPECT_EQ(s->result.usage.cached_tokens, shared) << s->name;
+  }
+  EXPECT_EQ(computed_once, 1);
+  EXPECT_EQ(f.engine->copies, 2);
+  // Position 0 was computed for one sequence only.
+  int at_zero = 0;
+  for (const auto& b : f.engine->batches)
+    for (const auto& x : b) at_zero += x.pos == 0 ? 1 : 0;
+  EXPECT_EQ(at_zero, 1);
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(PrefixCache, AWaiterWhoseHolderIsCancelledComputesItsPrompt) {
+  Fixture f(CacheOpts(2));
+  auto a = f.Sink("a");
+  auto b = f.Sink("b");
+  ASSERT_TRUE(SubmitPrompt(f, a, kSystem + "Q: torque?").ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, kSystem + "Q: speed?").ok());
+  a->cancel = true;  // a leaves before its prompt is decoded
+  f.RunToIdle();
+  EXPECT_EQ(a->result.finish, FinishReason::kCancelled);
+  ASSERT_TRUE(b->done);
+  EXPECT_EQ(b->text, "hello");
+  EXPECT_EQ(b->result.usage.cached_tokens, 0);
   EXPECT_EQ(f.engine->violations, 0);
 }
 

@@ -173,8 +173,8 @@ SchedulerSnapshot Scheduler::Snapshot() const {
   s.estimated_wait_ms = s.would_wait ? static_cast<int64_t>(WaitSecondsLocked() * 1000.0) : 0;
   s.prefix_cache = options_.prefix_cache;
   s.prefix_cache_tokens = cache_tokens_.load(std::memory_order_relaxed);
-  s.prompt_tokens = prompt_tokens_;
-  s.prompt_tokens_cached = prompt_tokens_cached_;
+  s.prompt_tokens = prompt_tokens_.load(std::memory_order_relaxed);
+  s.prompt_tokens_cached = prompt_tokens_cached_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -234,8 +234,10 @@ int32_t Scheduler::AdmitLocked() {
     if (n_idle < n) break;
     Queued q = std::move(from->front());
     from->pop_front();
-    Reuse reuse = options_.prefix_cache && q.req.cache_prompt ? FindPrefix(q.req) : Reuse{};
-    const std::vector<size_t> idle = PickIdle(n, reuse);
+    const bool cache = options_.prefix_cache && q.req.cache_prompt;
+    const Reuse reuse = cache ? FindPrefix(q.req) : Reuse{};
+    const Reuse pending = cache ? FindPending(q.req, reuse) : Reuse{};
+    const std::vector<size_t> idle = PickIdle(n, pending.match > 0 ? Reuse{} : reuse);
     queued_choices_ -= q.req.n;
     auto group = std::make_shared<Group>();
     group->sink = q.sink;
@@ -251,23 +253,14 @@ int32_t Scheduler::AdmitLocked() {
       // The leader starts from the reused prefix (in place, or copied from
       // its holder); every other slot drops what it cached.
       int32_t start = 0;
-      if (c == 0 && reuse.match > 0) {
-        if (idle[0] != reuse.from) {
-          TrimCache(slot, 0);
-          const Slot& holder = slots_[reuse.from];
-          engine_->CopySequence(holder.seq, slot.seq);
-          slot.kv = holder.kv;
-        }
-        if (TrimCache(slot, reuse.match)) start = reuse.match;
+      if (c == 0 && pending.match == 0 && reuse.match > 0) {
+        start = StartFrom(slot, reuse.from, reuse.match);
+      } else {
+        TrimCache(slot, 0);
       }
-      if (start == 0) TrimCache(slot, 0);
       slot.kv_scope = q.req.cache_scope;
       slot.cached_at = now;
-      if (c == 0) {
-        group->result.usage.cached_tokens = start;
-        stats_.prompt_tokens_cached.Add(static_cast<uint64_t>(start));
-        prompt_tokens_cached_ += start;
-      }
+      if (c == 0) group->result.usage.cached_tokens = start;
       slot.req = c + 1 < n ? q.req : std::move(q.req);
       // Each choice draws its own tokens, even from a fixed seed.
       if (slot.req.sampling.has_seed) slot.req.sampling.seed += static_cast<uint32_t>(c);
@@ -276,6 +269,12 @@ int32_t Scheduler::AdmitLocked() {
       slot.choice = static_cast<int>(c);
       slot.submitted = q.enqueued;
       slot.state = c == 0 ? SlotState::kPrefill : SlotState::kFork;
+      if (c == 0 && pending.match > 0) {
+        slot.state = SlotState::kWait;
+        slot.wait_from = pending.from;
+        slot.wait_match = pending.match;
+        slot.wait_group = slots_[pending.from].group;
+      }
       if (Status st = engine_->StartSequence(slot.seq, slot.req.sampling); !st.ok()) {
         group->start_error = std::move(st);  // the next step finishes the group
       }
@@ -367,6 +366,7 @@ void Scheduler::Step() {
       Finish(s, FinishReason::kCancelled);
     }
   }
+  ResolveWaits();
   int32_t n_decode = 0, n_prefill = 0;
   BuildBatch(&n_decode, &n_prefill);
   if (engine_->BatchSize() == 0) return;
@@ -565,6 +565,58 @@ Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
   // least min_copied_prefix tokens over the best idle holder.
   if (copy_best.match >= in_place_best.match + options_.min_copied_prefix) return copy_best;
   return in_place_best;
+}
+
+Scheduler::Reuse Scheduler::FindPending(const GenerationRequest& req, const Reuse& cached) const {
+  // Sliding-window holders drop cells as they go on past the prefix; with
+  // them a waiter could find its window gone, so only caches are used.
+  if (req.prompt.size() < 2 || engine_->SlidingWindow() > 0) return Reuse{};
+  const size_t limit = req.prompt.size() - 1;
+  Reuse best;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.state != SlotState::kPrefill || s.kv_scope != req.cache_scope) continue;
+    const size_t end = std::min(limit, s.req.prompt.size());
+    size_t m = 0;
+    while (m < end && s.req.prompt[m] == req.prompt[m]) ++m;
+    if (m <= s.kv.size()) continue;  // what is decoded already is a cache (FindPrefix)
+    if (static_cast<int32_t>(m) > best.match) best = Reuse{i, static_cast<int32_t>(m)};
+  }
+  if (best.match >= cached.match + options_.min_copied_prefix) return best;
+  return Reuse{};
+}
+
+void Scheduler::ResolveWaits() {
+  for (auto& s : slots_) {
+    if (s.state != SlotState::kWait) continue;
+    const Slot& h = slots_[s.wait_from];
+    const auto m = static_cast<size_t>(s.wait_match);
+    const bool ready = h.state != SlotState::kFork && h.state != SlotState::kWait &&
+                       h.kv_scope == s.kv_scope && h.kv.size() >= m &&
+                       std::equal(s.req.prompt.begin(), s.req.prompt.begin() + m, h.kv.begin());
+    const bool holder_busy_with_it = h.group == s.wait_group && h.state == SlotState::kPrefill;
+    if (!ready && holder_busy_with_it) continue;  // its prefix is not decoded yet
+    const int32_t start = ready ? StartFrom(s, s.wait_from, s.wait_match) : 0;
+    s.group->result.usage.cached_tokens = start;
+    s.n_prompt_done = static_cast<size_t>(start);
+    s.n_past = start;
+    s.state = SlotState::kPrefill;
+    s.wait_group.reset();
+  }
+}
+
+int32_t Scheduler::StartFrom(Slot& s, size_t from, int32_t keep) {
+  const size_t self = static_cast<size_t>(&s - slots_.data());
+  if (self != from) {
+    TrimCache(s, 0);
+    const Slot& holder = slots_[from];
+    engine_->CopySequence(holder.seq, s.seq);
+    s.kv = holder.kv;
+  }
+  if (!TrimCache(s, keep)) return 0;
+  stats_.prompt_tokens_cached.Add(static_cast<uint64_t>(keep));
+  prompt_tokens_cached_ += keep;
+  return keep;
 }
 
 std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {

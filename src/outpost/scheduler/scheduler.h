@@ -17,6 +17,7 @@
 // Slot states (one per sequence id):
 //
 //     kIdle ──admit──▶ kPrefill ──last prompt token decoded──▶ kDecode
+//       ▲   ├─admit─▶ kWait ──holder's prefix decoded: copied──▶ kPrefill
 //       ▲   └─admit─▶ kFork ──leader's prompt decoded: KV copied──┘ │
 //       └── finished / cancelled (KV kept as cache) / failed (freed) ◀┘
 //
@@ -37,6 +38,10 @@
 // drops cells as they leave the window, so a prefix is reused only while the
 // holder still has the window before the cut. Prefixes are shared only
 // among requests of one cache_scope (the router's tenant and data class).
+// A burst of requests with a prefix nobody holds yet computes it once: a
+// request whose prompt shares at least min_copied_prefix more tokens with a
+// prompt still being prefilled than with any cache waits (kWait) until that
+// prefix is decoded, then copies it.
 //
 // Invariants: a slot in kIdle holds no KV cells beyond its `kv` tokens (none
 // with prefix_cache off); a sequence's KV never grows past ctx_per_session
@@ -148,7 +153,7 @@ class Scheduler {
   bool StepForTest();
 
  private:
-  enum class SlotState { kIdle, kPrefill, kFork, kDecode };
+  enum class SlotState { kIdle, kPrefill, kFork, kWait, kDecode };
 
   // The choices of one request: one sink, one OnDone when all have ended.
   struct Group {
@@ -185,7 +190,12 @@ class Scheduler {
     util::Clock::TimePoint submitted, last_token_at;
     // Tokens whose KV this sequence holds, by position (the prefix cache).
     std::vector<engine::Token> kv;
-    std::string kv_scope;              // the cache_scope of the request that filled kv
+    std::string kv_scope;  // the cache_scope of the request that filled kv
+    // kWait: the slot whose prompt prefill will hold `wait_match` of ours,
+    // and that slot's group (the request it runs) when we started waiting.
+    size_t wait_from = 0;
+    int32_t wait_match = 0;
+    std::shared_ptr<Group> wait_group;
     util::Clock::TimePoint cached_at;  // when an idle slot's cache was last used
   };
 
@@ -210,6 +220,16 @@ class Scheduler {
   // holder first when it is idle).
   Reuse FindPrefix(const GenerationRequest& req) const;
   std::vector<size_t> PickIdle(size_t n, const Reuse& reuse) const;
+  // Engine thread: a prompt being prefilled in another slot that will hold a
+  // longer prefix of req's than `cached` (min_copied_prefix more); match 0
+  // when none.
+  Reuse FindPending(const GenerationRequest& req, const Reuse& cached) const;
+  // Engine thread: moves waiting slots whose prefix is now decoded to
+  // kPrefill with a copy of it (or from scratch when their holder is gone).
+  void ResolveWaits();
+  // Engine thread: slot s starts from the first `keep` tokens of slot from's
+  // KV (copied, or in place when s is from). Returns the tokens reused.
+  int32_t StartFrom(Slot& s, size_t from, int32_t keep);
   // Engine thread: drops what slot s caches, keeping its first `keep` tokens.
   // False when the engine cannot cut there (the slot then holds nothing).
   bool TrimCache(Slot& s, int32_t keep);
@@ -236,8 +256,8 @@ class Scheduler {
   int32_t queued_choices_ OUTPOST_GUARDED_BY(mu_) = 0;          // sessions the queue will need
   double mean_completion_tokens_ OUTPOST_GUARDED_BY(mu_) = 64;  // EMA over finished requests
   double decode_tps_ OUTPOST_GUARDED_BY(mu_) = 0;               // EMA, aggregate over all sequences
-  int64_t prompt_tokens_ OUTPOST_GUARDED_BY(mu_) = 0;           // admitted, since start
-  int64_t prompt_tokens_cached_ OUTPOST_GUARDED_BY(mu_) = 0;    // of those, from the cache
+  std::atomic<int64_t> prompt_tokens_{0};                       // admitted, since start
+  std::atomic<int64_t> prompt_tokens_cached_{0};                // of those, from the cache
   std::atomic<int64_t> cache_tokens_{0};                        // held by idle slots
 
   // Engine thread only.
