@@ -54,10 +54,24 @@ int main(int argc, char** argv) {
   outpost::app::PlanFlags* plan = outpost::app::AddPlanCommand(&app);
   outpost::app::BenchFlags* bench = outpost::app::AddBenchCommand(&app);
 
+  // Usage errors exit 2. An unknown command is one even with --help after it
+  // (CLI11 would print the top-level help for `outpost audit --help` and exit 0).
+  if (argc > 1 && argv[1][0] != '-') {
+    try {
+      app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::fprintf(
+          stderr,
+          "outpost: unknown command '%s' (commands: serve, plan, bench; see outpost --help)\n",
+          argv[1]);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);  // prints help (rc 0) or the error
+    return rc == 0 ? 0 : 2;
   }
 
   if (show_version) {
