@@ -181,6 +181,13 @@ TEST(Report, JsonTextAndHtmlCarryTheGates) {
   const std::string text = RenderText(r);
   EXPECT_NE(text.find("Gate 1  fit"), std::string::npos);
   EXPECT_NE(text.find("Gate 3  concurrency"), std::string::npos);
+  // Gates 2 and 3 assume different context fill; each says which.
+  EXPECT_NE(text.find("one session's KV at the full 4096 tokens: the worst case"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("each session's KV half full on average (2048 of 4096 tokens)"),
+            std::string::npos)
+      << text;
   const std::string html = RenderHtml({r, r});
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("Comparison"), std::string::npos);

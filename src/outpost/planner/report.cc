@@ -56,7 +56,8 @@ std::string RenderText(const PlanReport& r) {
     << " sessions)\n";
   if (!f.advice.empty()) o << "  advice                        " << f.advice << "\n";
   o << "\nGate 2  speed                                 " << Verdict(s.meets_budget) << "\n"
-    << "  bytes read per token          " << Gb(s.bytes_per_token) << "\n"
+    << "  bytes read per token          " << Gb(s.bytes_per_token)
+    << " (weights + one session's KV at the full " << w.context << " tokens: the worst case)\n"
     << "  decode ceiling                " << FormatNumber("%.1f tokens/s", s.ceiling_tps)
     << FormatNumber(" (%.1f ms/token)", s.ceiling_ms_per_token) << "\n"
     << "  realistic                     " << FormatNumber("%.1f", s.low_tps) << "-"
@@ -67,6 +68,8 @@ std::string RenderText(const PlanReport& r) {
     << "  time to first token           " << FormatNumber("%.0f ms", s.ttft_ms) << " for "
     << w.prompt_tokens << " prompt tokens\n";
   o << "\nGate 3  concurrency                           " << Verdict(c.meets_budget_at_peak) << "\n"
+    << "  each session's KV half full on average (" << w.context / 2 << " of " << w.context
+    << " tokens), so one session here is faster than gate 2's worst case\n"
     << "  sessions   aggregate tok/s   per user tok/s   memory      bound\n";
   for (const auto& p : c.points) {
     char line[160];
