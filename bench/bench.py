@@ -56,11 +56,14 @@ CLIENT = new_client()
 SEQ = itertools.count(random.randrange(10**6))
 
 
-def stream_one(base, n_tokens):
+def stream_one(base, n_tokens, prompt=None):
     """One streaming /v1/completions request. Returns (ttft_s, tokens, t_first, t_last, t_start)."""
-    # A distinct prefix per request: llama-server would otherwise answer repeated
-    # identical prompts from its prompt cache and measure no prefill at all.
-    body = {"prompt": f"[{next(SEQ)}] {PROMPT}", "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
+    # A distinct prefix per request by default: llama-server would otherwise
+    # answer repeated identical prompts from its prompt cache and measure no
+    # prefill at all.
+    if prompt is None:
+        prompt = f"[{next(SEQ)}] {PROMPT}"
+    body = {"prompt": prompt, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True}}
     t0 = time.perf_counter()
     first = last = None
@@ -87,14 +90,14 @@ def stream_one(base, n_tokens):
     return first - t0, tokens, first, last, t0
 
 
-def sweep_point(base, clients, n_tokens):
+def sweep_point(base, clients, n_tokens, make_prompt=lambda: None):
     with cf.ThreadPoolExecutor(clients) as ex:
         # Threads start first and wait on a barrier, so all requests leave together.
         barrier = threading.Barrier(clients + 1)
 
         def client(_):
             barrier.wait()
-            return stream_one(base, n_tokens)
+            return stream_one(base, n_tokens, make_prompt())
 
         futures = [ex.submit(client, i) for i in range(clients)]
         barrier.wait()

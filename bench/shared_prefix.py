@@ -19,7 +19,6 @@ Writes bench/results/<date>-shared-prefix.json and -shared-prefix.svg and
 prints the markdown table for docs/performance.md.
 """
 import argparse
-import concurrent.futures as cf
 import datetime
 import itertools
 import json
@@ -28,10 +27,7 @@ import platform
 import random
 import statistics
 import sys
-import threading
-import time
 
-import httpx
 
 from benchlib import free_port, stop, wait_ready
 import bench as base_bench
@@ -56,58 +52,24 @@ QUESTIONS = ["What speed for the 1 litre bottle?", "How often do we check torque
              "Why would labels drift?", "What fill variation is allowed?", "What do we log for a stoppage?",
              "What is the first step of a changeover?"]
 SEQ = itertools.count(random.randrange(10**6))
-CLIENT = httpx.Client(timeout=600, limits=httpx.Limits(max_connections=256, max_keepalive_connections=256))
 
 
 def log(msg):
     print(f"[shared-prefix] {msg}", file=sys.stderr, flush=True)
 
 
-def stream_one(url, n_tokens):
-    """One streaming request with the shared block. Returns (ttft_s, tokens)."""
+def shared_prompt():
+    """The block, then a question that differs per request."""
     n = next(SEQ)
-    body = {"prompt": f"{SHARED}\nQuestion {n}: {QUESTIONS[n % len(QUESTIONS)]}\nAnswer:",
-            "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True, "stream": True,
-            "stream_options": {"include_usage": True}}
-    t0 = time.perf_counter()
-    first = None
-    tokens = None
-    with CLIENT.stream("POST", url + "/v1/completions", json=body, headers={"Connection": "close"}) as r:
-        r.raise_for_status()
-        for line in r.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            if '"usage"' in line:
-                usage = json.loads(line[6:]).get("usage")
-                if usage:
-                    tokens = usage["completion_tokens"]
-            if first is None and '"text"' in line and '"text":""' not in line.replace(" ", ""):
-                first = time.perf_counter()
-    if tokens is None or first is None:
-        raise RuntimeError("no text or no usage chunk")
-    return first - t0, tokens
+    return f"{SHARED}\nQuestion {n}: {QUESTIONS[n % len(QUESTIONS)]}\nAnswer:"
 
 
 def point(url, clients, n_tokens):
-    barrier = threading.Barrier(clients + 1)
-
-    def client(_):
-        barrier.wait()
-        return stream_one(url, n_tokens)
-
-    with cf.ThreadPoolExecutor(clients) as ex:
-        futures = [ex.submit(client, i) for i in range(clients)]
-        barrier.wait()
-        t0 = time.perf_counter()
-        results = [f.result() for f in futures]
-        wall = time.perf_counter() - t0
-    ttfts = sorted(r[0] for r in results)
-    return {"agg_tps": sum(r[1] for r in results) / wall,
-            "ttft_p50": base_bench.percentile(ttfts, 50), "ttft_p99": base_bench.percentile(ttfts, 99)}
+    return base_bench.sweep_point(url, clients, n_tokens, shared_prompt)
 
 
 def sweep(name, url, clients_list, n_tokens, rounds):
-    stream_one(url, 4)  # warm-up: the block has been seen once
+    base_bench.stream_one(url, 4, shared_prompt())  # warm-up: the block has been seen once
     out = {}
     for c in clients_list:
         rs = []

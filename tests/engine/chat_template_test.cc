@@ -15,13 +15,6 @@
 namespace outpost::engine {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 struct Case {
   const char* name;
   const char* template_file;  // "" = the model's own (built-in Gemma)
@@ -41,7 +34,7 @@ TEST_P(ChatTemplates, RendersSystemAndUserTurns) {
   o.path = model;
   if (*GetParam().template_file) {
     o.chat_template =
-        ReadFile(std::string(OUTPOST_TEST_DATA) + "/templates/" + GetParam().template_file);
+        outpost::testing::ReadTestData(std::string("templates/") + GetParam().template_file);
     ASSERT_FALSE(o.chat_template.empty());
   }
   auto m = Model::Load(o);

@@ -17,13 +17,6 @@
 namespace outpost::engine {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 ChatTools Weather(bool required) {
   ChatTools t;
   t.functions.push_back(
@@ -37,7 +30,7 @@ std::unique_ptr<Model> LoadWith(const std::string& model, const std::string& tem
   ModelOptions o;
   o.path = model;
   if (!template_file.empty()) {
-    o.chat_template = ReadFile(std::string(OUTPOST_TEST_DATA) + "/templates/" + template_file);
+    o.chat_template = outpost::testing::ReadTestData("templates/" + template_file);
     EXPECT_FALSE(o.chat_template.empty()) << template_file;
   }
   auto m = Model::Load(o);

@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace outpost::testing {
@@ -21,6 +23,18 @@ inline std::string ModelPath(const char* env = "OUTPOST_MODEL") {
     path = std::string(env) == "OUTPOST_GEMMA" ? OUTPOST_TEST_GEMMA_PATH : OUTPOST_TEST_MODEL_PATH;
 #endif
   return !path.empty() && std::filesystem::exists(path) ? path : std::string();
+}
+
+// A test data file's text (tests/data/...); "" when unreadable.
+inline std::string ReadTestData(const std::string& relative) {
+#ifdef OUTPOST_TEST_DATA
+  std::ifstream in(std::string(OUTPOST_TEST_DATA) + "/" + relative);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+#else
+  return "";
+#endif
 }
 
 inline bool ModelRequired() {

@@ -579,22 +579,27 @@ TEST(PrefixCache, ShortCopiesAreNotWorthIt) {
   EXPECT_EQ(f.engine->violations, 0);
 }
 
+// Asks the torque question, then the speed one; the speed one's reused tokens.
+int32_t SecondQuestionReuse(Fixture& f) {
+  auto a = f.Sink("a");
+  EXPECT_TRUE(SubmitPrompt(f, a, kSystem + "Q: torque?").ok());
+  f.RunToIdle();
+  auto b = f.Sink("b");
+  EXPECT_TRUE(SubmitPrompt(f, b, kSystem + "Q: speed?").ok());
+  f.RunToIdle();
+  return b->result.usage.cached_tokens;
+}
+
 TEST(PrefixCache, SlidingWindowModelsReuseOnlyWhileTheWindowIsHeld) {
   // With sliding-window layers a holder drops the cells that left the window:
   // one that went on 11 tokens past the shared prefix, with a window of 4,
   // lacks the cells before the cut and is not used...
   Fixture f(CacheOpts(1));
   f.engine->sliding_window = 4;
-  auto a = f.Sink("a");
-  ASSERT_TRUE(SubmitPrompt(f, a, kSystem + "Q: torque?").ok());
-  f.RunToIdle();
-  auto b = f.Sink("b");
-  ASSERT_TRUE(SubmitPrompt(f, b, kSystem + "Q: speed?").ok());
-  f.RunToIdle();
-  EXPECT_EQ(b->result.usage.cached_tokens, 0);
+  EXPECT_EQ(SecondQuestionReuse(f), 0);
   // ...but one whose tokens all prefix the new prompt is (a conversation
   // that goes on from where the last answer ended).
-  const std::string held(f.engine->KvCells(0), '?');  // what slot 0 holds now
+  const int32_t held = f.engine->KvCells(0);
   auto c = f.Sink("c");
   GenerationRequest req;
   req.prompt = Tokens(kSystem + "Q: speed?");
@@ -603,7 +608,7 @@ TEST(PrefixCache, SlidingWindowModelsReuseOnlyWhileTheWindowIsHeld) {
   for (char ch : std::string(" and more?")) req.prompt.push_back(ch);
   ASSERT_TRUE(f.sched->Submit(std::move(req), c).ok());
   f.RunToIdle();
-  EXPECT_EQ(c->result.usage.cached_tokens, static_cast<int32_t>(held.size()));
+  EXPECT_EQ(c->result.usage.cached_tokens, held);
   EXPECT_EQ(f.engine->violations, 0);
 }
 
@@ -611,13 +616,7 @@ TEST(PrefixCache, AWindowLongerThanTheHolderKeepsEverythingReusable) {
   // Gemma 3's window is 512 tokens: short conversations lose no cells.
   Fixture f(CacheOpts(1));
   f.engine->sliding_window = 512;
-  auto a = f.Sink("a");
-  ASSERT_TRUE(SubmitPrompt(f, a, kSystem + "Q: torque?").ok());
-  f.RunToIdle();
-  auto b = f.Sink("b");
-  ASSERT_TRUE(SubmitPrompt(f, b, kSystem + "Q: speed?").ok());
-  f.RunToIdle();
-  EXPECT_EQ(b->result.usage.cached_tokens, static_cast<int32_t>(kSystem.size() + 3));
+  EXPECT_EQ(SecondQuestionReuse(f), static_cast<int32_t>(kSystem.size() + 3));
   EXPECT_EQ(f.engine->violations, 0);
 }
 

@@ -52,20 +52,6 @@ class ChatAnswerParser : public AnswerParser {
   const bool parallel_;
 };
 
-GrammarTrigger::Type FromTriggerType(common_grammar_trigger_type t) {
-  switch (t) {
-    case COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN:
-      return GrammarTrigger::Type::kToken;
-    case COMMON_GRAMMAR_TRIGGER_TYPE_WORD:
-      return GrammarTrigger::Type::kWord;
-    case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN:
-      return GrammarTrigger::Type::kPattern;
-    case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL:
-      return GrammarTrigger::Type::kPatternFull;
-  }
-  return GrammarTrigger::Type::kWord;
-}
-
 std::string Parameters(const ToolFunction& f) {
   return f.parameters.empty() ? R"({"type":"object","properties":{}})" : f.parameters;
 }
@@ -141,7 +127,7 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
     if (ids.size() == 1) out.special_tokens.push_back(ids[0]);
   }
   for (const auto& t : params.grammar_triggers) {
-    GrammarTrigger g{FromTriggerType(t.type), t.value, t.token};
+    GrammarTrigger g{static_cast<GrammarTrigger::Type>(t.type), t.value, t.token};
     if (g.type == GrammarTrigger::Type::kWord) {
       // As llama-server: a word that is one token triggers on that token.
       auto ids = common_tokenize(vocab, t.value, false, true);

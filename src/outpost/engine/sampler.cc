@@ -12,26 +12,13 @@
 namespace outpost::engine {
 namespace {
 
-common_grammar_trigger ToCommon(const GrammarTrigger& t) {
-  common_grammar_trigger c;
-  c.value = t.value;
-  c.token = t.token;
-  switch (t.type) {
-    case GrammarTrigger::Type::kToken:
-      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN;
-      break;
-    case GrammarTrigger::Type::kWord:
-      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_WORD;
-      break;
-    case GrammarTrigger::Type::kPattern:
-      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN;
-      break;
-    case GrammarTrigger::Type::kPatternFull:
-      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL;
-      break;
-  }
-  return c;
-}
+// GrammarTrigger::Type mirrors llama.cpp's enum value for value.
+static_assert(static_cast<int>(GrammarTrigger::Type::kToken) == COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN);
+static_assert(static_cast<int>(GrammarTrigger::Type::kWord) == COMMON_GRAMMAR_TRIGGER_TYPE_WORD);
+static_assert(static_cast<int>(GrammarTrigger::Type::kPattern) ==
+              COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN);
+static_assert(static_cast<int>(GrammarTrigger::Type::kPatternFull) ==
+              COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL);
 
 }  // namespace
 
@@ -89,7 +76,10 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
         tool_grammar ? COMMON_GRAMMAR_TYPE_TOOL_CALLS : COMMON_GRAMMAR_TYPE_USER, p.grammar);
     cp.grammar_lazy = p.grammar_lazy;
     cp.generation_prompt = p.grammar_prefix;
-    for (const auto& t : p.grammar_triggers) cp.grammar_triggers.push_back(ToCommon(t));
+    for (const auto& t : p.grammar_triggers) {
+      cp.grammar_triggers.push_back(
+          {static_cast<common_grammar_trigger_type>(t.type), t.value, t.token});
+    }
   }
   try {
     s->common_ = common_sampler_init(model.raw(), cp);

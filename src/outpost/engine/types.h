@@ -64,7 +64,8 @@ class AnswerParser {
   virtual StatusOr<ParsedAnswer> Parse(const std::string& text, bool partial) const = 0;
 };
 
-// Where a lazy grammar starts to apply (llama.cpp's common_grammar_trigger).
+// Where a lazy grammar starts to apply (llama.cpp's common_grammar_trigger;
+// Type has its enum's values, checked in engine/sampler.cc).
 struct GrammarTrigger {
   enum class Type { kToken, kWord, kPattern, kPatternFull };
   Type type = Type::kWord;
