@@ -3,7 +3,6 @@
 // with an HttpSink, and write what arrives as JSON or an SSE stream. Routing,
 // failover, the local scheduler and the cascade all live behind the
 // dispatcher; this file only speaks HTTP.
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <climits>
@@ -46,8 +45,7 @@ Status ForEndpoint(Status st, Endpoint endpoint) {
 
 }  // namespace
 
-void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req,
-                                  httplib::Response& res) {
+void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res) {
   const bool chat = endpoint == Endpoint::kChat;
   const std::string path = router::EndpointPath(endpoint);
   auto fail = [&](const Status& st) { SendError(res, st); };
@@ -56,7 +54,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   }
 
   router::CompletionCall call;
-  auto priority = ParsePriority(req.get_header_value("X-Outpost-Priority"));
+  auto priority = ParsePriority(req.header("X-Outpost-Priority"));
   if (!priority.ok()) return fail(priority.status());
   call.priority = *priority;
   // Token ids are checked against the vocabulary once the model is known.
@@ -64,16 +62,16 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   if (!parsed.ok()) return fail(parsed.status());
   call.request = std::move(parsed).value();
   if (routing_enabled_) {
-    auto data_class = ParseDataClassHeader(req.get_header_value("X-Data-Class"));
+    auto data_class = ParseDataClassHeader(req.header("X-Data-Class"));
     if (!data_class.ok()) return fail(data_class.status());
-    auto tier = ParseTierHeader(req.get_header_value("X-Outpost-Tier"));
+    auto tier = ParseTierHeader(req.header("X-Outpost-Tier"));
     if (!tier.ok()) return fail(tier.status());
-    auto budget = ParseLatencyBudgetHeader(req.get_header_value("X-Latency-Budget-Ms"));
+    auto budget = ParseLatencyBudgetHeader(req.header("X-Latency-Budget-Ms"));
     if (!budget.ok()) return fail(budget.status());
     call.data_class = *data_class;
     call.tier = *tier;
     call.latency_budget_ms = *budget;
-    std::string bearer = req.get_header_value("Authorization");
+    std::string bearer = req.header("Authorization");
     if (bearer.rfind("Bearer ", 0) == 0) bearer = bearer.substr(7);
     call.api_key = std::move(bearer);
     call.forwarded = req.has_header(router::kForwardedHeader);
@@ -89,7 +87,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   const int n = call.request.n;
   const std::string request_id = call.id;
 
-  auto sink = std::make_shared<HttpSink>(req.remote_addr, req.remote_port, req.local_port);
+  auto sink = std::make_shared<HttpSink>(req.client_gone);
   std::unique_ptr<router::InFlight> in_flight = dispatcher_->Dispatch(std::move(call), sink);
   const HttpSink::Answer answer = sink->WaitStart();
   if (const auto& route = sink->route()) {
@@ -118,16 +116,15 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
     st->sink = sink;
     st->in_flight = std::move(in_flight);
     const ApiStats stats = stats_;
-    res.set_chunked_content_provider(
+    res.set_stream(
         "text/event-stream",
-        [st, stats, path](size_t, httplib::DataSink& out) {
+        [st, stats, path](ChunkWriter& out) {
           if (st->finished) {
-            out.done();
-            return true;
+            return false;
           }
           bool ended = false;
           const std::string data = st->sink->Take(&ended);
-          if (!data.empty() && !out.write(data.data(), data.size())) return false;
+          if (!data.empty() && !out.Write(data)) return false;
           if (!ended) return true;
           st->finished = true;
           if (!st->sink->relay_error().ok()) {
@@ -135,13 +132,12 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
             const std::string tail =
                 SseData(ErrorBody(Status::Unavailable(st->sink->relay_error().message()))) +
                 SseDone();
-            out.write(tail.data(), tail.size());
+            out.Write(tail);
             stats.requests.With({path, "502"}).Add();
           } else {
             stats.requests.With({path, "200"}).Add();
           }
-          out.done();
-          return true;
+          return false;
         },
         [st](bool) {
           st->sink->Cancel();
@@ -200,13 +196,12 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
   const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
+  res.set_stream(
       "text/event-stream",
-      [st, stats, path](size_t, httplib::DataSink& out) {
-        auto write = [&](const std::string& s) { return out.write(s.data(), s.size()); };
+      [st, stats, path](ChunkWriter& out) {
+        auto write = [&](const std::string& s) { return out.Write(s); };
         if (st->finished) {
-          out.done();
-          return true;
+          return false;
         }
         if (st->chat && !st->role_sent) {
           for (int i = 0; i < st->n; ++i) {
@@ -247,8 +242,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           write(SseData(ErrorBody(r.error)));
           stats.requests.With({path, std::to_string(HttpStatusFor(r.error.code()))}).Add();
           write(SseDone());
-          out.done();
-          return true;
+          return false;
         }
         for (int i = 0; i < st->n; ++i) {
           Choice end;
@@ -272,8 +266,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const httplib::Request& req
           return false;
         stats.requests.With({path, "200"}).Add();
         write(SseDone());
-        out.done();
-        return true;
+        return false;
       },
       [st](bool) {
         // Connection closed (or stream ended): free the sequence if still running.

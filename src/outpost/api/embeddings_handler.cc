@@ -2,7 +2,6 @@
 // body (input as a string, an array of strings, an array of token ids or an
 // array of such arrays; encoding_format float or base64), embed with the
 // model's EmbeddingService, answer in OpenAI's shape.
-#include <httplib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -93,7 +92,7 @@ StatusOr<std::vector<models::EmbeddingInput>> ParseInputs(const json& body) {
 
 }  // namespace
 
-void HttpServer::HandleEmbeddings(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::HandleEmbeddings(const HttpRequest& req, HttpResponse& res) {
   auto fail = [&](const Status& st) { SendError(res, st); };
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));

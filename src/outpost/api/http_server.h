@@ -3,12 +3,13 @@
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
 // GET /v1/models/{id}, GET /health, GET /ready, GET /metrics.
 //
-// Threads: cpp-httplib worker pool (n_http_threads). Workers parse and
-// validate requests into router::CompletionCalls, hand them to the
-// router::Dispatcher with an HttpSink, and write the answer that the engine
-// or relay thread pushes into it. They never reach the scheduler or the
-// engine. Owned by the app; Run() blocks until Stop() is called from another
-// thread.
+// Threads: an HttpFront (http_front.h) holds the connections on a few event
+// loops and runs Serve() on its worker pool (n_http_threads) for each
+// complete request. Workers parse and validate requests into
+// router::CompletionCalls, hand them to the router::Dispatcher with an
+// HttpSink, and write the answer that the engine or relay thread pushes into
+// it. They never reach the scheduler or the engine. Owned by the app; Run()
+// blocks until Stop() is called from another thread.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,8 @@
 
 #include "outpost/api/api_keys.h"
 #include "outpost/api/api_stats.h"
+#include "outpost/api/http_front.h"
+#include "outpost/api/http_message.h"
 #include "outpost/api/openai_request.h"
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher.h"
@@ -27,21 +30,22 @@
 #include "outpost/util/random.h"
 #include "outpost/util/status.h"
 
-namespace httplib {
-class Server;
-class Request;
-class Response;
-}  // namespace httplib
-
 namespace outpost::api {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
-  size_t max_body_bytes = 4 << 20;  // larger bodies get 413
-  int n_http_threads = 64;          // concurrent connections served
-  int64_t idle_timeout_s = 600;     // read/write timeout per connection
-  ApiKeys api_keys;                 // none: the API is open
+  size_t max_body_bytes = 4 << 20;     // larger bodies get 413
+  int n_http_threads = 64;             // requests handled at once (idle connections need none)
+  int io_threads = 2;                  // event loops holding the connections
+  int64_t idle_timeout_ms = 600'000;   // an idle keep-alive connection is closed after this
+  int64_t header_timeout_ms = 10'000;  // a request head must arrive within this of its first byte
+  int64_t body_timeout_ms = 60'000;    // and its body within this
+  int64_t write_timeout_ms = 60'000;   // a client that reads nothing for this long is cut off
+  size_t max_header_bytes = 16 << 10;  // larger request heads get 431
+  size_t max_connections = 8192;       // in total; idle ones are shed first
+  size_t max_connections_per_client = 1024;  // per client address
+  ApiKeys api_keys;                          // none: the API is open
   // HTTPS when both are set (PEM files); ReloadTls() re-reads them.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -69,19 +73,24 @@ class HttpServer {
   // Serves until Stop(). REQUIRES: Bind() succeeded.
   void Run();
   void Stop();
-  int port() const { return bound_port_; }
+  int port() const { return front_->port(); }
 
  private:
-  void Routes();
-  void HandleCompletion(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
+  // /metrics: the front's connection counters.
+  void RegisterFrontStats();
+  // Every request: the API key, the route, the request counter.
+  void Serve(const HttpRequest& req, HttpResponse& res);
+  void Route(const HttpRequest& req, HttpResponse& res);
+  void HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res);
   // The error envelope with the status's HTTP code (and Retry-After).
-  static void SendError(httplib::Response& res, const Status& st);
-  void HandleReady(httplib::Response& res);
-  void HandleModels(const httplib::Request& req, httplib::Response& res);
-  void HandleEmbeddings(const httplib::Request& req, httplib::Response& res);
+  static void SendError(HttpResponse& res, const Status& st);
+  void HandleReady(HttpResponse& res);
+  // id empty: the list.
+  void HandleModels(const std::string& id, HttpResponse& res);
+  void HandleMetrics(HttpResponse& res);
+  void HandleEmbeddings(const HttpRequest& req, HttpResponse& res);
   // /v1/completions with several prompts (call.request.batch_prompts).
-  void HandlePromptBatch(router::CompletionCall call, const httplib::Request& req,
-                         httplib::Response& res);
+  void HandlePromptBatch(router::CompletionCall call, const HttpRequest& req, HttpResponse& res);
 
   const HttpOptions options_;
   const models::ServingSet* const serving_;
@@ -92,10 +101,7 @@ class HttpServer {
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids
-  std::unique_ptr<httplib::Server> server_;
-  int bound_port_ = 0;
-  int listen_fd_ = -1;  // the listening socket, once bound
-  static constexpr int kListenBacklog = 1024;
+  std::unique_ptr<HttpFront> front_;
 };
 
 }  // namespace outpost::api

@@ -1,13 +1,8 @@
 #include "outpost/api/http_sink.h"
 
-#include <poll.h>
-
-#include "outpost/api/client_socket.h"
-
 namespace outpost::api {
 
-HttpSink::HttpSink(std::string remote_addr, int remote_port, int local_port)
-    : remote_addr_(std::move(remote_addr)), remote_port_(remote_port), local_port_(local_port) {}
+HttpSink::HttpSink(std::function<bool()> client_gone) : client_gone_(std::move(client_gone)) {}
 
 void HttpSink::OnRoute(const router::RouteReport& route) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -20,20 +15,8 @@ void HttpSink::OnHeader(const std::string& name, const std::string& value) {
 }
 
 void HttpSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    meta_ = meta;
-  }
-  // The dispatching (HTTP worker) thread: find the socket now, not on the
-  // engine thread.
-  if (remote_port_ < 0 || cancelled_) return;
-  {
-    std::lock_guard<std::mutex> lock(fd_mu_);
-    if (client_fd_ >= 0) return;  // found already
-  }
-  const int fd = FindClientSocket(remote_addr_, remote_port_, local_port_);
-  std::lock_guard<std::mutex> lock(fd_mu_);
-  if (!cancelled_) client_fd_ = fd;
+  std::lock_guard<std::mutex> lock(mu_);
+  meta_ = meta;
 }
 
 void HttpSink::Append(std::string data, bool end) {
@@ -115,16 +98,9 @@ void HttpSink::OnError(Status error) {
 
 bool HttpSink::Cancelled() {
   if (cancelled_.load(std::memory_order_relaxed)) return true;
-  std::lock_guard<std::mutex> lock(fd_mu_);
-  if (client_fd_ < 0) return false;
-  // A client that hung up makes its socket readable with RDHUP (or HUP/ERR).
-  // Data without RDHUP is a pipelined request: the client is still there.
-  pollfd p{client_fd_, POLLRDHUP, 0};
-  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-    cancelled_.store(true, std::memory_order_relaxed);
-    return true;
-  }
-  return false;
+  if (!client_gone_()) return false;
+  cancelled_.store(true, std::memory_order_relaxed);
+  return true;
 }
 
 HttpSink::Answer HttpSink::WaitStart() {
@@ -160,8 +136,6 @@ std::string HttpSink::Take(bool* ended) {
 
 void HttpSink::Cancel() {
   cancelled_.store(true, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(fd_mu_);
-  client_fd_ = -1;
 }
 
 }  // namespace outpost::api

@@ -4,14 +4,15 @@
 // Producers (the dispatcher, the engine thread, a relay thread) append and
 // notify; the worker blocks in WaitStart()/Take() without timeouts, because
 // every answer ends with a terminal call (OnDone, OnRelayEnd or OnError). A
-// client that goes away is seen by Cancelled(), which also checks the
-// client's socket without blocking, so the engine frees a non-streaming
+// client that goes away is seen by Cancelled(), which also asks the HTTP
+// front whether the connection is gone, so the engine frees a non-streaming
 // request's session at its next decode step just as a streaming one's.
 // Internally synchronised.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -25,10 +26,9 @@ namespace outpost::api {
 
 class HttpSink final : public router::ResponseSink {
  public:
-  // The connection's addresses: a local answer looks up its socket (see
-  // client_socket.h) to notice the client hanging up. remote_port < 0: rely
-  // on Cancel() only.
-  HttpSink(std::string remote_addr, int remote_port, int local_port);
+  // client_gone: true once the client has hung up (HttpRequest::client_gone);
+  // called from the engine and relay threads.
+  explicit HttpSink(std::function<bool()> client_gone);
 
   // --- Producers (router::ResponseSink) ---
   void OnRoute(const router::RouteReport& route) override;
@@ -61,7 +61,7 @@ class HttpSink final : public router::ResponseSink {
   };
   std::vector<Piece> TakePieces(bool* ended);
   // The client is gone or the response is written: stop the work at its next
-  // step and stop watching the socket (it may be reused or closed).
+  // step.
   void Cancel();
 
   // Valid after WaitStart() (and, for result()/relay_error(), once ended).
@@ -96,10 +96,7 @@ class HttpSink final : public router::ResponseSink {
   scheduler::GenerationResult result_;
   Status relay_error_;
 
-  const std::string remote_addr_;
-  const int remote_port_, local_port_;
-  std::mutex fd_mu_;  // held while the socket is checked, so Cancel() can retire it
-  int client_fd_ OUTPOST_GUARDED_BY(fd_mu_) = -1;
+  const std::function<bool()> client_gone_;
   std::atomic<bool> cancelled_{false};
 };
 

@@ -4,7 +4,6 @@
 // prompt × n + j, as OpenAI numbers them. Answered on this node: several
 // relayed bodies cannot be merged into one answer. Streamed, each prompt's
 // chunks follow the previous prompt's (each chunk names its choice).
-#include <httplib.h>
 
 #include <memory>
 
@@ -43,8 +42,8 @@ void Add(scheduler::Usage* total, const scheduler::Usage& u) {
 
 }  // namespace
 
-void HttpServer::HandlePromptBatch(router::CompletionCall call, const httplib::Request& req,
-                                   httplib::Response& res) {
+void HttpServer::HandlePromptBatch(router::CompletionCall call, const HttpRequest& req,
+                                   HttpResponse& res) {
   auto fail = [&](const Status& st) { SendError(res, st); };
   auto b = std::make_shared<Batch>();
   b->n = call.request.n;
@@ -59,7 +58,7 @@ void HttpServer::HandlePromptBatch(router::CompletionCall call, const httplib::R
     router::CompletionCall one = call;
     one.request.prompt = p.text;  // kept: echo needs it
     one.request.prompt_tokens = std::move(p.tokens);
-    auto sink = std::make_shared<HttpSink>(req.remote_addr, req.remote_port, req.local_port);
+    auto sink = std::make_shared<HttpSink>(req.client_gone);
     b->in_flight.push_back(dispatcher_->Dispatch(std::move(one), sink));
     b->sinks.push_back(std::move(sink));
   }
@@ -123,13 +122,12 @@ void HttpServer::HandlePromptBatch(router::CompletionCall call, const httplib::R
   const std::string path = router::EndpointPath(router::Endpoint::kCompletion);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
+  res.set_stream(
       "text/event-stream",
-      [b, stats, path](size_t, httplib::DataSink& out) {
-        auto write = [&](const std::string& s) { return out.write(s.data(), s.size()); };
+      [b, stats, path](ChunkWriter& out) {
+        auto write = [&](const std::string& s) { return out.Write(s); };
         if (b->finished) {
-          out.done();
-          return true;
+          return false;
         }
         auto& sink = b->sinks[b->current];
         const int base = static_cast<int>(b->current) * b->n;
@@ -152,8 +150,7 @@ void HttpServer::HandlePromptBatch(router::CompletionCall call, const httplib::R
           write(SseDone());
           b->finished = true;
           b->CancelAll();
-          out.done();
-          return true;
+          return false;
         }
         for (int j = 0; j < b->n; ++j) {
           Choice end;
@@ -168,8 +165,7 @@ void HttpServer::HandlePromptBatch(router::CompletionCall call, const httplib::R
         stats.requests.With({path, "200"}).Add();
         write(SseDone());
         b->finished = true;
-        out.done();
-        return true;
+        return false;
       },
       [b](bool) { b->CancelAll(); });
 }

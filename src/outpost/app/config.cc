@@ -71,6 +71,20 @@ Setter BytesField(uint64_t ServeConfig::*field, bool allow_auto) {
   };
 }
 
+// A duration of at least 100ms ("10s", "250ms", "5m"), in milliseconds.
+Setter TimeoutField(int64_t ServeConfig::*field) {
+  return [field](ServeConfig* c, const std::string& k, const std::string& v) {
+    auto ms = util::ParseDurationMs(v);
+    if (!ms.ok()) return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
+    if (*ms < 100 || *ms > 7 * 24 * 3600 * 1000LL) {
+      return Status::InvalidArgument(
+          "'" + k + "' must be between 100ms and 7 days, got '" + v + "'", k);
+    }
+    c->*field = *ms;
+    return Status::Ok();
+  };
+}
+
 Setter BoolField(bool ServeConfig::*field) {
   return [field](ServeConfig* c, const std::string& k, const std::string& v) {
     if (v != "true" && v != "false")
@@ -155,6 +169,15 @@ const std::map<std::string, Setter>& Setters() {
        }},
       {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
       {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
+      {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
+      {"max_header_size", BytesField(&ServeConfig::max_header_size, /*allow_auto=*/false)},
+      {"header_timeout", TimeoutField(&ServeConfig::header_timeout_ms)},
+      {"body_timeout", TimeoutField(&ServeConfig::body_timeout_ms)},
+      {"idle_timeout", TimeoutField(&ServeConfig::idle_timeout_ms)},
+      {"write_timeout", TimeoutField(&ServeConfig::write_timeout_ms)},
+      {"max_connections", IntField(&ServeConfig::max_connections, 16, 1 << 20)},
+      {"max_connections_per_client",
+       IntField(&ServeConfig::max_connections_per_client, 1, 1 << 20)},
       {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
       {"log_level",
        StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
@@ -199,7 +222,22 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"queue_length", "requests that may wait for a session; more get 503 (default 16)"},
       {"queue_wait", "max time in the queue before 503, e.g. 30s (default 30s)"},
       {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
-      {"http_threads", "HTTP worker threads = concurrent connections (default 64)"},
+      {"http_threads",
+       "HTTP worker threads = requests handled at once; idle connections need none (default 64)"},
+      {"http_io_threads", "event-loop threads holding the HTTP connections (default 2)"},
+      {"max_header_size", "largest accepted request head; larger gets 431 (default 16KiB)"},
+      {"header_timeout",
+       "a request head must arrive within this of its first byte, e.g. 10s (default 10s)"},
+      {"body_timeout", "a request body must arrive within this (default 60s)"},
+      {"idle_timeout", "an idle keep-alive connection is closed after this (default 600s)"},
+      {"write_timeout",
+       "a client that takes no response bytes for this long is cut off and its session freed "
+       "(default 60s)"},
+      {"max_connections",
+       "open connections in total; past it idle ones are closed first (default 8192)"},
+      {"max_connections_per_client",
+       "open connections per client address; past it that client's idle ones are closed first "
+       "(default 1024)"},
       {"gpu_layers", "layers to offload when built with a GPU backend, -1 = all (default 0)"},
       {"routing_file",
        "YAML with upstreams (peer, central), tenants and routing policy (docs/routing.md)"},

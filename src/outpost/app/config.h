@@ -42,6 +42,14 @@ struct ServeConfig {
   int64_t queue_wait_ms = 30000;  // max wait in the queue before 503
   uint64_t max_body_size = 4ull << 20;
   int http_threads = 64;
+  int http_io_threads = 2;
+  uint64_t max_header_size = 16ull << 10;
+  int64_t header_timeout_ms = 10000;
+  int64_t body_timeout_ms = 60000;
+  int64_t idle_timeout_ms = 600000;
+  int64_t write_timeout_ms = 60000;
+  int max_connections = 8192;
+  int max_connections_per_client = 1024;
   int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all
   std::string routing_file;  // YAML with upstreams, tenants and routing policy ("" = all local)
   std::string log_level = "info";  // trace | debug | info | warn | error

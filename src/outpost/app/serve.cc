@@ -54,6 +54,14 @@ int RunServe(ServeConfig cfg) {
   ho.port = cfg.port;
   ho.max_body_bytes = cfg.max_body_size;
   ho.n_http_threads = cfg.http_threads;
+  ho.io_threads = cfg.http_io_threads;
+  ho.max_header_bytes = cfg.max_header_size;
+  ho.header_timeout_ms = cfg.header_timeout_ms;
+  ho.body_timeout_ms = cfg.body_timeout_ms;
+  ho.idle_timeout_ms = cfg.idle_timeout_ms;
+  ho.write_timeout_ms = cfg.write_timeout_ms;
+  ho.max_connections = static_cast<size_t>(cfg.max_connections);
+  ho.max_connections_per_client = static_cast<size_t>(cfg.max_connections_per_client);
   std::unique_ptr<router::Router> router;
   if (!cfg.routing_file.empty()) {
     auto rc = router::LoadRoutingConfig(cfg.routing_file);

@@ -1,0 +1,62 @@
+#include "outpost/api/http_message.h"
+
+#include <strings.h>
+
+namespace outpost::api {
+
+bool HeaderNameEquals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string PercentDecode(const std::string& s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string HttpRequest::header(const std::string& name) const {
+  for (const auto& [n, v] : headers) {
+    if (HeaderNameEquals(n, name)) return v;
+  }
+  return "";
+}
+
+bool HttpRequest::has_header(const std::string& name) const {
+  for (const auto& [n, v] : headers) {
+    if (HeaderNameEquals(n, name)) return true;
+  }
+  return false;
+}
+
+void HttpResponse::set_header(const std::string& name, const std::string& value) {
+  for (auto& [n, v] : headers) {
+    if (HeaderNameEquals(n, name)) {
+      v = value;
+      return;
+    }
+  }
+  headers.emplace_back(name, value);
+}
+
+std::string HttpResponse::header(const std::string& name) const {
+  for (const auto& [n, v] : headers) {
+    if (HeaderNameEquals(n, name)) return v;
+  }
+  return "";
+}
+
+}  // namespace outpost::api
