@@ -601,9 +601,14 @@ void HttpFront::Impl::OnAccept(tcp::socket socket) {
     if (victim) victim->PostClose();
   }
   if (!a.admitted) {
-    counters.refused.fetch_add(1);
-    spdlog::warn("refused a connection from {}: {} reached and every connection is busy", client,
-                 a.limit);
+    // Logged at powers of two: a flood must not flood the log too.
+    const int64_t n = counters.refused.fetch_add(1) + 1;
+    if ((n & (n - 1)) == 0) {
+      spdlog::warn(
+          "refused a connection from {}: {} reached and every connection is busy ({} "
+          "refused so far)",
+          client, a.limit, n);
+    }
     if (!tls) {
       // Small enough for the socket's buffer: one non-blocking send.
       HttpResponse res;
