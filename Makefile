@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build run test unit asan check bench format format-check clean
+.PHONY: all bootstrap build run test unit asan tsan fuzz check bench format format-check clean
 
 all: build
 
@@ -35,6 +35,21 @@ asan: bootstrap
 	cmake --build --preset asan --parallel $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
+# The threaded code's unit tests (scheduler, router, HTTP front) under
+# ThreadSanitizer (preset tsan).
+tsan: bootstrap
+	cmake --preset tsan
+	cmake --build --preset tsan --parallel $(JOBS)
+	ctest --preset tsan -j $(JOBS)
+
+# libFuzzer on every parser of outside input (preset fuzz: clang, ASan +
+# UBSan), FUZZ_SECONDS per target (default 60; CI runs a short pass).
+FUZZ_SECONDS ?= 60
+fuzz: bootstrap
+	cmake --preset fuzz
+	cmake --build --preset fuzz --parallel $(JOBS)
+	scripts/fuzz $(FUZZ_SECONDS)
+
 # Static checks: formatting and the layering of includes.
 check: format-check
 	scripts/check_layers
@@ -50,4 +65,4 @@ format-check:
 	clang-format --dry-run -Werror $$(git ls-files --cached --others --exclude-standard '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan
+	rm -rf $(BUILD_DIR) build-asan build-fuzz

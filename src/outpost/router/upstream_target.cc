@@ -6,71 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/router/proxy.h"
+#include "outpost/router/relay_scan.h"
 
 namespace outpost::router {
 namespace {
 
-// Validates a JSON text and picks out usage.prompt_tokens and
-// usage.completion_tokens without building a document (relayed bodies are
-// only checked and counted, never changed).
-class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
- public:
-  // False when `text` is not valid JSON.
-  bool Scan(const std::string& text) {
-    return nlohmann::json::sax_parse(text, this, nlohmann::json::input_format_t::json,
-                                     /*strict=*/true);
-  }
-  void AddTo(const RouterStats& s) const {
-    s.proxied_prompt_tokens.Add(static_cast<uint64_t>(prompt_));
-    s.proxied_completion_tokens.Add(static_cast<uint64_t>(completion_));
-  }
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t v) override { return Number(v); }
-  bool number_unsigned(number_unsigned_t v) override { return Number(static_cast<int64_t>(v)); }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override {
-    // Entering the top-level "usage" object puts us at depth 2 inside it.
-    if (depth_ == 1) in_usage_ = key_ == "usage";
-    ++depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (depth_ <= 2) key_ = k;
-    return true;
-  }
-  bool end_object() override {
-    if (--depth_ == 1) in_usage_ = false;
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    ++depth_;
-    return true;
-  }
-  bool end_array() override {
-    --depth_;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  bool Number(int64_t v) {
-    if (in_usage_ && depth_ == 2) {
-      if (key_ == "prompt_tokens") prompt_ = v;
-      if (key_ == "completion_tokens") completion_ = v;
-    }
-    return true;
-  }
-  int depth_ = 0;
-  bool in_usage_ = false;
-  std::string key_;
-  int64_t prompt_ = 0, completion_ = 0;
-};
+void AddUsage(const RelayedUsage& u, const RouterStats& s) {
+  if (u.prompt_tokens > 0) s.proxied_prompt_tokens.Add(static_cast<uint64_t>(u.prompt_tokens));
+  if (u.completion_tokens > 0)
+    s.proxied_completion_tokens.Add(static_cast<uint64_t>(u.completion_tokens));
+}
 
 // The body to send: aliases and local model ids mean nothing upstream, so a
 // model the upstream does not serve becomes the first one it does. Only then
@@ -98,8 +43,8 @@ void RelayWhole(const UpstreamConfig& cfg, const Status& error, const UpstreamRe
     sink->OnRelayEnd(Status::Ok());
     return;
   }
-  UsageScanner usage;
-  if (!error.ok() || !usage.Scan(reply.body)) {
+  RelayedUsage usage;
+  if (!error.ok() || !ScanUsage(reply.body, &usage)) {
     cluster.ReportFailure(cfg.name);
     sink->OnError(Status(StatusCode::kBadGateway,
                          error.ok()
@@ -107,7 +52,7 @@ void RelayWhole(const UpstreamConfig& cfg, const Status& error, const UpstreamRe
                              : error.message()));
     return;
   }
-  usage.AddTo(stats);
+  AddUsage(usage, stats);
   sink->OnRelayHead(reply.status, "application/json");
   sink->OnRelayBody(reply.body);
   sink->OnRelayEnd(Status::Ok());
@@ -138,18 +83,11 @@ class StreamRelay final : public InFlight {
   // Relay thread. Watches for [DONE] and usage across chunk boundaries.
   bool OnChunk(std::string chunk) {
     if (sink_->Cancelled()) return false;
-    line_buffer_ += chunk;
-    size_t nl;
-    while ((nl = line_buffer_.find('\n')) != std::string::npos) {
-      const std::string line = line_buffer_.substr(0, nl);
-      line_buffer_.erase(0, nl + 1);
-      if (line.rfind("data: [DONE]", 0) == 0) {
-        saw_done_ = true;
-      } else if (line.rfind("data: {", 0) == 0 && line.find("\"usage\"") != std::string::npos) {
-        UsageScanner usage;
-        if (usage.Scan(line.substr(6))) usage.AddTo(*stats_);
-      }
-    }
+    const RelayedUsage before = scan_.usage();
+    scan_.Feed(chunk);
+    AddUsage({scan_.usage().prompt_tokens - before.prompt_tokens,
+              scan_.usage().completion_tokens - before.completion_tokens},
+             *stats_);
     sink_->OnRelayBody(std::move(chunk));
     return true;
   }
@@ -157,7 +95,7 @@ class StreamRelay final : public InFlight {
   // Relay thread. A stream cut short ends with a clear error.
   void OnEnd(Status error) {
     Release();
-    if (!saw_done_ && !sink_->Cancelled()) {
+    if (!scan_.saw_done() && !sink_->Cancelled()) {
       cluster_->ReportFailure(cfg_.name);
       sink_->OnRelayEnd(Status::Unavailable(
           error.ok() ? "upstream " + cfg_.name + " ended the stream early" : error.message()));
@@ -175,8 +113,7 @@ class StreamRelay final : public InFlight {
   Cluster* const cluster_;
   const RouterStats* const stats_;
   const std::shared_ptr<ResponseSink> sink_;
-  std::string line_buffer_;
-  bool saw_done_ = false;
+  SseScan scan_;
   std::atomic<bool> released_{false};
 };
 

@@ -1,0 +1,25 @@
+// libFuzzer: the OpenAI request parser and validators (api/openai_request.h)
+// on arbitrary bodies and header values. Any outcome but a crash, a
+// sanitizer report or an uncaught exception is fine.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "outpost/api/openai_request.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view in(reinterpret_cast<const char*>(data), size);
+  // The first byte picks the endpoint and the vocabulary bound.
+  const uint8_t sel = size > 0 ? data[0] : 0;
+  const auto endpoint =
+      (sel & 1) ? outpost::api::Endpoint::kChat : outpost::api::Endpoint::kCompletion;
+  const int32_t n_vocab = (sel & 2) ? 49152 : INT32_MAX;
+  auto parsed = outpost::api::ParseRequest(endpoint, in.substr(size > 0 ? 1 : 0), n_vocab);
+  (void)parsed;
+  // Header values share the input.
+  (void)outpost::api::ParsePriority(in);
+  (void)outpost::api::ParseDataClassHeader(in);
+  (void)outpost::api::ParseTierHeader(in);
+  (void)outpost::api::ParseLatencyBudgetHeader(in);
+  return 0;
+}
