@@ -89,7 +89,15 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"models:\n  - a.gguf\n", "models", "must be a mapping"},
                       BadConfig{"models:\n  - {id: a}\n", "models", "'models[].path' is required"},
                       BadConfig{"models:\n  - {path: a.gguf, size: 7B}\n", "models",
-                                "unknown key 'models[].size'"}));
+                                "unknown key 'models[].size'"},
+                      // Found by reading after fuzzing: these threw out of the loader.
+                      BadConfig{"[a, b]: 1\n", "config", "a key must be a plain name"},
+                      BadConfig{"models:\n  - {[x]: a.gguf}\n", "models",
+                                "a key must be a plain name"},
+                      BadConfig{"header_timeout: 5ms\n", "header_timeout", "between 100ms"},
+                      BadConfig{"write_timeout: never\n", "write_timeout", "not a duration"},
+                      BadConfig{"max_connections: 2\n", "max_connections", "between 16"},
+                      BadConfig{"max_header_size: 0\n", "max_header_size", "greater than 0"}));
 
 TEST(Config, ModelsListServesSeveralModelsTheFirstBeingTheDefault) {
   ServeConfig c;

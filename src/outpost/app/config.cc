@@ -292,8 +292,12 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
     return Status::InvalidArgument(path + ": the top level must be a mapping of key: value",
                                    "config");
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
     const std::string line = std::to_string(kv.first.Mark().line + 1);
+    if (!kv.first.IsScalar()) {
+      return Status::InvalidArgument(
+          path + " line " + line + ": a key must be a plain name, not a list or mapping", "config");
+    }
+    const std::string key = kv.first.as<std::string>();
     if (key == "models") {
       if (!kv.second.IsSequence() || kv.second.size() == 0) {
         return Status::InvalidArgument(
@@ -309,6 +313,12 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
               key);
         }
         for (const auto& f : m) {
+          if (!f.first.IsScalar()) {
+            return Status::InvalidArgument(path + " line " +
+                                               std::to_string(f.first.Mark().line + 1) +
+                                               ": a key must be a plain name, not a list or mapping",
+                                           key);
+          }
           const std::string fk = f.first.as<std::string>();
           const std::string fv = f.second.IsScalar() ? f.second.as<std::string>() : "";
           if (fk == "path") {
