@@ -314,10 +314,10 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
         }
         for (const auto& f : m) {
           if (!f.first.IsScalar()) {
-            return Status::InvalidArgument(path + " line " +
-                                               std::to_string(f.first.Mark().line + 1) +
-                                               ": a key must be a plain name, not a list or mapping",
-                                           key);
+            return Status::InvalidArgument(
+                path + " line " + std::to_string(f.first.Mark().line + 1) +
+                    ": a key must be a plain name, not a list or mapping",
+                key);
           }
           const std::string fk = f.first.as<std::string>();
           const std::string fv = f.second.IsScalar() ? f.second.as<std::string>() : "";
