@@ -100,7 +100,19 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        report = sanitizer_report(server.log()) if os.environ.get("OUTPOST_SANITIZED") else None
         os.unlink(log.name)
+        # A sanitized build (make asan) must have run clean, leaks included.
+        assert report is None, report
+
+
+def sanitizer_report(text):
+    """The first ASan/LSan/UBSan report in a server log, or None."""
+    for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        i = text.find(marker)
+        if i >= 0:
+            return text[max(0, i - 200):i + 4000]
+    return None
 
 
 def yaml_file(text):

@@ -207,6 +207,14 @@ def test_keep_alive_and_pipelined_requests(shared_server):
     assert b'"status":"ok"' in out and b'"object":"list"' in out
 
 
+def test_head_gets_the_head_alone(shared_server):
+    out = raw(shared_server.port, b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    first, _, rest = out.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200") and b"Content-Length: 15" in first
+    assert rest.startswith(b"HTTP/1.1 200"), rest  # no body between the two heads
+    assert rest.endswith(b'{"status":"ok"}')
+
+
 def test_expect_100_continue(shared_server):
     body = b'{"messages":[{"role":"user","content":"Hi"}],"max_tokens":2}'
     s = socket.create_connection(("127.0.0.1", shared_server.port), timeout=10)

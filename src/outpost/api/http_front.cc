@@ -401,7 +401,10 @@ class Connection final : public ConnectionBase {
     }
     keep_alive = keep_alive && !front_->stopping.load();
     if (!res.streamed()) {
-      Send(Head(res.status, res, keep_alive, false, res.body.size()) + res.body);
+      // HEAD: the head alone (with the length the body would have).
+      const bool head_only = req.method == "HEAD";
+      Send(Head(res.status, res, keep_alive, false, res.body.size()) +
+           (head_only ? std::string() : res.body));
       return Finish(keep_alive);
     }
     // An HTTP/1.0 client gets the stream unframed, ended by the close.

@@ -160,7 +160,7 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
       return;
     }
   }
-  const bool get = req.method == "GET";
+  const bool get = req.method == "GET" || req.method == "HEAD";  // HEAD: the front drops the body
   const bool post = req.method == "POST";
   if (path == "/v1/chat/completions" || path == "/v1/completions") {
     if (post) {
