@@ -10,8 +10,10 @@ plus queue, which must be refused with 503 + Retry-After. Every --sample
 seconds: requests by outcome since the start, resident memory (VmRSS) and open
 file descriptors of the server process.
 
-Targets (issue 11): memory drift under 1% and no descriptor growth between the
-first and the last ten minutes (for a short run: the first and last tenth), no
+Targets (issue 11): memory drift under 1% and no growth in descriptors other
+than open client connections between the first and the last ten minutes (for a
+short run: the first and last tenth), as many descriptors once the traffic
+has stopped and its connections closed as before it started, no
 5xx but 503 with Retry-After, and no malformed answer. Exits 1 if one is
 missed. Writes bench/results/<date>-soak.json and -soak.svg (memory and
 descriptors over time) unless --no-write.
@@ -174,11 +176,31 @@ def burst_one(base, tally):
         tally.add("client error", f"burst: {type(e).__name__}: {e}")
 
 
-def proc_sample(pid):
+def proc_sample(pid, base):
+    """(resident bytes, open descriptors, open HTTP connections) of the server.
+    Descriptors minus connections is what must not grow: each client connection
+    holds one while it is open, however much traffic there is."""
+    conns = 0
+    try:
+        for line in httpx.get(base + "/metrics", timeout=30).text.splitlines():
+            if line.startswith("outpost_http_connections "):
+                conns = int(float(line.split()[1])) - 1  # less this scrape's own
+    except httpx.HTTPError:
+        conns = -1
     with open(f"/proc/{pid}/status") as f:
         rss = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
     fds = len(os.listdir(f"/proc/{pid}/fd"))
-    return rss, fds
+    return rss, fds, conns
+
+
+def quiet_fds(pid, base, timeout=15):
+    """Descriptors once no client connection is open (waits up to timeout s)."""
+    deadline = time.time() + timeout
+    while True:
+        rss, fds, conns = proc_sample(pid, base)
+        if conns == 0 or time.time() > deadline:
+            return fds, conns
+        time.sleep(0.5)
 
 
 def svg(path, samples, title):
@@ -238,6 +260,7 @@ def main():
         wait_ready(base + "/ready", proc, timeout=180)
         log(f"serving on {base}; {a.minutes:g} min of mixed traffic from {a.clients} clients, "
             f"bursts of {a.burst} every {a.burst_every:g} s")
+        fds_before, _ = quiet_fds(proc.pid, base)
         tally = Tally()
         t0 = time.time()
         stop_at = t0 + a.minutes * 60
@@ -250,19 +273,27 @@ def main():
         samples = []
         while True:
             now = time.time()
-            rss, fds = proc_sample(proc.pid)
+            rss, fds, conns = proc_sample(proc.pid, base)
             samples.append({"t": round(now - t0, 1), "rss_mib": round(rss / 2**20, 2), "fds": fds,
+                            "connections": conns, "other_fds": fds - max(conns, 0),
                             "outcomes": tally.snapshot()})
             done = sum(v for k, v in samples[-1]["outcomes"].items())
-            log(f"{(now - t0) / 60:5.1f} min  rss {rss / 2**20:7.1f} MiB  fds {fds:4d}  requests {done}")
+            log(f"{(now - t0) / 60:5.1f} min  rss {rss / 2**20:7.1f} MiB  fds {fds:4d} "
+                f"(connections {conns:3d})  requests {done}")
             if now >= stop_at:
                 break
             time.sleep(min(a.sample, max(0.0, stop_at - now)))
         for th in threads:
             th.join(timeout=180)
-        time.sleep(1)  # let the last hang-ups close
-        rss, fds = proc_sample(proc.pid)
+        fds_after, conns_after = quiet_fds(proc.pid, base, timeout=60)
+        if conns_after:
+            # What is still open, for the report: the server's side of each.
+            ss = subprocess.run(["ss", "-tnpo", "state", "all", f"( sport = :{port} )"],
+                                capture_output=True, text=True)
+            log(f"{conns_after} connection(s) still open after the traffic:\n{ss.stdout}")
+        rss, fds, conns = proc_sample(proc.pid, base)
         samples.append({"t": round(time.time() - t0, 1), "rss_mib": round(rss / 2**20, 2), "fds": fds,
+                        "connections": conns, "other_fds": fds - max(conns, 0),
                         "outcomes": tally.snapshot()})
         ready = httpx.get(base + "/ready", timeout=10).json()["models"][0]
         alive = proc.poll() is None
@@ -276,7 +307,11 @@ def main():
     first = [s for s in samples if 60 <= s["t"] <= 60 + window] or samples[1:3]
     last = [s for s in samples if s["t"] >= span - window] or samples[-2:]
     m0, m1 = statistics.median(s["rss_mib"] for s in first), statistics.median(s["rss_mib"] for s in last)
-    f0, f1 = statistics.median(s["fds"] for s in first), statistics.median(s["fds"] for s in last)
+    # The floor, not the median: the scrape and the descriptor count are not
+    # one atomic reading (a connection may open between them), but a leak
+    # raises the floor for good.
+    f0 = min(s["other_fds"] for s in first)
+    f1 = min(s["other_fds"] for s in last)
     drift = (m1 - m0) / m0 * 100
     outcomes = samples[-1]["outcomes"]
     server_errors = {k: v for k, v in outcomes.items() if any(c in k for c in (" 500", " 502", " 504"))
@@ -285,7 +320,9 @@ def main():
         "date": datetime.date.today().isoformat(), "minutes": a.minutes, "clients": a.clients,
         "parallel": a.parallel, "queue": a.queue, "burst": a.burst, "outcomes": outcomes,
         "rss_mib_first": m0, "rss_mib_last": m1, "rss_drift_percent": round(drift, 2),
-        "fds_first": f0, "fds_last": f1, "final_fds": samples[-1]["fds"],
+        "other_fds_first": f0, "other_fds_last": f1,
+        "fds_before_traffic": fds_before, "fds_after_traffic": fds_after,
+        "connections_after_traffic": conns_after,
         "idle_after": {"active": ready["active"], "queued": ready["queued"]},
         "problems": tally.problems, "samples": samples, "alive": alive,
     }
@@ -301,7 +338,10 @@ def main():
     if abs(drift) >= 1.0:
         failures.append(f"memory drift {drift:.2f}% (first {m0:.1f} MiB, last {m1:.1f} MiB)")
     if f1 > f0:
-        failures.append(f"descriptors grew from {f0} to {f1}")
+        failures.append(f"descriptors other than connections grew from {f0} to {f1}")
+    if fds_after > fds_before:
+        failures.append(f"{fds_after} descriptors open after the traffic, {fds_before} before "
+                        f"({conns_after} connections still open)")
     if server_errors:
         failures.append(f"bad outcomes: {server_errors}")
     if ready["active"] or ready["queued"]:
