@@ -35,8 +35,9 @@ struct BenchFlags {
   std::string out;
 };
 
-BenchFlags* AddBenchCommand(CLI::App* app) {
-  auto* f = new BenchFlags();  // lives for the process; CLI11 binds to its fields
+std::shared_ptr<BenchFlags> AddBenchCommand(CLI::App* app) {
+  auto shared = std::make_shared<BenchFlags>();
+  BenchFlags* f = shared.get();
   CLI::App* c = app->add_subcommand(
       "bench", "measure bandwidth, prefill, decode, users and memory on this machine");
   c->add_option("-m,--model", f->model, "GGUF model (default: as for serve)");
@@ -60,7 +61,7 @@ BenchFlags* AddBenchCommand(CLI::App* app) {
   c->add_flag("--json", f->json, "print JSON (feed it to `outpost plan --calibrate`)");
   c->add_option("--html", f->html, "also write an HTML report with charts to FILE");
   c->add_option("-o,--out", f->out, "also write the JSON report to FILE");
-  return f;
+  return shared;
 }
 
 int RunBenchCommand(const BenchFlags& f) {

@@ -4,10 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
+
 namespace outpost::app {
 
 struct BenchFlags;
-BenchFlags* AddBenchCommand(CLI::App* app);
+// The flags live as long as the returned pointer (CLI11 binds to their fields).
+std::shared_ptr<BenchFlags> AddBenchCommand(CLI::App* app);
 int RunBenchCommand(const BenchFlags& flags);
 
 }  // namespace outpost::app

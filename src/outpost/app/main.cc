@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
     serve->add_option(name, flag_values[f.key], f.help);
   }
 
-  outpost::app::PlanFlags* plan = outpost::app::AddPlanCommand(&app);
-  outpost::app::BenchFlags* bench = outpost::app::AddBenchCommand(&app);
+  const auto plan = outpost::app::AddPlanCommand(&app);
+  const auto bench = outpost::app::AddBenchCommand(&app);
 
   // Usage errors exit 2. An unknown command is one even with --help after it
   // (CLI11 would print the top-level help for `outpost audit --help` and exit 0).

@@ -108,8 +108,9 @@ StatusOr<planner::Calibration> LoadCalibration(const std::string& path) {
 
 }  // namespace
 
-PlanFlags* AddPlanCommand(CLI::App* app) {
-  auto* f = new PlanFlags();  // lives for the process; CLI11 binds to its fields
+std::shared_ptr<PlanFlags> AddPlanCommand(CLI::App* app) {
+  auto shared = std::make_shared<PlanFlags>();
+  PlanFlags* f = shared.get();
   CLI::App* c = app->add_subcommand(
       "plan", "predict fit, speed and users for a model on hardware (no weights loaded)");
   c->add_option("-m,--model", f->models, "GGUF file(s); several compare models on one profile");
@@ -141,7 +142,7 @@ PlanFlags* AddPlanCommand(CLI::App* app) {
   c->add_option("--html", f->html, "also write an HTML report with charts to FILE");
   c->add_option("--calibrate", f->calibrate,
                 "use the efficiency measured in an `outpost bench --json` report");
-  return f;
+  return shared;
 }
 
 int RunPlan(const PlanFlags& f) {

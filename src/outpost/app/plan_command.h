@@ -4,11 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
+
 namespace outpost::app {
 
 // Registers the subcommand's flags on `app`; RunPlan() runs it after parsing.
 struct PlanFlags;
-PlanFlags* AddPlanCommand(CLI::App* app);
+// The flags live as long as the returned pointer (CLI11 binds to their fields).
+std::shared_ptr<PlanFlags> AddPlanCommand(CLI::App* app);
 int RunPlan(const PlanFlags& flags);
 
 }  // namespace outpost::app
