@@ -134,11 +134,15 @@ class Connection final : public ConnectionBase {
   // idle_timeout_ms. A read already pending (the watch while the last request
   // ran) serves as this wait.
   void WaitRequest() {
+    // A client that hung up during the last answer gets no idle wait.
+    if (gone_) return Close();
     phase_ = Phase::kIdle;
     front_->table.SetPhase(id_, ConnectionTable::Phase::kIdle, NowMs());
-    if (buf_.size() > 0) return ReadHead();
     Arm(opt_.idle_timeout_ms, &HttpFrontCounters::idle_timeouts);
-    if (!read_pending_) ReadSome();
+    // One read at a time: a pending read's handler goes on to the head.
+    if (read_pending_) return;
+    if (buf_.size() > 0) return ReadHead();
+    ReadSome();
   }
 
   void ReadSome() {
@@ -252,7 +256,7 @@ class Connection final : public ConnectionBase {
     const bool http11 = msg.version() >= 11;
     // Watch the socket while the request runs: a client that hangs up is
     // seen at once. Unless bytes of a next request already wait.
-    if (!read_pending_ && buf_.size() < opt_.max_header_bytes) ReadSome();
+    if (!read_pending_ && buf_.size() == 0) ReadSome();
     auto self = Self();
     front_->workers.Post(
         [self, req, keep_alive, http11] { self->Serve(*req, keep_alive, http11); });
