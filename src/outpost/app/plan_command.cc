@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/app/advise_command.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model_info.h"
 #include "outpost/planner/hardware.h"
@@ -38,6 +39,7 @@ struct PlanFlags {
   bool json = false;
   std::string html;
   std::string calibrate;
+  AdviseFlags advise;
 };
 
 namespace {
@@ -142,6 +144,7 @@ std::shared_ptr<PlanFlags> AddPlanCommand(CLI::App* app) {
   c->add_option("--html", f->html, "also write an HTML report with charts to FILE");
   c->add_option("--calibrate", f->calibrate,
                 "use the efficiency measured in an `outpost bench --json` report");
+  AddAdviseFlags(c, &f->advise);
   return shared;
 }
 
@@ -183,7 +186,7 @@ int RunPlan(const PlanFlags& f) {
     if (!m.ok()) return Fail(Status::InvalidArgument("described model: " + m.status().message()));
     models.push_back(std::move(m).value());
   }
-  if (models.empty())
+  if (models.empty() && !f.advise.advise)
     return Fail(
         Status::InvalidArgument("give --model FILE.gguf or describe one with --params --bits "
                                 "--layers --kv-heads --head-dim"));
@@ -215,7 +218,7 @@ int RunPlan(const PlanFlags& f) {
     }
     hws.push_back(p);
   }
-  if (hws.empty())
+  if (hws.empty() && !f.advise.advise)
     return Fail(Status::InvalidArgument(
         "give --hardware NAME (see --list-hardware) or --mem and --bandwidth"));
 
@@ -254,6 +257,8 @@ int RunPlan(const PlanFlags& f) {
     if (!c.ok()) return Fail(c.status());
     cal = *c;
   }
+
+  if (f.advise.advise) return RunAdvise(f.advise, models, hws, w, cal, f.json, f.html);
 
   std::vector<planner::PlanReport> reports;
   for (const auto& m : models) {

@@ -1,9 +1,11 @@
 // Rendering of BenchReports: terminal table, JSON (also the input of
 // `outpost plan --calibrate`), and HTML with SVG charts.
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "outpost/bench/report.h"
+#include "outpost/util/html_page.h"
 #include "outpost/util/svg_chart.h"
 #include "outpost/util/units.h"
 
@@ -93,33 +95,92 @@ std::string BenchText(const BenchReport& r) {
 }
 
 std::string BenchHtml(const BenchReport& r) {
-  std::vector<double> xs, agg, per, ttft;
+  using util::HtmlEscape;
+  std::ostringstream o;
+  o << "<p>" << HtmlEscape(r.model_name) << " on " << HtmlEscape(r.machine) << ", " << r.threads
+    << " threads.</p>\n<div class=\"cards\"><div class=\"card\">decode, one sequence<b>"
+    << FormatNumber("%.1f tokens/s", r.decode_tps) << "</b>"
+    << FormatNumber("%.0f%% of the bandwidth ceiling (", r.decode_efficiency * 100)
+    << FormatNumber("%.1f tokens/s)", r.ceiling_tps) << "</div><div class=\"card\">prefill<b>"
+    << FormatNumber("%.1f tokens/s", r.prefill_tps) << "</b>one prompt</div>"
+    << "<div class=\"card\">memory bandwidth<b>" << FormatNumber("%.1f GB/s", r.read_gbps)
+    << "</b>read (triad " << FormatNumber("%.1f GB/s", r.triad_gbps) << ")</div></div>\n";
+
+  util::HtmlTable sweep;
+  sweep.caption = "Concurrency sweep";
+  sweep.header = {"sessions",    "aggregate tokens/s", "per user tokens/s", "TTFT p50 ms",
+                  "TTFT p99 ms", "ITL p50 ms",         "ITL p99 ms"};
+  sweep.numeric = std::vector<bool>(7, true);
+  for (const auto& p : r.sweep) {
+    sweep.rows.push_back(
+        {std::to_string(p.sessions), FormatNumber("%.1f", p.aggregate_tps),
+         FormatNumber("%.1f", p.per_user_tps), FormatNumber("%.0f", p.ttft_s.p50 * 1000),
+         FormatNumber("%.0f", p.ttft_s.p99 * 1000), FormatNumber("%.1f", p.itl_s.p50 * 1000),
+         FormatNumber("%.1f", p.itl_s.p99 * 1000)});
+  }
+  o << util::RenderTable(sweep);
+
+  util::HtmlTable mem;
+  mem.caption = "Memory";
+  mem.header = {"quantity", "value"};
+  mem.numeric = {false, true};
+  mem.rows = {{"resident after load", FormatNumber("%.1f MiB", r.rss_after_load / 1048576.0)},
+              {"all " + std::to_string(r.sessions) + " sessions full (" +
+                   std::to_string(r.ctx_per_session) + " tokens each)",
+               FormatNumber("%.1f MiB", r.rss_full / 1048576.0)},
+              {"plan predicted", FormatNumber("%.1f MiB", r.planned_bytes / 1048576.0)},
+              {"plan error", FormatNumber("%+.1f%%", r.memory_error_pct)}};
+  o << util::RenderTable(mem);
+
+  std::vector<double> xs, agg, per, ttft50, ttft99;
   for (const auto& p : r.sweep) {
     xs.push_back(p.sessions);
     agg.push_back(p.aggregate_tps);
     per.push_back(p.per_user_tps);
-    ttft.push_back(p.ttft_s.p99 * 1000);
+    ttft50.push_back(p.ttft_s.p50 * 1000);
+    ttft99.push_back(p.ttft_s.p99 * 1000);
   }
-  std::ostringstream o;
-  o << "<!doctype html><html><head><meta charset=\"utf-8\"><title>outpost bench</title>"
-    << "<style>body{font-family:sans-serif;max-width:1000px;margin:2em "
-       "auto}pre{background:#f4f4f4;padding:1em}</style>"
-    << "</head><body><h1>outpost bench</h1><pre>" << BenchText(r) << "</pre>"
-    << util::SvgLineChart("Tokens/s vs sessions", "sessions", "tokens/s", xs,
-                          {{"aggregate", agg}, {"per user", per}})
-    << util::SvgLineChart("TTFT p99 vs sessions", "sessions", "ms", xs, {{"TTFT p99", ttft}});
+  util::LineChart tps;
+  tps.title = "Tokens/s as sessions grow";
+  tps.x = {"concurrent sessions", false};
+  tps.y = {"tokens/s", false};
+  tps.xs = xs;
+  tps.series = {{"aggregate", agg, false}, {"per user", per, false}};
+  util::LineChart ttft = tps;
+  ttft.title = "Time to first token as sessions grow";
+  ttft.y = {"milliseconds", false};
+  ttft.series = {{"TTFT p50", ttft50, false}, {"TTFT p99", ttft99, true}};
+  o << util::SvgLineChart(tps) << util::SvgLineChart(ttft);
+
   if (!r.sustained.empty()) {
-    std::vector<double> ts, tps, temp;
+    o << "<h2>Sustained load</h2>\n<p>First minute " << FormatNumber("%.1f", r.first_minute_tps)
+      << " tokens/s, last stretch " << FormatNumber("%.1f", r.sustained_tps) << " tokens/s: "
+      << (r.throttled ? util::Badge(false, "throttled") : util::Badge(true, "no throttling"))
+      << ". Size with " << FormatNumber("%.1f tokens/s", r.sustained_tps)
+      << ". Sensors: " << HtmlEscape(r.sensor_sources) << ".</p>\n";
+    std::vector<double> ts, rate, temp;
     for (const auto& s : r.sustained) {
       ts.push_back(s.t_s);
-      tps.push_back(s.tps);
-      temp.push_back(s.cpu_temp_c > 0 ? s.cpu_temp_c : 0);
+      rate.push_back(s.tps);
+      temp.push_back(s.cpu_temp_c > 0 ? s.cpu_temp_c : std::nan(""));
     }
-    o << util::SvgLineChart("Sustained load", "seconds", "tokens/s, degrees C", ts,
-                            {{"tokens/s", tps}, {"CPU temperature C", temp}});
+    util::LineChart load;
+    load.title = "Decode rate under sustained load";
+    load.x = {"seconds", false};
+    load.y = {"tokens/s", false};
+    load.xs = ts;
+    load.series = {{"tokens/s", rate, false}};
+    o << util::SvgLineChart(load);
+    if (r.sustained.front().cpu_temp_c > 0) {
+      util::LineChart heat = load;
+      heat.title = "CPU temperature under sustained load";
+      heat.y = {"degrees C", false};
+      heat.series = {{"CPU temperature", temp, false}};
+      o << util::SvgLineChart(heat);
+    }
   }
-  o << "</body></html>\n";
-  return o.str();
+  o << "<h2>As text</h2>\n<pre>" << HtmlEscape(BenchText(r)) << "</pre>\n";
+  return util::HtmlPage("outpost bench", o.str());
 }
 
 }  // namespace outpost::bench

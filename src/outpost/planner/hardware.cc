@@ -34,36 +34,44 @@ bool SplitNumber(const std::string& text, double* v, std::string* unit) {
 const std::vector<HardwareProfile>& BuiltinProfiles() {
   // Published figures (vendor datasheets / spec pages). Memory is what a model
   // can use on the device: unified memory for SoCs and mini PCs, VRAM for cards.
+  // The last figure is a typical 2026 street price of a complete box in USD —
+  // an assumption for `plan --advise`'s cost rule, printed as one: developer
+  // kits for the Jetsons, the card plus a $1,500 host for edge GPUs, the share
+  // of one GPU in a server for rack GPUs.
   static const auto* profiles = new std::vector<HardwareProfile>{
       {"jetson-orin-nano-8gb", "NVIDIA Jetson Orin Nano 8GB", "embedded-soc", 8 * kGiB, 68 * kGBps,
        40, 15,
        "NVIDIA Jetson Orin Nano datasheet: 8 GB LPDDR5 128-bit, 68 GB/s, 40 INT8 sparse TOPS, 7-15 "
-       "W"},
+       "W",
+       499},
       {"jetson-orin-nano-super", "NVIDIA Jetson Orin Nano Super 8GB", "embedded-soc", 8 * kGiB,
        102 * kGBps, 67, 25,
-       "NVIDIA Jetson Orin Nano Super developer kit: 102 GB/s, 67 INT8 sparse TOPS, 25 W"},
+       "NVIDIA Jetson Orin Nano Super developer kit: 102 GB/s, 67 INT8 sparse TOPS, 25 W", 249},
       {"jetson-agx-orin-64gb", "NVIDIA Jetson AGX Orin 64GB", "embedded-soc", 64 * kGiB,
        204.8 * kGBps, 275, 60,
        "NVIDIA Jetson AGX Orin datasheet: 64 GB LPDDR5 256-bit, 204.8 GB/s, 275 INT8 sparse TOPS, "
-       "15-60 W"},
+       "15-60 W",
+       1999},
       {"intel-nuc-ultra7", "Intel Core Ultra 7 155H mini PC, 32 GB DDR5-5600", "mini-pc", 32 * kGiB,
        89.6 * kGBps, 34, 28,
-       "Intel ark: dual-channel DDR5-5600 (89.6 GB/s), 34 platform TOPS (CPU+GPU+NPU), 28 W base"},
+       "Intel ark: dual-channel DDR5-5600 (89.6 GB/s), 34 platform TOPS (CPU+GPU+NPU), 28 W base",
+       900},
       {"amd-ryzen-ai-max-395", "AMD Ryzen AI Max+ 395 mini PC, 128 GB LPDDR5X-8000", "mini-pc",
        128 * kGiB, 256 * kGBps, 126, 120,
-       "AMD spec: 256-bit LPDDR5X-8000 (256 GB/s), 126 platform TOPS, 45-120 W"},
+       "AMD spec: 256-bit LPDDR5X-8000 (256 GB/s), 126 platform TOPS, 45-120 W", 2000},
       {"apple-m4-pro-48gb", "Apple Mac mini M4 Pro, 48 GB", "mini-pc", 48 * kGiB, 273 * kGBps, 38,
-       65, "Apple spec: 273 GB/s unified memory bandwidth, 38 TOPS Neural Engine"},
+       65, "Apple spec: 273 GB/s unified memory bandwidth, 38 TOPS Neural Engine", 1799},
       {"nvidia-l4", "NVIDIA L4 24GB", "edge-gpu", 24 * kGiB, 300 * kGBps, 485, 72,
-       "NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s, 485 INT8 TOPS (dense), 72 W"},
+       "NVIDIA L4 datasheet: 24 GB GDDR6, 300 GB/s, 485 INT8 TOPS (dense), 72 W", 4000},
       {"rtx-4000-ada", "NVIDIA RTX 4000 Ada Generation 20GB", "edge-gpu", 20 * kGiB, 360 * kGBps,
        306.8, 130,
-       "NVIDIA RTX 4000 Ada datasheet: 20 GB GDDR6, 360 GB/s, 306.8 AI TFLOPS (FP8 sparse), 130 W"},
+       "NVIDIA RTX 4000 Ada datasheet: 20 GB GDDR6, 360 GB/s, 306.8 AI TFLOPS (FP8 sparse), 130 W",
+       2800},
       {"nvidia-h100-sxm", "NVIDIA H100 SXM 80GB", "rack-gpu", 80 * kGiB, 3350 * kGBps, 1979, 700,
-       "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, 1979 INT8 TOPS (dense), 700 W"},
+       "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, 1979 INT8 TOPS (dense), 700 W", 30000},
       {"nvidia-h200-sxm", "NVIDIA H200 SXM 141GB", "rack-gpu", 141ull * 1000 * 1000 * 1000,
        4800 * kGBps, 1979, 700,
-       "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, 1979 INT8 TOPS (dense), 700 W"},
+       "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, 1979 INT8 TOPS (dense), 700 W", 35000},
   };
   return *profiles;
 }
@@ -157,6 +165,15 @@ StatusOr<std::vector<HardwareProfile>> LoadProfiles(const std::string& path) {
         auto w = ParsePower(val);
         if (!w.ok()) return Status::InvalidArgument(where + ": " + w.status().message(), "power");
         p.power_w = *w;
+      } else if (key == "price") {
+        char* end = nullptr;
+        std::string t = val;
+        if (!t.empty() && t[0] == '$') t.erase(0, 1);
+        p.price_usd = std::strtod(t.c_str(), &end);
+        if (t.empty() || *end || p.price_usd <= 0) {
+          return Status::InvalidArgument(
+              where + ": 'price' must be a positive number of USD, got '" + val + "'", "price");
+        }
       } else if (key == "source") {
         p.source = val;
       } else {

@@ -21,9 +21,10 @@ struct HardwareProfile {
   std::string device_class;   // "embedded-soc", "mini-pc", "edge-gpu", "rack-gpu", "custom"
   uint64_t memory_bytes = 0;  // memory the model can use (unified or VRAM)
   double bandwidth_bytes_per_s = 0;
-  double tops = 0;     // dense INT8 tera-ops/s (or FP16 TFLOPS x 2 where INT8 is not published)
-  double power_w = 0;  // typical board / card power
-  std::string source;  // where the figures come from
+  double tops = 0;       // dense INT8 tera-ops/s (or FP16 TFLOPS x 2 where INT8 is not published)
+  double power_w = 0;    // typical board / card power
+  std::string source;    // where the figures come from
+  double price_usd = 0;  // typical street price of a complete box (an assumption; 0 = unknown)
 };
 
 const std::vector<HardwareProfile>& BuiltinProfiles();

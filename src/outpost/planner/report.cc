@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "outpost/util/html_page.h"
 #include "outpost/util/svg_chart.h"
 #include "outpost/util/units.h"
 
@@ -175,34 +176,159 @@ std::string RenderComparison(const std::vector<PlanReport>& reports) {
   return o.str();
 }
 
+namespace {
+
+std::vector<std::string> Cells(std::initializer_list<std::string> c) {
+  return std::vector<std::string>(c);
+}
+
+util::LineChart SessionsChart(const std::string& title, const std::string& y_label,
+                              const std::vector<double>& xs) {
+  util::LineChart c;
+  c.title = title;
+  c.x = {"concurrent sessions", xs.size() > 1 && xs.back() / xs.front() > 64};
+  c.y = {y_label, false};
+  c.xs = xs;
+  return c;
+}
+
+std::string ReportHtml(const PlanReport& r) {
+  const auto& f = r.fit;
+  const auto& s = r.speed;
+  const auto& c = r.concurrency;
+  const auto& w = r.workload;
+  std::ostringstream o;
+  o << "<h2>" << util::HtmlEscape(r.model.name) << " on "
+    << util::HtmlEscape(r.hardware.description) << "</h2>\n<div class=\"cards\">"
+    << "<div class=\"card\">Gate 1: fit " << util::Badge(f.fits, Verdict(f.fits)) << "<b>"
+    << Gb(f.required_bytes) << " of " << Gb(f.memory_bytes) << "</b>up to " << f.max_sessions
+    << " sessions of " << w.context << " tokens</div>"
+    << "<div class=\"card\">Gate 2: speed " << util::Badge(s.meets_budget, Verdict(s.meets_budget))
+    << "<b>" << FormatNumber("%.1f tokens/s", s.expected_tps) << "</b>"
+    << FormatNumber("%.1f ms/token", s.expected_ms_per_token) << " against a budget of "
+    << FormatNumber("%.0f ms", w.latency_budget_ms) << "</div>"
+    << "<div class=\"card\">Gate 3: users "
+    << util::Badge(c.meets_budget_at_peak, Verdict(c.meets_budget_at_peak)) << "<b>"
+    << FormatNumber("%.1f tokens/s per user", c.at_peak.per_user_tps) << "</b>at the peak of "
+    << c.at_peak.sessions << " sessions ("
+    << FormatNumber("%.1f aggregate", c.at_peak.aggregate_tps) << ")</div></div>\n";
+
+  util::HtmlTable setup;
+  setup.caption = "Inputs";
+  setup.header = {"", ""};
+  setup.rows = {
+      Cells({"model", r.model.name + " (" + FormatNumber("%.2fB params, ", r.model.n_params / 1e9) +
+                          FormatNumber("%.2f bits/weight, ", r.model.bits_per_weight) +
+                          std::to_string(r.model.n_layers) + " layers, " +
+                          std::to_string(r.model.n_kv_heads) + " KV heads x " +
+                          std::to_string(r.model.head_dim) + ")"}),
+      Cells({"hardware", r.hardware.description + " [" + r.hardware.device_class +
+                             "]: " + Gb(r.hardware.memory_bytes) + ", " +
+                             FormatNumber("%.0f GB/s, ", r.hardware.bandwidth_bytes_per_s / 1e9) +
+                             FormatNumber("%.0f TOPS, ", r.hardware.tops) +
+                             FormatNumber("%.0f W", r.hardware.power_w)}),
+      Cells({"workload", std::to_string(w.peak_sessions) + " peak sessions x " +
+                             std::to_string(w.context) + " tokens, KV " + w.kv_type + ", " +
+                             FormatNumber("%.0f%% headroom, ", w.headroom * 100) + "budget " +
+                             FormatNumber("%.0f ms/token, ", w.latency_budget_ms) + "prompt " +
+                             std::to_string(w.prompt_tokens) + " / answer " +
+                             std::to_string(w.answer_tokens) + " tokens"})};
+  o << util::RenderTable(setup);
+
+  util::HtmlTable fit;
+  fit.caption = "Gate 1: fit";
+  fit.header = {"quantity", "value"};
+  fit.numeric = {false, true};
+  fit.rows = {Cells({"weights", Gb(f.weight_bytes)}),
+              Cells({"KV per token", FormatNumber("%.1f KB", f.kv_bytes_per_token / 1e3)}),
+              Cells({"KV per session", Mb(f.kv_bytes_per_session)}),
+              Cells({"total at the peak", Gb(f.peak_bytes)}),
+              Cells({"with headroom", Gb(f.required_bytes) + " of " + Gb(f.memory_bytes)}),
+              Cells({"max sessions that fit (at " + std::to_string(w.context) + " tokens)",
+                     std::to_string(f.max_sessions)}),
+              Cells({"max context that fits (at " + std::to_string(w.peak_sessions) + " sessions)",
+                     std::to_string(f.max_context)})};
+  o << util::RenderTable(fit);
+  if (!f.advice.empty()) o << "<p class=\"note\">" << util::HtmlEscape(f.advice) << "</p>\n";
+
+  util::HtmlTable speed;
+  speed.caption = "Gate 2: speed of one session (its KV at the full " + std::to_string(w.context) +
+                  " tokens: the worst case)";
+  speed.header = {"quantity", "value"};
+  speed.numeric = {false, true};
+  speed.rows = {
+      Cells({"bytes read per token", Gb(s.bytes_per_token)}),
+      Cells({"decode ceiling", FormatNumber("%.1f tokens/s", s.ceiling_tps) +
+                                   FormatNumber(" (%.1f ms/token)", s.ceiling_ms_per_token)}),
+      Cells({"realistic (" + s.efficiency_source + ")",
+             FormatNumber("%.1f", s.low_tps) + FormatNumber("-%.1f tokens/s", s.high_tps)}),
+      Cells({"prefill", FormatNumber("%.0f tokens/s", s.prefill_tps)}),
+      Cells({"time to first token (" + std::to_string(w.prompt_tokens) + " prompt tokens)",
+             FormatNumber("%.0f ms", s.ttft_ms)})};
+  o << util::RenderTable(speed);
+
+  util::HtmlTable users;
+  users.caption = "Gate 3: users (each session's KV half full on average, " +
+                  std::to_string(w.context / 2) + " of " + std::to_string(w.context) + " tokens)";
+  users.header = {"sessions", "aggregate tokens/s", "per user tokens/s", "memory", "bound by"};
+  users.numeric = {true, true, true, true, false};
+  for (const auto& p : c.points) {
+    users.rows.push_back(Cells({std::to_string(p.sessions), FormatNumber("%.1f", p.aggregate_tps),
+                                FormatNumber("%.1f", p.per_user_tps), Gb(p.memory_bytes),
+                                p.compute_bound ? "compute" : "memory bandwidth"}));
+  }
+  o << util::RenderTable(users);
+  if (c.compute_bound_from > 0)
+    o << "<p class=\"note\">Compute becomes the limit from " << c.compute_bound_from
+      << " sessions.</p>\n";
+  o << "<p class=\"note\">Overflow: " << util::HtmlEscape(c.overflow_advice) << "</p>\n";
+
+  std::vector<double> xs, agg, per, mem, budget, device;
+  for (const auto& p : c.points) {
+    xs.push_back(p.sessions);
+    agg.push_back(p.aggregate_tps);
+    per.push_back(p.per_user_tps);
+    mem.push_back(p.memory_bytes / 1e9);
+    budget.push_back(1000.0 / w.latency_budget_ms);
+    device.push_back(r.hardware.memory_bytes / 1e9);
+  }
+  util::LineChart tps = SessionsChart("Tokens/s as sessions grow", "tokens/s", xs);
+  tps.series = {{"aggregate", agg, false},
+                {"per user", per, false},
+                {"per-user floor of the latency budget", budget, true}};
+  util::LineChart memory = SessionsChart("Memory as sessions grow", "GB", xs);
+  memory.series = {{"weights + KV", mem, false}, {"device memory", device, true}};
+  o << util::SvgLineChart(tps) << util::SvgLineChart(memory);
+  return o.str();
+}
+
+}  // namespace
+
 std::string RenderHtml(const std::vector<PlanReport>& reports) {
   std::ostringstream o;
-  o << "<!doctype html><html><head><meta charset=\"utf-8\"><title>outpost plan</title>"
-    << "<style>body{font-family:sans-serif;max-width:1000px;margin:2em "
-       "auto}pre{background:#f4f4f4;padding:1em}</style>"
-    << "</head><body><h1>outpost plan</h1>\n";
-  if (reports.size() > 1)
-    o << "<h2>Comparison</h2><pre>" << util::HtmlEscape(RenderComparison(reports)) << "</pre>\n";
-  for (const auto& r : reports) {
-    std::vector<double> xs, agg, per, mem;
-    for (const auto& p : r.concurrency.points) {
-      xs.push_back(p.sessions);
-      agg.push_back(p.aggregate_tps);
-      per.push_back(p.per_user_tps);
-      mem.push_back(p.memory_bytes / 1e9);
+  if (reports.size() > 1) {
+    util::HtmlTable t;
+    t.caption = "Comparison";
+    t.header = {"model",
+                "hardware",
+                "fit",
+                "needs",
+                "max sessions",
+                "tokens/s",
+                "per user at peak",
+                "aggregate at peak"};
+    t.numeric = {false, false, false, true, true, true, true, true};
+    for (const auto& r : reports) {
+      t.rows.push_back(Cells({r.model.name, r.hardware.description, r.fit.fits ? "yes" : "NO",
+                              Gb(r.fit.required_bytes), std::to_string(r.fit.max_sessions),
+                              FormatNumber("%.1f", r.speed.expected_tps),
+                              FormatNumber("%.1f", r.concurrency.at_peak.per_user_tps),
+                              FormatNumber("%.1f", r.concurrency.at_peak.aggregate_tps)}));
     }
-    o << "<h2>" << util::HtmlEscape(r.model.name) << " on "
-      << util::HtmlEscape(r.hardware.description) << "</h2>\n<pre>"
-      << util::HtmlEscape(RenderText(r)) << "</pre>\n"
-      << util::SvgLineChart("Tokens/s vs sessions", "sessions", "tokens/s", xs,
-                            {{"aggregate", agg}, {"per user", per}})
-      << util::SvgLineChart(
-             "Memory vs sessions", "sessions", "GB", xs,
-             {{"weights + KV", mem},
-              {"device memory", std::vector<double>(xs.size(), r.hardware.memory_bytes / 1e9)}});
+    o << util::RenderTable(t);
   }
-  o << "</body></html>\n";
-  return o.str();
+  for (const auto& r : reports) o << ReportHtml(r);
+  return util::HtmlPage("outpost plan", o.str());
 }
 
 }  // namespace outpost::planner
