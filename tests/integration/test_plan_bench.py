@@ -6,6 +6,7 @@ import tempfile
 
 import pytest
 from outpost_harness import BIN, GEMMA as MODEL  # the planner's figures were validated on Gemma
+from report_pages import assert_readable
 
 
 def run(*args, timeout=600):
@@ -82,6 +83,65 @@ def test_plan_default_model_table_json_html():
     assert text.count("<svg") == 4 and "Comparison" in text
 
 
+VOICE_ASSISTANT = """\
+name: voice assistant
+response_budget: 300ms
+cloud_rtt: 120ms
+model_size: 70B
+easy_share: 80%
+requests_per_day: 1M
+tokens_per_request: 800
+"""
+
+
+def test_plan_advise_as_a_user_runs_it():
+    wl = _tmp(VOICE_ASSISTANT, ".yaml")
+    html, svg, routing = (wl.replace(".yaml", s) for s in (".html", ".svg", ".routing.yaml"))
+    p = run("plan", "--advise", "--workload", wl, "--html", html, "--svg", svg, "--routing-out", routing)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "Verdict:  HYBRID" in out
+    for q in ["1. Immediacy", "2. Data boundary", "3. Required intelligence", "4. User scale and cost",
+              "5. Update frequency", "6. Offline"]:
+        assert q in out, q
+    assert "420 ms (120 ms round trip + 300 ms" in out
+    assert f"wrote routing file {routing}" in out
+    with open(routing) as f:
+        assert "kind: central" in f.read()
+    with open(svg) as f:
+        assert f.read().startswith("<svg")
+    # Flags override the file: with a relaxed budget and the data kept in the
+    # organisation the verdict becomes on-premises, and JSON says why.
+    j = json.loads(run("plan", "--advise", "--workload", wl, "--data-boundary", "organisation",
+                       "--response-budget", "2s", "--json").stdout)
+    assert j["verdict"] == "on-premises"
+    assert j["rules"][1]["decides"] == "on-premises" and j["rules"][1]["requirement"]
+    assert j["workload"]["requests_per_day"] == 1e6
+    # The model the task needs can be a real GGUF; the candidates can be named.
+    j = json.loads(run("plan", "--advise", "--model", MODEL, "--hardware", "jetson-orin-nano-8gb",
+                       "--offline", "--json").stdout)
+    assert j["verdict"] == "edge" and j["candidates"][0]["hardware"] == "jetson-orin-nano-8gb"
+    assert j["candidates"][0]["passes"]
+
+
+def test_report_pages_read_well_in_chromium(bench_report):
+    """plan, plan --advise and bench pages: no sideways overflow at 1280 and
+    800 px, legends clear of the plots, text inside the charts, round ticks."""
+    _, bench_json = bench_report
+    plan_html = _tmp("", ".html")
+    assert run("plan", "--model", MODEL, "--hardware", "nvidia-l4", "--hardware", "jetson-orin-nano-8gb",
+               "--html", plan_html).returncode == 0
+    results = assert_readable(plan_html, min_charts=4)
+    titles = [c["title"] for c in results[0]["charts"]]
+    assert "Tokens/s as sessions grow" in titles and "Memory as sessions grow" in titles
+    advise_html = _tmp("", ".html")
+    assert run("plan", "--advise", "--workload", _tmp(VOICE_ASSISTANT, ".yaml"),
+               "--html", advise_html).returncode == 0
+    results = assert_readable(advise_html, min_charts=1)
+    assert results[0]["charts"][0]["title"] == "Monthly cost against request volume"
+    assert_readable(bench_json.replace(".json", ".html"), min_charts=2)
+
+
 def test_list_hardware_has_the_four_classes():
     out = run("plan", "--list-hardware").stdout
     for name in ["jetson-orin-nano-8gb", "jetson-agx-orin-64gb", "intel-nuc-ultra7", "nvidia-l4",
@@ -118,6 +178,14 @@ BAD = [
     (["plan", "--model", MODEL, "--hardware", "nvidia-l4", "--context", "-1"], "--context must be positive"),
     (["plan", "--model", MODEL, "--hardware", "nvidia-l4", "--headroom", "lots"], "--headroom"),
     (["plan", "--model", MODEL, "--hardware", "nvidia-l4", "--calibrate", "@NOTGGUF"], "not an `outpost bench --json` report"),
+    (["plan", "--advise", "--data-boundary", "planet"], "--data-boundary: 'data_boundary': 'planet'"),
+    (["plan", "--advise", "--easy-share", "2"], "--easy-share"),
+    (["plan", "--advise", "--response-budget", "soon"], "--response-budget"),
+    (["plan", "--advise", "--requests-per-day", "-5"], "--requests-per-day"),
+    (["plan", "--advise", "--workload", "/nonexistent.yaml"], "does not exist"),
+    (["plan", "--advise", "--workload", "@BADYAML"], "unknown key 'colour'"),
+    (["plan", "--advise", "--model", MODEL, "--model", MODEL], "give one --model"),
+    (["plan", "--advise", "--html", "/nonexistent/dir/x.html"], "--html: cannot write"),
     (["bench", "--model", MODEL, "--duration", "soon"], "--duration"),
     (["bench", "--model", MODEL, "--gen-tokens", "1"], "--gen-tokens must be >= 2"),
 ]
@@ -125,7 +193,8 @@ BAD = [
 
 @pytest.mark.parametrize("args,part", BAD, ids=[str(i) for i in range(len(BAD))])
 def test_bad_plan_and_bench_inputs(args, part):
-    subst = {"@NOTGGUF": _tmp("not a model", ".gguf"), "@TRUNC": _truncated()}
+    subst = {"@NOTGGUF": _tmp("not a model", ".gguf"), "@TRUNC": _truncated(),
+             "@BADYAML": _tmp("model_size: 1B\ncolour: blue\n", ".yaml")}
     p = run(*[subst.get(a, a) for a in args])
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
     assert part in p.stderr, p.stderr

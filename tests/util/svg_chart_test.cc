@@ -73,6 +73,16 @@ TEST(SvgLineChart, LegendAbovePlotLinesClippedTicksRound) {
   EXPECT_NE(svg.find("y=\"44.0\"", legend), std::string::npos);
 }
 
+TEST(SvgLineChart, WholeNumberXGetsWholeNumberTicks) {
+  LineChart c;
+  c.title = "t";
+  c.xs = {1, 2, 4};
+  c.series = {{"s", {1, 2, 3}, false}};
+  const std::string svg = SvgLineChart(c);
+  EXPECT_EQ(svg.find(">1.5<"), std::string::npos);
+  EXPECT_NE(svg.find(">3<"), std::string::npos);
+}
+
 TEST(SvgLineChart, LogAxisDropsNonPositive) {
   LineChart c;
   c.title = "cost";

@@ -246,10 +246,18 @@ Status SetAdviseField(AdviseWorkload* w, const std::string& key, const std::stri
     if (!ParseUsd(val, &d) || d <= 0) return Bad(key, val, "a positive price in USD");
     w->box_usd = d;
   } else if (key == "box_lifetime") {
-    if (!ParseIntervalDays(val, &d) || d < 30) return Bad(key, val, "a lifetime (e.g. 4y)");
-    w->box_lifetime_years = val.find_first_not_of("0123456789. ") == std::string::npos
-                                ? std::strtod(val.c_str(), nullptr)  // bare number: years
-                                : d / 365;
+    // A bare number is years; otherwise an interval ("4y", "48mo").
+    char* end = nullptr;
+    d = std::strtod(val.c_str(), &end);
+    const bool bare = !val.empty() && end != val.c_str() && *end == '\0';
+    if (bare) {
+      d *= 365;
+    } else if (!ParseIntervalDays(val, &d)) {
+      d = 0;
+    }
+    if (!std::isfinite(d) || d < 30)
+      return Bad(key, val, "a lifetime of a month or more (e.g. 4y)");
+    w->box_lifetime_years = d / 365;
   } else if (key == "power_price") {
     if (!ParseUsd(val, &d)) return Bad(key, val, "a price in USD per kWh (e.g. 0.20)");
     w->power_usd_per_kwh = d;
@@ -570,10 +578,15 @@ Advice Advise(const AdviseWorkload& w, const ModelSpec& model,
                                                                         : Placement::kEdge;
     a.summary =
         std::string("the data boundary (") + DataBoundaryName(w.boundary) + ") rules out the cloud";
-    if (needs_central)
+    // An organisation's own servers may be data-centre GPUs; a device or site
+    // needs an edge box.
+    const bool holds = w.boundary == DataBoundary::kOrganisation
+                           ? edge_hardware || !rack_names.empty()
+                           : edge_hardware;
+    if (!holds)
       a.summary +=
-          "; the model the task needs does not pass the gates on the candidates: choose "
-          "bigger hardware (`outpost plan --hardware ...`) or a smaller model";
+          "; but no candidate hardware passes the three gates for the model the task needs: "
+          "choose bigger hardware (`outpost plan --hardware ...`) or a smaller model";
   } else if (edge_hard) {
     const std::string why = r1.hard   ? "immediacy"
                             : r6.hard ? "offline operation"
@@ -595,8 +608,10 @@ Advice Advise(const AdviseWorkload& w, const ModelSpec& model,
   } else {
     Placement vote = Placement::kNone;
     bool split = false;
+    std::string voters;
     for (const RuleResult* r : {&r3, &r4, &r5}) {
       if (r->decides == Placement::kNone) continue;
+      voters += (voters.empty() ? "" : " and ") + r->question;
       if (vote == Placement::kNone)
         vote = r->decides;
       else if (vote != r->decides)
@@ -604,13 +619,12 @@ Advice Advise(const AdviseWorkload& w, const ModelSpec& model,
     }
     if (vote == Placement::kNone || split) {
       a.verdict = Placement::kHybrid;
-      a.summary = split ? "the rules disagree (intelligence, cost and updates), so hybrid: the "
-                          "safe default"
+      a.summary = split ? "no rule requires a place, and " + voters +
+                              " disagree, so hybrid: the safe default"
                         : "no rule settles it, so hybrid: the safe default";
     } else {
       a.verdict = vote;
-      a.summary = std::string("nothing needs the edge, and intelligence, cost and updates say ") +
-                  PlacementName(vote);
+      a.summary = "no rule requires a place, and " + voters + " point to " + PlacementName(vote);
     }
   }
   return a;

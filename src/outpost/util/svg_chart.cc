@@ -191,7 +191,15 @@ std::string SvgLineChart(const LineChart& chart) {
   for (const auto& s : chart.series) all_y.insert(all_y.end(), s.ys.begin(), s.ys.end());
   std::vector<double> xvals = chart.xs;
   for (const auto& m : chart.markers) xvals.push_back(m.x);
-  const std::vector<double> xt = AxisTicks(xvals, chart.x.log, false, 8);
+  std::vector<double> xt = AxisTicks(xvals, chart.x.log, false, 8);
+  // Counts (sessions) get whole-number ticks.
+  const bool whole = std::all_of(xvals.begin(), xvals.end(),
+                                 [](double v) { return !std::isfinite(v) || v == std::floor(v); });
+  if (whole && !chart.x.log && xt.size() > 1 && xt[1] - xt[0] < 1) {
+    std::vector<double> ints;
+    for (double v = std::floor(xt.front()); v <= std::ceil(xt.back()); ++v) ints.push_back(v);
+    xt = ints;
+  }
   const std::vector<double> yt = AxisTicks(all_y, chart.y.log, true, 5);
   const Scale X{xt.front(), xt.back(), chart.x.log, kLeft, kWidth - kRight};
   const Scale Y{yt.front(), yt.back(), chart.y.log, bottom, top};
@@ -221,7 +229,7 @@ std::string SvgLineChart(const LineChart& chart) {
       << "\" y2=\"" << Num(bottom) << "\"/>\n";
   o << "</g>\n<rect x=\"" << kLeft << "\" y=\"" << Num(top) << "\" width=\""
     << kWidth - kRight - kLeft << "\" height=\"" << Num(bottom - top)
-    << "\" fill=\"none\" stroke=\"#333\"/>\n<g class=\"ticks\" fill=\"#333\">\n";
+    << "\" class=\"plot\" fill=\"none\" stroke=\"#333\"/>\n<g class=\"ticks\" fill=\"#333\">\n";
   for (double v : yt)
     o << "<text x=\"" << kLeft - 6 << "\" y=\"" << Num(Y(v) + 4) << "\" text-anchor=\"end\">"
       << TickLabel(v, chart.y.log ? v : ystep) << "</text>\n";
