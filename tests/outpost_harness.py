@@ -68,14 +68,17 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(*flags, wait_ready=True, timeout=120, port=None, models=None):
+def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None):
     """Runs `outpost serve --model M... --port P *flags` until the block ends;
-    `models` (--model values) defaults to [MODEL]."""
+    `models` (--model values) defaults to [MODEL]; `env` adds to the environment.
+    At the end: SIGTERM (the server drains requests in flight), and a second
+    SIGTERM after 5 s cuts a drain short."""
     port = port or free_port()
     log = tempfile.NamedTemporaryFile(prefix="outpost-", suffix=".log", delete=False)
     model_flags = [a for m in (models or [MODEL]) for a in ("--model", m)]
     cmd = [BIN, "serve", *model_flags, "--port", str(port), "--threads", "2", *flags]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
     server = Server(proc, port, log.name)
     try:
         if wait_ready:
@@ -96,10 +99,14 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None):
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=25)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
         report = sanitizer_report(server.log()) if os.environ.get("OUTPOST_SANITIZED") else None
         os.unlink(log.name)
         # A sanitized build (make asan) must have run clean, leaks included.

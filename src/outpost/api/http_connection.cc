@@ -258,8 +258,11 @@ class Connection final : public ConnectionBase {
     // seen at once. Unless bytes of a next request already wait.
     if (!read_pending_ && buf_.size() == 0) ReadSome();
     auto self = Self();
-    front_->workers.Post(
-        [self, req, keep_alive, http11] { self->Serve(*req, keep_alive, http11); });
+    front_->in_flight.fetch_add(1);
+    front_->workers.Post([self, req, keep_alive, http11] {
+      self->Serve(*req, keep_alive, http11);
+      self->front_->in_flight.fetch_sub(1);
+    });
   }
 
   // --- Worker side ---

@@ -3,6 +3,8 @@
 // own state machine is in http_connection.cc.
 #include "outpost/api/http_front.h"
 
+#include <future>
+
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -176,6 +178,24 @@ void HttpFront::Run() {
   impl_->ioc.run();
   for (auto& t : io) t.join();
   impl_->workers.Shutdown();
+}
+
+void HttpFront::StopAccepting() {
+  net::post(impl_->ioc, [impl = impl_.get()] {
+    beast::error_code ignored;
+    impl->acceptor.close(ignored);
+  });
+}
+
+int64_t HttpFront::InFlight() const {
+  return impl_->in_flight.load();
+}
+
+bool HttpFront::Responsive(int64_t timeout_ms) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> ran = done->get_future();
+  net::post(impl_->ioc, [done] { done->set_value(); });
+  return ran.wait_for(std::chrono::milliseconds(timeout_ms)) == std::future_status::ready;
 }
 
 void HttpFront::Stop() {

@@ -88,6 +88,14 @@ class HttpFront {
   void Run();
   // Stops accepting, closes every connection, lets Run() return. Any thread.
   void Stop();
+  // Drain: closes the listening socket (new connections are refused, so a
+  // balancer moves on) and keeps serving the connections already open.
+  void StopAccepting();
+  // Requests handed to a worker and not finished yet (streams included).
+  int64_t InFlight() const;
+  // True when an event loop runs a posted task within `timeout_ms` (the
+  // systemd watchdog's liveness check). Any thread but an I/O thread.
+  bool Responsive(int64_t timeout_ms);
 
   int port() const;
   const HttpFrontCounters& counters() const;

@@ -128,6 +128,7 @@ struct HttpFront::Impl {
   ConnectionTable table;
   HttpFrontCounters counters;
   front::WorkerPool workers;
+  std::atomic<int64_t> in_flight{0};  // requests posted to workers, not finished
   std::atomic<bool> stopping{false};
   std::atomic<uint64_t> next_id{1};
   int port = 0;

@@ -73,6 +73,10 @@ class HttpServer {
   // Serves until Stop(). REQUIRES: Bind() succeeded.
   void Run();
   void Stop();
+  // Drain on shutdown: see HttpFront.
+  void StopAccepting() { front_->StopAccepting(); }
+  int64_t InFlight() const { return front_->InFlight(); }
+  bool Responsive(int64_t timeout_ms) { return front_->Responsive(timeout_ms); }
   int port() const { return front_->port(); }
 
  private:

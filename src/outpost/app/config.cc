@@ -175,6 +175,7 @@ const std::map<std::string, Setter>& Setters() {
       {"body_timeout", TimeoutField(&ServeConfig::body_timeout_ms)},
       {"idle_timeout", TimeoutField(&ServeConfig::idle_timeout_ms)},
       {"write_timeout", TimeoutField(&ServeConfig::write_timeout_ms)},
+      {"drain_timeout", TimeoutField(&ServeConfig::drain_timeout_ms)},
       {"max_connections", IntField(&ServeConfig::max_connections, 16, 1 << 20)},
       {"max_connections_per_client",
        IntField(&ServeConfig::max_connections_per_client, 1, 1 << 20)},
@@ -233,6 +234,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"write_timeout",
        "a client that takes no response bytes for this long is cut off and its session freed "
        "(default 60s)"},
+      {"drain_timeout",
+       "on SIGTERM, stop accepting and let requests in flight (streams too) finish for up to "
+       "this long, e.g. 30s (default 30s)"},
       {"max_connections",
        "open connections in total; past it idle ones are closed first (default 8192)"},
       {"max_connections_per_client",

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -21,6 +24,7 @@
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/telemetry/stat_registry.h"
+#include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
 #include "outpost/version.h"
 
@@ -142,6 +146,29 @@ int RunServe(ServeConfig cfg) {
       "try: curl {}://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
       "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}]}}'",
       scheme, cfg.host, http.port());
+  util::SdNotify("READY=1\nSTATUS=serving " + ids + " on port " + std::to_string(http.port()));
+
+  // systemd's watchdog (WatchdogSec=): ping at half the interval while the
+  // HTTP event loop answers and no engine loop is stuck in one step.
+  std::atomic<bool> watchdog_stop{false};
+  std::thread watchdog;
+  if (const int64_t usec = util::SdWatchdogUsec(); usec > 0) {
+    const int64_t interval_ms = std::max<int64_t>(usec / 2000, 10);
+    spdlog::info("systemd watchdog: pinging every {} ms while healthy", interval_ms);
+    watchdog = std::thread([&, interval_ms, usec] {
+      while (!watchdog_stop.load()) {
+        bool healthy = http.Responsive(interval_ms);
+        for (const auto& s : schedulers) healthy = healthy && s->Responsive(usec / 1000);
+        if (healthy) {
+          util::SdNotify("WATCHDOG=1");
+        } else {
+          spdlog::warn("watchdog: not healthy (HTTP event loop or an engine step stuck); no ping");
+        }
+        for (int64_t t = 0; t < interval_ms && !watchdog_stop.load(); t += 10)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  }
 
   int sig = 0;
   for (;;) {
@@ -151,15 +178,48 @@ int RunServe(ServeConfig cfg) {
       spdlog::info("SIGHUP: nothing to reload (no TLS)");
       continue;
     }
+    util::SdNotify("RELOADING=1");
     const Status st = http.ReloadTls();
     if (st.ok()) {
       spdlog::info("SIGHUP: TLS certificate and key reloaded from {}", cfg.tls_cert_file);
     } else {
       spdlog::error("SIGHUP: {}; still serving the previous certificate", st.message());
     }
+    util::SdNotify("READY=1");
   }
-  spdlog::info("signal {} received: shutting down", sig);
+
+  // Drain: refuse new connections and requests, let those in flight (streams
+  // too) finish for up to drain_timeout; a second signal cuts it short.
+  util::SdNotify("STOPPING=1\nSTATUS=draining");
   serving.SetReady(false);
+  http.StopAccepting();
+  for (auto& s : schedulers) s->BeginDrain();
+  const auto drain_start = std::chrono::steady_clock::now();
+  const auto drain_end = drain_start + std::chrono::milliseconds(cfg.drain_timeout_ms);
+  spdlog::info("signal {} received: draining {} request(s) in flight (up to {} ms)", sig,
+               http.InFlight(), cfg.drain_timeout_ms);
+  for (;;) {
+    if (http.InFlight() == 0) {
+      spdlog::info("drained in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - drain_start)
+                                           .count());
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= drain_end) {
+      spdlog::warn("drain_timeout: cutting {} request(s) still in flight", http.InFlight());
+      break;
+    }
+    const timespec poll{0, 50 * 1000 * 1000};
+    const int again = sigtimedwait(&sigs, nullptr, &poll);
+    if (again == SIGINT || again == SIGTERM) {
+      spdlog::warn("signal {} again: cutting {} request(s) still in flight", again,
+                   http.InFlight());
+      break;
+    }
+  }
+  spdlog::info("shutting down");
+  watchdog_stop = true;
+  if (watchdog.joinable()) watchdog.join();
   for (auto& s : schedulers) s->Stop();
   http.Stop();
   http_thread.join();

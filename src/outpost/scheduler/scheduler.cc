@@ -136,7 +136,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Status::Unavailable("the server is shutting down");
+    if (stopping_ || draining_) return Status::Unavailable("the server is shutting down");
     // Requests in the queue that a free slot will take at the next step are not
     // waiting; only those beyond the sessions count against max_queue.
     const auto in_system = active_ + queued_choices_;
@@ -352,8 +352,30 @@ void Scheduler::Loop() {
   spdlog::info("engine thread started: {} sessions x {} tokens, batch {}, prefill chunk {}",
                options_.sessions, options_.ctx_per_session, options_.batch_size,
                options_.prefill_chunk);
-  while (WaitForWork()) Step();
+  auto stamp = [this] {
+    loop_progress_.store(clock_->Now().time_since_epoch().count(), std::memory_order_relaxed);
+  };
+  while (WaitForWork()) {
+    stamp();
+    Step();
+    stamp();
+  }
   DrainOnStop();
+}
+
+void Scheduler::BeginDrain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
+bool Scheduler::Responsive(int64_t max_step_ms) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (active_ == 0 && queue_[0].empty() && queue_[1].empty()) return true;
+  }
+  const util::Clock::TimePoint last{
+      util::Clock::Duration(loop_progress_.load(std::memory_order_relaxed))};
+  return clock_->Now() - last < std::chrono::milliseconds(max_step_ms);
 }
 
 void Scheduler::Step() {

@@ -125,6 +125,12 @@ class Scheduler {
   void Start();
   // Finishes every request with Unavailable and joins the engine thread.
   void Stop();
+  // Graceful shutdown, first half: new requests get Unavailable ("shutting
+  // down"); those already accepted (queued or running) run to the end.
+  void BeginDrain();
+  // Liveness for the systemd watchdog: false when requests are active and
+  // the engine loop has not finished a step for `max_step_ms`.
+  bool Responsive(int64_t max_step_ms) const;
 
   // Fills req->prompt from `input` (chat template and tokenizer), adds the
   // chat format's stop strings, resolves unset sampling knobs against the
@@ -252,6 +258,9 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<Queued> queue_[2] OUTPOST_GUARDED_BY(mu_);  // by Priority
   bool stopping_ OUTPOST_GUARDED_BY(mu_) = false;
+  bool draining_ OUTPOST_GUARDED_BY(mu_) = false;
+  // When the engine loop last began or ended a step (clock ticks), for Responsive().
+  std::atomic<int64_t> loop_progress_{0};
   int32_t active_ OUTPOST_GUARDED_BY(mu_) = 0;                  // busy slots
   int32_t queued_choices_ OUTPOST_GUARDED_BY(mu_) = 0;          // sessions the queue will need
   double mean_completion_tokens_ OUTPOST_GUARDED_BY(mu_) = 64;  // EMA over finished requests
