@@ -158,4 +158,16 @@ PlanReport Plan(const ModelSpec& m, const HardwareProfile& hw, const Workload& w
   return r;
 }
 
+DeployMemory DeployMemoryFor(const PlanReport& r) {
+  DeployMemory d;
+  d.request_bytes = r.fit.required_bytes + kRuntimeOverheadBytes;
+  d.limit_bytes = d.request_bytes + d.request_bytes / 4;
+  return d;
+}
+
+std::string MebibytesText(uint64_t bytes) {
+  const uint64_t mib = (bytes + (1ull << 20) - 1) >> 20;
+  return std::to_string(mib) + "M";
+}
+
 }  // namespace outpost::planner

@@ -110,6 +110,20 @@ struct PlanReport {
 PlanReport Plan(const ModelSpec& model, const HardwareProfile& hw, const Workload& w,
                 const Calibration& cal);
 
+// Memory to give the process in a service manager or orchestrator (systemd
+// MemoryHigh/MemoryMax, Kubernetes requests/limits): the plan's peak with
+// headroom plus the runtime's own (compute buffers, threads, HTTP front:
+// kRuntimeOverheadBytes); the limit adds a quarter for spikes, so the kernel
+// reclaims before it kills.
+inline constexpr uint64_t kRuntimeOverheadBytes = 256ull << 20;
+struct DeployMemory {
+  uint64_t request_bytes = 0;  // MemoryHigh=, resources.requests.memory
+  uint64_t limit_bytes = 0;    // MemoryMax=, resources.limits.memory
+};
+DeployMemory DeployMemoryFor(const PlanReport& r);
+// "812M": whole MiB, as systemd and Kubernetes ("812Mi") write sizes.
+std::string MebibytesText(uint64_t bytes);
+
 // Decode-bound arithmetic on its own (used by Plan, pinned by tests):
 // ms per token = bytes per token / bandwidth.
 double DecodeMsPerToken(double bytes_per_token, double bandwidth_bytes_per_s);

@@ -85,6 +85,13 @@ std::string RenderText(const PlanReport& r) {
   if (c.compute_bound_from > 0)
     o << "  compute becomes the limit from " << c.compute_bound_from << " sessions\n";
   o << "  overflow: " << c.overflow_advice << "\n";
+  const DeployMemory d = DeployMemoryFor(r);
+  o << "\nDeploy (the peak with headroom + " << MebibytesText(kRuntimeOverheadBytes)
+    << " for the runtime; docs/deploy.md)\n"
+    << "  systemd       MemoryHigh=" << MebibytesText(d.request_bytes)
+    << " MemoryMax=" << MebibytesText(d.limit_bytes) << "\n"
+    << "  Kubernetes    requests.memory: " << MebibytesText(d.request_bytes)
+    << "i  limits.memory: " << MebibytesText(d.limit_bytes) << "i\n";
   return o.str();
 }
 
@@ -157,6 +164,14 @@ nlohmann::json RenderJson(const PlanReport& r) {
         {"per_user_tps_at_peak", r.concurrency.at_peak.per_user_tps},
         {"aggregate_tps_at_peak", r.concurrency.at_peak.aggregate_tps},
         {"overflow_advice", r.concurrency.overflow_advice}}},
+      {"deploy",
+       {{"memory_request_bytes", DeployMemoryFor(r).request_bytes},
+        {"memory_limit_bytes", DeployMemoryFor(r).limit_bytes},
+        {"systemd", "MemoryHigh=" + MebibytesText(DeployMemoryFor(r).request_bytes) +
+                        " MemoryMax=" + MebibytesText(DeployMemoryFor(r).limit_bytes)},
+        {"kubernetes",
+         {{"requests", {{"memory", MebibytesText(DeployMemoryFor(r).request_bytes) + "i"}}},
+          {"limits", {{"memory", MebibytesText(DeployMemoryFor(r).limit_bytes) + "i"}}}}}}},
   };
 }
 
