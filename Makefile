@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build run test unit asan tsan fuzz check bench format format-check clean
+.PHONY: all bootstrap build run test unit asan tsan fuzz check bench format format-check clean image
 
 all: build
 
@@ -20,6 +20,12 @@ build: bootstrap
 # Serve the default model on $(HOST):$(PORT); prints a curl example when ready.
 run: build
 	$(BUILD_DIR)/outpost serve --model .deps/models/default.gguf --host $(HOST) --port $(PORT)
+
+# A minimal OCI image (buildah, from scratch: the binary, its libraries, a
+# non-root user); IMAGE_TAG to name it. docs/deploy.md.
+IMAGE_TAG ?= localhost/outpost:latest
+image: build
+	scripts/build_image $(IMAGE_TAG)
 
 # Unit, integration (real model over HTTP) and end-to-end (official openai client) tests.
 test: build
