@@ -157,11 +157,13 @@ TEST(Hardware, UserFileAddsProfilesAndRejectsBadEntries) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto good = (dir / "outpost_hw_good.yaml").string();
   std::ofstream(good)
-      << "- name: my-box\n  memory: 16GiB\n  bandwidth: 120GB/s\n  tops: 50\n  power: 30W\n";
+      << "- name: my-box\n  memory: 16GiB\n  bandwidth: 120GB/s\n  tops: 50\n  power: 30W\n"
+         "  price: $1200\n";
   auto p = LoadProfiles(good);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_EQ(p->size(), 1u);
   EXPECT_EQ(FindProfile("my-box", *p)->memory_bytes, 16ull << 30);
+  EXPECT_DOUBLE_EQ(FindProfile("my-box", *p)->price_usd, 1200);
   const auto bad = (dir / "outpost_hw_bad.yaml").string();
   std::ofstream(bad) << "- name: x\n  memory: lots\n  bandwidth: 1GB/s\n";
   auto b = LoadProfiles(bad);
@@ -169,6 +171,9 @@ TEST(Hardware, UserFileAddsProfilesAndRejectsBadEntries) {
   EXPECT_NE(b.status().message().find("'memory'"), std::string::npos);
   std::ofstream(bad) << "- name: x\n  memory: 1GiB\n  bandwidth: 1GB/s\n  colour: red\n";
   EXPECT_NE(LoadProfiles(bad).status().message().find("unknown key 'colour'"), std::string::npos);
+  std::ofstream(bad) << "- name: x\n  memory: 1GiB\n  bandwidth: 1GB/s\n  price: free\n";
+  EXPECT_NE(LoadProfiles(bad).status().message().find("'price' must be a positive number"),
+            std::string::npos);
 }
 
 TEST(Report, JsonTextAndHtmlCarryTheGates) {
@@ -192,6 +197,16 @@ TEST(Report, JsonTextAndHtmlCarryTheGates) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("Comparison"), std::string::npos);
   EXPECT_NE(html.find("polyline"), std::string::npos);
+  EXPECT_NE(html.find("<table>"), std::string::npos);
+  EXPECT_EQ(html.find("<pre>"), std::string::npos);  // tables, not the text report in a box
+  // The deploy figures: the peak with headroom + the runtime, and a quarter more as the limit.
+  const DeployMemory d = DeployMemoryFor(r);
+  EXPECT_EQ(d.request_bytes, r.fit.required_bytes + kRuntimeOverheadBytes);
+  EXPECT_EQ(d.limit_bytes, d.request_bytes + d.request_bytes / 4);
+  EXPECT_EQ(MebibytesText(799ull << 20), "799M");
+  EXPECT_EQ(MebibytesText((799ull << 20) + 1), "800M");
+  EXPECT_EQ(j["deploy"]["memory_request_bytes"].get<uint64_t>(), d.request_bytes);
+  EXPECT_NE(text.find("MemoryHigh=" + MebibytesText(d.request_bytes)), std::string::npos) << text;
 }
 
 }  // namespace
