@@ -23,6 +23,7 @@
 #include "outpost/router/router.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
+#include "outpost/telemetry/hw_sensors.h"
 #include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
@@ -44,6 +45,18 @@ int RunServe(ServeConfig cfg) {
   std::signal(SIGPIPE, SIG_IGN);
 
   telemetry::StatRegistry stats;
+  // Hardware sensors as metrics, read at each scrape (OUTPOST_SYSFS_ROOT: a
+  // fake sysfs tree for tests).
+  const char* sysfs_env = std::getenv("OUTPOST_SYSFS_ROOT");
+  const std::string sysfs_root = sysfs_env != nullptr && *sysfs_env ? sysfs_env : "/sys";
+  const auto hw = telemetry::HwSensors::Discover(sysfs_root, sysfs_root == "/sys");
+  hw->RegisterMetrics(&stats);
+  {
+    std::string found;
+    for (const auto& src : hw->sources())
+      found += (found.empty() ? "" : ", ") + src.name + (src.up ? " up" : " absent");
+    spdlog::info("sensors: {} reading(s) under {} ({})", hw->sensors().size(), sysfs_root, found);
+  }
   // One memory budget for every model loaded; declared before the models.
   const uint64_t budget =
       cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();

@@ -1,6 +1,7 @@
 #include "outpost/models/model_runtime.h"
 
 #include "outpost/models/model_stats.h"
+#include "outpost/telemetry/genai_stats.h"
 
 #include <spdlog/spdlog.h>
 
@@ -161,6 +162,8 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   served->scheduler = std::make_shared<scheduler::Scheduler>(
       std::move(engine), so,
       scheduler::SchedulerStats::Register(*stats, model_label, {served->id}));
+  served->scheduler->SetGenAiStats(
+      std::make_shared<telemetry::GenAiServerStats>(stats, served->id));
   served->scheduler->Start();
   if (cfg.embeddings) {
     auto embedder = engine::Embedder::Create(shared_model, cfg.ctx_per_session, cfg.threads);

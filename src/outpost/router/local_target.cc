@@ -16,6 +16,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->top_logprobs = r.top_logprobs;
   gen->n = r.n;
   gen->cache_prompt = r.cache_prompt;
+  gen->operation = r.endpoint == Endpoint::kChat ? "chat" : "text_completion";
   scheduler::PromptInput in;
   in.chat = r.endpoint == Endpoint::kChat;
   in.messages = r.messages;

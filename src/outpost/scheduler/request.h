@@ -76,6 +76,9 @@ struct GenerationRequest {
   // Reads tool calls back out of the answer (set by Prepare for a template's
   // own tool format). Carried for the layers above; the scheduler ignores it.
   std::shared_ptr<const engine::AnswerParser> answer_parser;
+  // The OTel gen_ai.operation.name the request counts under: "chat" or
+  // "text_completion".
+  std::string operation = "text_completion";
 };
 
 struct Usage {

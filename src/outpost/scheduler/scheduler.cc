@@ -244,6 +244,7 @@ int32_t Scheduler::AdmitLocked() {
     group->slots = idle;
     group->remaining = q.req.n;
     group->submitted = q.enqueued;
+    group->operation = q.req.operation;
     group->result.choices.assign(n, FinishReason::kNone);
     group->result.usage.prompt_tokens = static_cast<int32_t>(q.req.prompt.size());
     stats_.prompt_tokens.Add(q.req.prompt.size());
@@ -459,6 +460,10 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   const auto now = clock_->Now();
   if (s.n_generated == 0) {
     stats_.time_to_first_token.Observe(Seconds(now - s.submitted));
+    if (s.group && !s.group->has_first_token) {
+      s.group->has_first_token = true;
+      s.group->first_token = now;
+    }
   } else {
     stats_.inter_token_latency.Observe(Seconds(now - s.last_token_at));
   }
@@ -522,6 +527,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   s.logprobs_pending.clear();
   const std::shared_ptr<Group> g = std::move(s.group);
   g->result.choices[static_cast<size_t>(s.choice)] = why;
+  g->generated += s.n_generated;
   if (why == FinishReason::kError && g->result.error.ok()) g->result.error = std::move(error);
   g->result.usage.completion_tokens += s.n_generated;
   g->result.usage.sum_logprob += s.sum_logprob;
@@ -553,8 +559,19 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     }
     if (r.finish == FinishReason::kError && r.error.ok())
       r.error = Status::Internal("a choice failed");
+    const FinishReason finish = r.finish;
+    const std::string error_type = finish == FinishReason::kError ? StatusCodeName(r.error.code())
+                                   : finish == FinishReason::kCancelled ? "cancelled"
+                                                                        : "";
     g->sink->OnDone(std::move(r));
-    stats_.request_duration.Observe(Seconds(clock_->Now() - g->submitted));
+    const double duration = Seconds(clock_->Now() - g->submitted);
+    stats_.request_duration.Observe(duration);
+    if (genai_) {
+      const int32_t choices = static_cast<int32_t>(g->slots.size());
+      genai_->Record(g->operation, duration,
+                     g->has_first_token ? Seconds(g->first_token - g->submitted) : -1,
+                     choices > 0 ? g->generated / choices : g->generated, error_type);
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   --active_;

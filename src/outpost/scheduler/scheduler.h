@@ -69,6 +69,7 @@
 #include "outpost/scheduler/request.h"
 #include "outpost/scheduler/scheduler_stats.h"
 #include "outpost/scheduler/stop_matcher.h"
+#include "outpost/telemetry/genai_stats.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/thread_annotations.h"
 
@@ -125,6 +126,11 @@ class Scheduler {
   void Start();
   // Finishes every request with Unavailable and joins the engine thread.
   void Stop();
+  // The OTel GenAI server histograms for this model's requests (optional;
+  // set before Start()).
+  void SetGenAiStats(std::shared_ptr<telemetry::GenAiServerStats> stats) {
+    genai_ = std::move(stats);
+  }
   // Graceful shutdown, first half: new requests get Unavailable ("shutting
   // down"); those already accepted (queued or running) run to the end.
   void BeginDrain();
@@ -169,6 +175,10 @@ class Scheduler {
     GenerationResult result;
     Status start_error;  // a sampler could not be set up: finish every choice
     util::Clock::TimePoint submitted;
+    util::Clock::TimePoint first_token;  // of any choice; valid when has_first_token
+    bool has_first_token = false;
+    int32_t generated = 0;  // tokens of the choices that finished
+    std::string operation;
   };
 
   struct Queued {
@@ -253,6 +263,7 @@ class Scheduler {
   const SchedulerOptions options_;
   const SchedulerStats stats_;
   const util::Clock* const clock_;
+  std::shared_ptr<telemetry::GenAiServerStats> genai_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

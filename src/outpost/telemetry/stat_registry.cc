@@ -1,5 +1,7 @@
 #include "outpost/telemetry/stat_registry.h"
 
+#include <cmath>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -80,7 +82,10 @@ std::vector<Family::Series> Family::Snapshot() const {
     s.labels = labels;
     if (slot.counter) s.value = static_cast<double>(slot.counter->value());
     if (slot.gauge) s.value = slot.gauge->value();
-    if (slot.computed) s.value = slot.computed();
+    if (slot.computed) {
+      s.value = slot.computed();
+      if (std::isnan(s.value)) continue;  // not available now: left out, never a zero
+    }
     if (slot.histogram) s.hist = slot.histogram->Snapshot();
     out.push_back(std::move(s));
   }

@@ -87,7 +87,8 @@ class Family {
   Gauge& GaugeWith(const LabelValues& labels);
   Histogram& HistogramWith(const LabelValues& labels);
   // A series whose value is computed when read (counts kept elsewhere, such
-  // as a connection pool's). `fn` must stay callable while the registry lives.
+  // as a connection pool's, or a sensor). `fn` must stay callable while the
+  // registry lives; a NaN leaves the series out of that snapshot.
   void ComputedWith(const LabelValues& labels, std::function<double()> fn);
 
   struct Series {

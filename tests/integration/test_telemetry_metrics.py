@@ -1,0 +1,140 @@
+"""/metrics as a monitoring system reads it: the OpenTelemetry GenAI server
+histograms under their standard names, hardware sensors from a fake sysfs tree
+cross-checked against Debian's prometheus-node-exporter reading the same tree,
+and the whole exposition accepted by `promtool check metrics`."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import defaultdict
+
+import httpx
+import pytest
+from outpost_harness import free_port, serve
+
+SYSFS = {
+    "class/thermal/thermal_zone0/type": "x86_pkg_temp",
+    "class/thermal/thermal_zone0/temp": "45000",
+    "class/thermal/thermal_zone0/policy": "step_wise",
+    "class/thermal/thermal_zone1/type": "GPU-therm",
+    "class/thermal/thermal_zone1/temp": "51500",
+    "class/thermal/thermal_zone1/policy": "step_wise",
+    "class/hwmon/hwmon0/name": "coretemp",
+    "class/hwmon/hwmon0/temp1_input": "52000",
+    "class/hwmon/hwmon0/temp1_label": "Package id 0",
+    "class/hwmon/hwmon0/temp2_input": "50000",
+    "class/hwmon/hwmon1/name": "amdgpu",
+    "class/hwmon/hwmon1/power1_average": "35000000",
+    "class/hwmon/hwmon1/temp1_input": "61000",
+    "class/hwmon/hwmon2/name": "ina3221",
+    "class/hwmon/hwmon2/in1_label": "VDD_IN",
+    "class/hwmon/hwmon2/in1_input": "5000",
+    "class/hwmon/hwmon2/curr1_input": "1200",
+    "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count": "3",
+    "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count": "7",
+}
+
+
+@pytest.fixture(scope="module")
+def sysfs():
+    root = tempfile.mkdtemp(prefix="outpost-sysfs-")
+    for rel, text in SYSFS.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+    yield root
+    shutil.rmtree(root)
+
+
+def parse(text):
+    """Prometheus text → {(name, frozenset(labels)): value}."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'([a-zA-Z_][a-zA-Z0-9_]*)(\{(.*)\})? (\S+)$', line)
+        assert m, line
+        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out
+
+
+def series(metrics, name, **want):
+    return {dict(l).get("hw_id", ""): v for (n, l), v in metrics.items()
+            if n == name and all((k, v2) in l for k, v2 in want.items())}
+
+
+def test_genai_metrics_sensors_and_promtool(sysfs):
+    with serve("--parallel", "2", env={"OUTPOST_SYSFS_ROOT": sysfs}) as s:
+        assert "sensors: " in s.log() and "hwmon up" in s.log()
+        r = s.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello"}],
+                                                   "max_tokens": 12, "temperature": 0})
+        assert r.status_code == 200
+        r = s.post("/v1/completions", json={"prompt": "The sky is", "max_tokens": 8, "temperature": 0})
+        assert r.status_code == 200
+        text = s.get("/metrics").text
+    m = parse(text)
+    model = "SmolLM2-135M-Instruct.Q4_1"
+    for op in ("chat", "text_completion"):
+        base = {("gen_ai_operation_name", op), ("gen_ai_provider_name", "outpost"),
+                ("gen_ai_request_model", model)}
+        assert m[("gen_ai_server_request_duration_seconds_count",
+                  frozenset(base | {("error_type", "")}))] == 1
+        assert m[("gen_ai_server_time_to_first_token_seconds_count", frozenset(base))] == 1
+        assert m[("gen_ai_server_time_per_output_token_seconds_count", frozenset(base))] == 1
+        ttft = m[("gen_ai_server_time_to_first_token_seconds_sum", frozenset(base))]
+        dur = m[("gen_ai_server_request_duration_seconds_sum", frozenset(base | {("error_type", "")}))]
+        assert 0 < ttft <= dur < 60
+    temps = series(m, "outpost_hw_temperature_celsius")
+    assert temps["thermal_zone0/x86_pkg_temp"] == 45 and temps["thermal_zone1/GPU-therm"] == 51.5
+    assert temps["coretemp/Package id 0"] == 52 and temps["amdgpu/temp1"] == 61
+    power = series(m, "outpost_hw_power_watts")
+    assert power == {"amdgpu/power1": 35, "ina3221/VDD_IN": 6}
+    assert series(m, "outpost_hw_throttle_events_total")["package0"] == 7
+    up = {dict(l)["source"]: v for (n, l), v in m.items() if n == "outpost_sensor_up"}
+    assert up["hwmon"] == 1 and up["thermal_zone"] == 1 and up["cpu_throttle"] == 1
+    assert ":" not in "".join(n for n, _ in m)  # no recording-rule names
+    # Prometheus's own linter accepts the whole exposition.
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_sensor_readings_match_node_exporter_on_the_same_tree(sysfs):
+    port = free_port()
+    ne = subprocess.Popen(["prometheus-node-exporter", f"--path.sysfs={sysfs}", "--collector.disable-defaults",
+                           "--collector.hwmon", "--collector.thermal_zone",
+                           f"--web.listen-address=127.0.0.1:{port}"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 20
+        while True:
+            try:
+                ne_text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+                break
+            except httpx.HTTPError:
+                assert time.time() < deadline, "node_exporter did not start"
+                time.sleep(0.2)
+    finally:
+        ne.terminate()
+        ne.wait()
+    theirs = parse(ne_text)
+    with serve(env={"OUTPOST_SYSFS_ROOT": sysfs}) as s:
+        ours = parse(s.get("/metrics").text)
+    # Per hwmon chip, the same temperatures; per thermal zone, the same value.
+    ne_chip = defaultdict(list)
+    for (n, l), v in theirs.items():
+        if n == "node_hwmon_temp_celsius":
+            ne_chip[dict(l)["chip"]].append(v)
+    our_chip = defaultdict(list)
+    for hw_id, v in series(ours, "outpost_hw_temperature_celsius", source="hwmon").items():
+        our_chip[hw_id.split("/")[0]].append(v)
+    assert {k: sorted(v) for k, v in ne_chip.items()} == {k: sorted(v) for k, v in our_chip.items()}
+    ne_zones = sorted(v for (n, l), v in theirs.items() if n == "node_thermal_zone_temp")
+    our_zones = sorted(series(ours, "outpost_hw_temperature_celsius", source="thermal_zone").values())
+    assert ne_zones == our_zones and len(ne_zones) == 2
+    ne_power = {dict(l)["chip"]: v for (n, l), v in theirs.items() if n == "node_hwmon_power_average_watt"}
+    assert ne_power == {"amdgpu": series(ours, "outpost_hw_power_watts")["amdgpu/power1"]}

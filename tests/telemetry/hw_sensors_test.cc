@@ -1,0 +1,136 @@
+#include "outpost/telemetry/hw_sensors.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "outpost/telemetry/prometheus_text.h"
+#include "outpost/telemetry/stat_registry.h"
+
+namespace outpost::telemetry {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fake sysfs tree with the kernel's file names and units.
+class FakeSysfs {
+ public:
+  FakeSysfs() : root_(fs::path(testing::TempDir()) / ("sysfs-" + std::to_string(::getpid()))) {
+    fs::remove_all(root_);
+  }
+  ~FakeSysfs() { fs::remove_all(root_); }
+  void Write(const std::string& rel, const std::string& text) {
+    const fs::path p = root_ / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text << "\n";
+  }
+  std::string root() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+std::map<std::string, double> Readings(const HwSensors& hw, HwQuantity q) {
+  std::map<std::string, double> out;
+  for (const auto& s : hw.sensors()) {
+    double v = 0;
+    if (s.quantity == q && s.read(&v)) out[s.source + ":" + s.hw_id] = v;
+  }
+  return out;
+}
+
+TEST(HwSensors, ReadsHwmonThermalZonesRailsAndThrottling) {
+  FakeSysfs sys;
+  sys.Write("class/thermal/thermal_zone0/type", "x86_pkg_temp");
+  sys.Write("class/thermal/thermal_zone0/temp", "45000");
+  sys.Write("class/thermal/thermal_zone1/type", "GPU-therm");
+  sys.Write("class/thermal/thermal_zone1/temp", "51500");
+  sys.Write("class/hwmon/hwmon0/name", "coretemp");
+  sys.Write("class/hwmon/hwmon0/temp1_input", "52000");
+  sys.Write("class/hwmon/hwmon0/temp1_label", "Package id 0");
+  sys.Write("class/hwmon/hwmon0/temp2_input", "50000");
+  // An INA3221 rail on a Jetson: 5 V x 1.2 A = 6 W.
+  sys.Write("class/hwmon/hwmon1/name", "ina3221");
+  sys.Write("class/hwmon/hwmon1/in1_label", "VDD_IN");
+  sys.Write("class/hwmon/hwmon1/in1_input", "5000");
+  sys.Write("class/hwmon/hwmon1/curr1_input", "1200");
+  // A GPU chip with average power (µW) and an energy counter (µJ).
+  sys.Write("class/hwmon/hwmon2/name", "amdgpu");
+  sys.Write("class/hwmon/hwmon2/power1_average", "35000000");
+  sys.Write("class/hwmon/hwmon2/energy1_input", "123000000");
+  sys.Write("class/hwmon/hwmon2/temp1_input", "61000");
+  sys.Write("devices/system/cpu/cpu0/thermal_throttle/core_throttle_count", "3");
+  sys.Write("devices/system/cpu/cpu0/thermal_throttle/package_throttle_count", "7");
+  sys.Write("devices/system/cpu/cpu1/thermal_throttle/core_throttle_count", "0");
+
+  const auto hw = HwSensors::Discover(sys.root(), /*nvml=*/false);
+  const auto temps = Readings(*hw, HwQuantity::kTemperature);
+  EXPECT_DOUBLE_EQ(temps.at("thermal_zone:thermal_zone0/x86_pkg_temp"), 45.0);
+  EXPECT_DOUBLE_EQ(temps.at("thermal_zone:thermal_zone1/GPU-therm"), 51.5);
+  EXPECT_DOUBLE_EQ(temps.at("hwmon:coretemp/Package id 0"), 52.0);
+  EXPECT_DOUBLE_EQ(temps.at("hwmon:coretemp/temp2"), 50.0);
+  EXPECT_DOUBLE_EQ(temps.at("hwmon:amdgpu/temp1"), 61.0);
+  const auto power = Readings(*hw, HwQuantity::kPower);
+  EXPECT_DOUBLE_EQ(power.at("hwmon:ina3221/VDD_IN"), 6.0);
+  EXPECT_DOUBLE_EQ(power.at("hwmon:amdgpu/power1"), 35.0);
+  EXPECT_DOUBLE_EQ(Readings(*hw, HwQuantity::kEnergy).at("hwmon:amdgpu/energy1"), 123.0);
+  const auto throttle = Readings(*hw, HwQuantity::kThrottleEvents);
+  EXPECT_DOUBLE_EQ(throttle.at("cpu_throttle:package0"), 7);
+  EXPECT_DOUBLE_EQ(throttle.at("cpu_throttle:cpu0/core"), 3);
+  EXPECT_DOUBLE_EQ(throttle.at("cpu_throttle:cpu1/core"), 0);
+  for (const auto& s : hw->sensors()) {
+    if (s.hw_id == "thermal_zone1/GPU-therm") {
+      EXPECT_EQ(s.hw_type, "gpu");
+    }
+    if (s.hw_id == "coretemp/Package id 0") {
+      EXPECT_EQ(s.hw_type, "cpu");
+    }
+  }
+  for (const auto& src : hw->sources()) EXPECT_TRUE(src.up) << src.name;
+}
+
+TEST(HwSensors, AbsentOrBrokenSensorsAreLeftOutNeverZero) {
+  FakeSysfs sys;
+  sys.Write("class/hwmon/hwmon0/name", "broken");
+  sys.Write("class/hwmon/hwmon0/temp1_input", "N/A");  // a driver that cannot read
+  const auto hw = HwSensors::Discover(sys.root(), false);
+  StatRegistry reg;
+  hw->RegisterMetrics(&reg);
+  const std::string text = PrometheusText(reg.Snapshot());
+  EXPECT_EQ(text.find("outpost_hw_temperature_celsius{"), std::string::npos) << text;
+  EXPECT_NE(text.find("outpost_sensor_up{source=\"hwmon\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("outpost_sensor_up{source=\"thermal_zone\"} 0"), std::string::npos);
+
+  // A sensor that disappears after discovery drops out of the next scrape.
+  FakeSysfs sys2;
+  sys2.Write("class/thermal/thermal_zone0/type", "acpitz");
+  sys2.Write("class/thermal/thermal_zone0/temp", "40000");
+  const auto hw2 = HwSensors::Discover(sys2.root(), false);
+  StatRegistry reg2;
+  hw2->RegisterMetrics(&reg2);
+  EXPECT_NE(
+      PrometheusText(reg2.Snapshot())
+          .find("outpost_hw_temperature_celsius{hw_id=\"thermal_zone0/acpitz\",hw_type=\"cpu\","
+                "source=\"thermal_zone\"} 40"),
+      std::string::npos)
+      << PrometheusText(reg2.Snapshot());
+  sys2.Write("class/thermal/thermal_zone0/temp", "garbage");
+  EXPECT_EQ(PrometheusText(reg2.Snapshot()).find("outpost_hw_temperature_celsius{"),
+            std::string::npos);
+}
+
+TEST(HwSensors, TypesFromKernelNames) {
+  EXPECT_EQ(HwTypeOf("x86_pkg_temp"), "cpu");
+  EXPECT_EQ(HwTypeOf("k10temp"), "cpu");
+  EXPECT_EQ(HwTypeOf("GPU-therm"), "gpu");
+  EXPECT_EQ(HwTypeOf("nvme"), "storage");
+  EXPECT_EQ(HwTypeOf("ina3221"), "power_rail");
+  EXPECT_EQ(HwTypeOf("spd5118"), "memory");
+  EXPECT_EQ(HwTypeOf("something"), "board");
+}
+
+}  // namespace
+}  // namespace outpost::telemetry
