@@ -97,6 +97,16 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
     up = {dict(l)["source"]: v for (n, l), v in m.items() if n == "outpost_sensor_up"}
     assert up["hwmon"] == 1 and up["thermal_zone"] == 1 and up["cpu_throttle"] == 1
     assert ":" not in "".join(n for n, _ in m)  # no recording-rule names
+    # The serving set: how requests ended, the model's load, the process.
+    finished = {dict(l)["finish_reason"]: v for (n, l), v in m.items()
+                if n == "outpost_requests_finished_total"}
+    assert sum(finished.values()) == 2 and set(finished) <= {"stop", "length"}, finished
+    assert m[("outpost_model_loaded", frozenset({("model", model)}))] == 1
+    assert 0 < m[("outpost_model_load_seconds", frozenset({("model", model)}))] < 120
+    assert m[("process_resident_memory_bytes", frozenset())] > 50e6
+    assert m[("process_cpu_seconds_total", frozenset())] > 0
+    assert 0 < m[("process_open_fds", frozenset())] < m[("process_max_fds", frozenset())]
+    assert abs(time.time() - m[("process_start_time_seconds", frozenset())]) < 600
     # Prometheus's own linter accepts the whole exposition.
     p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
                        timeout=60)

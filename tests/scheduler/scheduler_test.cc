@@ -175,7 +175,21 @@ TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   EXPECT_NE(waiting->result.error.message().find("waited 1000 ms"), std::string::npos);
   EXPECT_TRUE(waiting->text.empty());
   EXPECT_FALSE(running->done);  // the running request is untouched
-  EXPECT_EQ(SchedulerStats::Register(f.registry, {"model"}, {"fake"}).rejected.value(), 1u);
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  EXPECT_EQ(stats.rejected.value(), 1u);
+  EXPECT_EQ(stats.rejected_by_reason.With({"queue_timeout"}).value(), 1u);
+  EXPECT_EQ(stats.rejected_by_reason.With({"queue_full"}).value(), 0u);
+  // Draining: new requests are turned away and counted as such; the running
+  // one goes on.
+  f.sched->BeginDrain();
+  auto late = f.Sink("late");
+  EXPECT_EQ(f.Submit(late).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(stats.rejected_by_reason.With({"shutting_down"}).value(), 1u);
+  while (!running->done && f.sched->StepForTest()) {
+  }
+  EXPECT_TRUE(running->done);
+  EXPECT_NE(running->result.finish, FinishReason::kError);
+  EXPECT_EQ(stats.finished.With({FinishReasonName(running->result.finish)}).value(), 1u);
 }
 
 TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {

@@ -24,6 +24,7 @@
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/telemetry/hw_sensors.h"
+#include "outpost/telemetry/process_stats.h"
 #include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
@@ -51,6 +52,7 @@ int RunServe(ServeConfig cfg) {
   const std::string sysfs_root = sysfs_env != nullptr && *sysfs_env ? sysfs_env : "/sys";
   const auto hw = telemetry::HwSensors::Discover(sysfs_root, sysfs_root == "/sys");
   hw->RegisterMetrics(&stats);
+  telemetry::RegisterProcessMetrics(&stats);
   {
     std::string found;
     for (const auto& src : hw->sources())

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -36,6 +37,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
                                                  MemoryLedger* ledger,
                                                  telemetry::StatRegistry* stats) {
   const std::string id = ModelIdFor(cfg);
+  const auto load_start = std::chrono::steady_clock::now();
   auto info = engine::ReadModelInfo(cfg.path);
   if (!info.ok()) return info.status();
   auto kv_type = engine::ParseKvType(cfg.kv_type);
@@ -165,6 +167,9 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   served->scheduler->SetGenAiStats(
       std::make_shared<telemetry::GenAiServerStats>(stats, served->id));
   served->scheduler->Start();
+  model_stats.load_seconds.Set(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  model_stats.loaded.Set(1);
   if (cfg.embeddings) {
     auto embedder = engine::Embedder::Create(shared_model, cfg.ctx_per_session, cfg.threads);
     if (!embedder.ok()) return embedder.status();

@@ -136,13 +136,17 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || draining_) return Status::Unavailable("the server is shutting down");
+    if (stopping_ || draining_) {
+      stats_.rejected_by_reason.With({"shutting_down"}).Add();
+      return Status::Unavailable("the server is shutting down");
+    }
     // Requests in the queue that a free slot will take at the next step are not
     // waiting; only those beyond the sessions count against max_queue.
     const auto in_system = active_ + queued_choices_;
     if (in_system + req.n > options_.sessions + options_.max_queue) {
       const int32_t retry = RetryAfterLocked();
       stats_.rejected.Add();
+      stats_.rejected_by_reason.With({"queue_full"}).Add();
       return Status::ResourceExhausted("over capacity: all " + std::to_string(options_.sessions) +
                                        " sessions are busy and the queue holds " +
                                        std::to_string(in_system - options_.sessions) + " of " +
@@ -218,6 +222,7 @@ int32_t Scheduler::AdmitLocked() {
                     std::to_string(retry) + " s")
                     .WithRetryAfter(retry);
       stats_.rejected.Add();
+      stats_.rejected_by_reason.With({"queue_timeout"}).Add();
       queued_choices_ -= q.front().req.n;
       q.front().sink->OnDone(std::move(r));
       q.pop_front();
@@ -563,6 +568,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     const std::string error_type = finish == FinishReason::kError ? StatusCodeName(r.error.code())
                                    : finish == FinishReason::kCancelled ? "cancelled"
                                                                         : "";
+    stats_.finished.With({FinishReasonName(finish)}).Add();
     g->sink->OnDone(std::move(r));
     const double duration = Seconds(clock_->Now() - g->submitted);
     stats_.request_duration.Observe(duration);
