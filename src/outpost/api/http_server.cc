@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/api/dashboard.h"
 #include "outpost/api/errors.h"
 #include "outpost/telemetry/prometheus_text.h"
 
@@ -42,7 +43,9 @@ HttpFrontOptions FrontOptions(const HttpOptions& o) {
 
 // The request counter's route label: known routes only (low cardinality).
 std::string RouteLabel(const std::string& path) {
-  static const char* const kRoutes[] = {"/v1/chat/completions",
+  static const char* const kRoutes[] = {"/",
+                                        "/dashboard/history",
+                                        "/v1/chat/completions",
                                         "/v1/completions",
                                         "/v1/embeddings",
                                         "/v1/models",
@@ -151,8 +154,10 @@ void HttpServer::Serve(const HttpRequest& req, HttpResponse& res) {
 void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   const std::string& path = req.path;
   // API keys: every path but /health, /ready (and /metrics unless configured).
-  if (options_.api_keys.required() && path != "/health" && path != "/ready" &&
-      !(path == "/metrics" && !options_.metrics_require_key)) {
+  // The dashboard page itself holds no data; its data follows /metrics' rule.
+  const bool metrics_like = path == "/metrics" || path == "/dashboard/history";
+  if (options_.api_keys.required() && path != "/health" && path != "/ready" && path != "/" &&
+      !(metrics_like && !options_.metrics_require_key)) {
     const Status st = options_.api_keys.Check(req.header("Authorization"));
     if (!st.ok()) {
       SendError(res, st);
@@ -181,6 +186,14 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   if (get && path == "/health") return res.set_content(R"({"status":"ok"})", "application/json");
   if (get && path == "/ready") return HandleReady(res);
   if (get && path == "/metrics") return HandleMetrics(res);
+  if (get && path == "/") {
+    res.set_header("Cache-Control", "no-cache");
+    return res.set_content(DashboardHtml(), "text/html; charset=utf-8");
+  }
+  if (get && path == "/dashboard/history") {
+    if (history_ == nullptr) return SendError(res, Status::NotFound("no history is kept"));
+    return res.set_content(history_->Json().dump(), "application/json");
+  }
   SendError(res, Status::NotFound("no route for " + req.method + " " + path));
 }
 

@@ -25,6 +25,7 @@
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher.h"
 #include "outpost/router/router.h"
+#include "outpost/telemetry/history.h"
 #include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/random.h"
@@ -78,6 +79,9 @@ class HttpServer {
   int64_t InFlight() const { return front_->InFlight(); }
   bool Responsive(int64_t timeout_ms) { return front_->Responsive(timeout_ms); }
   int port() const { return front_->port(); }
+  // The last hour for the dashboard (GET /dashboard/history); optional, set
+  // before Run(); must outlive the server.
+  void SetHistory(const telemetry::History* history) { history_ = history; }
 
  private:
   // /metrics: the front's connection counters.
@@ -102,6 +106,7 @@ class HttpServer {
   telemetry::StatRegistry* const registry_;
   const ApiStats stats_;
   router::Router* const router_;
+  const telemetry::History* history_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

@@ -176,6 +176,7 @@ const std::map<std::string, Setter>& Setters() {
       {"idle_timeout", TimeoutField(&ServeConfig::idle_timeout_ms)},
       {"write_timeout", TimeoutField(&ServeConfig::write_timeout_ms)},
       {"drain_timeout", TimeoutField(&ServeConfig::drain_timeout_ms)},
+      {"history_interval", TimeoutField(&ServeConfig::history_interval_ms)},
       {"max_connections", IntField(&ServeConfig::max_connections, 16, 1 << 20)},
       {"max_connections_per_client",
        IntField(&ServeConfig::max_connections_per_client, 1, 1 << 20)},
@@ -234,6 +235,8 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"write_timeout",
        "a client that takes no response bytes for this long is cut off and its session freed "
        "(default 60s)"},
+      {"history_interval",
+       "the dashboard (GET /) keeps one point per interval for the last hour (default 5s)"},
       {"drain_timeout",
        "on SIGTERM, stop accepting and let requests in flight (streams too) finish for up to "
        "this long, e.g. 30s (default 30s)"},

@@ -48,7 +48,8 @@ struct ServeConfig {
   int64_t body_timeout_ms = 60000;
   int64_t idle_timeout_ms = 600000;
   int64_t write_timeout_ms = 60000;
-  int64_t drain_timeout_ms = 30000;  // SIGTERM: let requests in flight finish this long
+  int64_t drain_timeout_ms = 30000;    // SIGTERM: let requests in flight finish this long
+  int64_t history_interval_ms = 5000;  // the dashboard's last hour: one point per interval
   int max_connections = 8192;
   int max_connections_per_client = 1024;
   int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all

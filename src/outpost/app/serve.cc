@@ -23,9 +23,11 @@
 #include "outpost/router/router.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
+#include "outpost/telemetry/history.h"
 #include "outpost/telemetry/hw_sensors.h"
 #include "outpost/telemetry/process_stats.h"
 #include "outpost/telemetry/stat_registry.h"
+#include "outpost/util/clock.h"
 #include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
 #include "outpost/version.h"
@@ -126,6 +128,8 @@ int RunServe(ServeConfig cfg) {
   }
   router::DispatcherImpl dispatcher(&serving, router.get());
   api::HttpServer http(ho, &serving, &dispatcher, &stats, router.get());
+  telemetry::History history(&stats, cfg.history_interval_ms, &util::RealClock());
+  http.SetHistory(&history);
   if (Status st = http.Bind(); !st.ok()) {
     spdlog::error("{}", st.message());
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -155,6 +159,7 @@ int RunServe(ServeConfig cfg) {
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
                schedulers.size());
   serving.SetReady(true);
+  history.Start();
   const char* scheme = http.tls() ? "https" : "http";
   spdlog::info("ready: model {} on {}://{}:{}/v1", ids, scheme, cfg.host, http.port());
   spdlog::info(
@@ -235,6 +240,7 @@ int RunServe(ServeConfig cfg) {
   spdlog::info("shutting down");
   watchdog_stop = true;
   if (watchdog.joinable()) watchdog.join();
+  history.Stop();
   for (auto& s : schedulers) s->Stop();
   http.Stop();
   http_thread.join();
