@@ -1,4 +1,4 @@
-"""The shipped Prometheus alerting rules (deploy/prometheus/) are valid and do
+"""The shipped Prometheus alerting and recording rules (deploy/prometheus/) are valid and do
 what their names say: `promtool check rules`, then `promtool test rules` with
 series that must fire each alert (and some that must not); a mutated rule fails
 the same test."""
@@ -18,6 +18,13 @@ def test_rules_are_valid_and_their_unit_tests_pass():
     p = promtool("check", "rules", "outpost-alerts.yml")
     assert p.returncode == 0 and "SUCCESS: 7 rules found" in p.stdout, p.stdout + p.stderr
     p = promtool("test", "rules", "outpost-alerts_test.yml")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_recording_rules_compute_energy_per_token_and_tokens_per_watt():
+    p = promtool("check", "rules", "outpost-recording.yml")
+    assert p.returncode == 0 and "SUCCESS: 3 rules found" in p.stdout, p.stdout + p.stderr
+    p = promtool("test", "rules", "outpost-recording_test.yml")
     assert p.returncode == 0, p.stdout + p.stderr
 
 
