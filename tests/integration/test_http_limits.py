@@ -69,6 +69,25 @@ def test_slowloris_does_not_lock_out_a_normal_request():
         assert normal_request_seconds(srv) < 1.0
 
 
+def test_slow_bodies_are_cut_and_counted_apart_from_slow_heads():
+    with serve("--parallel", "2", "--ctx-size", "512", "--header-timeout", "2s",
+               "--body-timeout", "1s") as srv:
+        head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 1000\r\n\r\n{\"messages\":")
+        socks = open_sockets(srv.port, 5, head)
+        slow_heads = open_sockets(srv.port, 3, HALF_HEAD)
+        try:
+            time.sleep(2.6)
+            assert sum(closed_by_server(s, 0.05) for s in socks) == 5
+            assert sum(closed_by_server(s, 0.05) for s in slow_heads) == 3
+            assert srv.metric("outpost_http_timeouts_total", kind="body") == 5
+            assert srv.metric("outpost_http_timeouts_total", kind="header") == 3
+        finally:
+            for s in socks + slow_heads:
+                s.close()
+        assert normal_request_seconds(srv) < 1.0
+
+
 def test_a_thousand_idle_connections_do_not_lock_out_a_normal_request():
     with serve("--parallel", "4", "--ctx-size", "512") as srv:
         socks = open_sockets(srv.port, 1000)

@@ -177,7 +177,7 @@ class Connection final : public ConnectionBase {
       const auto expect = req[http::field::expect];
       if (!self->parser_->is_done() && beast::iequals(expect, "100-continue")) {
         static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        self->Arm(self->opt_.body_timeout_ms, &HttpFrontCounters::header_timeouts);
+        self->Arm(self->opt_.body_timeout_ms, &HttpFrontCounters::body_timeouts);
         net::async_write(self->stream_, net::buffer(kContinue),
                          [self](beast::error_code wec, size_t) {
                            if (wec) return self->Close();
@@ -192,7 +192,7 @@ class Connection final : public ConnectionBase {
   void ReadBody() {
     if (parser_->is_done()) return Dispatch();
     phase_ = Phase::kBody;
-    Arm(opt_.body_timeout_ms, &HttpFrontCounters::header_timeouts);
+    Arm(opt_.body_timeout_ms, &HttpFrontCounters::body_timeouts);
     auto self = Self();
     http::async_read(stream_, buf_, *parser_, [self](beast::error_code ec, size_t) {
       if (ec) return self->ReadFailed(ec);

@@ -63,6 +63,7 @@ struct HttpFrontCounters {
   std::atomic<int64_t> shed{0};     // idle connections closed to make room
   std::atomic<int64_t> refused{0};  // new connections refused: every one busy
   std::atomic<int64_t> header_timeouts{0};
+  std::atomic<int64_t> body_timeouts{0};
   std::atomic<int64_t> idle_timeouts{0};
   std::atomic<int64_t> write_timeouts{0};
   std::atomic<int64_t> bad_requests{0};  // unparseable, too large

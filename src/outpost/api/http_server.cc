@@ -104,12 +104,13 @@ void HttpServer::RegisterFrontStats() {
          "busy.",
          telemetry::StatType::kCounter)
       .ComputedWith({}, read(&c->refused));
-  auto& timeouts =
-      family("outpost_http_timeouts_total",
-             "HTTP connections closed by a timeout, by kind (header: the request head "
-             "or body was too slow; idle: keep-alive; write: the client took nothing).",
-             telemetry::StatType::kCounter, {"kind"});
+  auto& timeouts = family("outpost_http_timeouts_total",
+                          "HTTP connections closed by a timeout, by kind (header: the request head "
+                          "was too slow; body: its body; idle: keep-alive; write: the client took "
+                          "nothing).",
+                          telemetry::StatType::kCounter, {"kind"});
   timeouts.ComputedWith({"header"}, read(&c->header_timeouts));
+  timeouts.ComputedWith({"body"}, read(&c->body_timeouts));
   timeouts.ComputedWith({"idle"}, read(&c->idle_timeouts));
   timeouts.ComputedWith({"write"}, read(&c->write_timeouts));
   family("outpost_http_bad_requests_total",
