@@ -218,7 +218,7 @@ Status SetAdviseField(AdviseWorkload* w, const std::string& key, const std::stri
     char* end = nullptr;
     d = std::strtod(t.c_str(), &end);
     while (end && std::isspace(static_cast<unsigned char>(*end))) ++end;
-    if (t.empty() || (end && *end) || !std::isfinite(d) || d < 0)
+    if (t.empty() || (end && *end) || !std::isfinite(d) || d < 0 || d > 1e5)
       return Bad(key, val, "a speed (e.g. 100km/h)");
     w->speed_kmh = d;
   } else if (key == "data_boundary") {
@@ -226,24 +226,29 @@ Status SetAdviseField(AdviseWorkload* w, const std::string& key, const std::stri
     if (!v.ok()) return v.status();
     w->boundary = *v;
   } else if (key == "model_size") {
-    if (!ParseScaled(val, &d) || d <= 0) return Bad(key, val, "a parameter count (e.g. 3B, 270M)");
+    if (!ParseScaled(val, &d) || d <= 0 || d > 1e13)
+      return Bad(key, val, "a parameter count up to 10T (e.g. 3B, 270M)");
     w->model_params = d;
   } else if (key == "easy_share") {
     if (!ParseShare(val, &w->easy_share)) return Bad(key, val, "a share between 0 and 100%");
   } else if (key == "local_model_size") {
-    if (!ParseScaled(val, &d) || d <= 0) return Bad(key, val, "a parameter count (e.g. 3B)");
+    if (!ParseScaled(val, &d) || d <= 0 || d > 1e13)
+      return Bad(key, val, "a parameter count up to 10T (e.g. 3B)");
     w->local_model_params = d;
   } else if (key == "requests_per_day") {
-    if (!ParseScaled(val, &d) || d <= 0) return Bad(key, val, "a positive count (e.g. 5000, 2M)");
+    if (!ParseScaled(val, &d) || d <= 0 || d > 1e12)
+      return Bad(key, val, "a positive count up to 1000B (e.g. 5000, 2M)");
     w->requests_per_day = d;
   } else if (key == "tokens_per_request") {
-    if (!ParseScaled(val, &d) || d <= 0) return Bad(key, val, "a positive token count");
+    if (!ParseScaled(val, &d) || d <= 0 || d > 1e9)
+      return Bad(key, val, "a positive token count up to 1B");
     w->tokens_per_request = d;
   } else if (key == "cloud_price") {
-    if (!ParseUsd(val, &d)) return Bad(key, val, "a price in USD per million tokens (e.g. 0.60)");
+    if (!ParseUsd(val, &d) || d > 1e9)
+      return Bad(key, val, "a price in USD per million tokens (e.g. 0.60)");
     w->cloud_usd_per_mtok = d;
   } else if (key == "box_price") {
-    if (!ParseUsd(val, &d) || d <= 0) return Bad(key, val, "a positive price in USD");
+    if (!ParseUsd(val, &d) || d <= 0 || d > 1e9) return Bad(key, val, "a positive price in USD");
     w->box_usd = d;
   } else if (key == "box_lifetime") {
     // A bare number is years; otherwise an interval ("4y", "48mo").
@@ -255,17 +260,18 @@ Status SetAdviseField(AdviseWorkload* w, const std::string& key, const std::stri
     } else if (!ParseIntervalDays(val, &d)) {
       d = 0;
     }
-    if (!std::isfinite(d) || d < 30)
-      return Bad(key, val, "a lifetime of a month or more (e.g. 4y)");
+    if (!std::isfinite(d) || d < 30 || d > 50 * 365)
+      return Bad(key, val, "a lifetime from a month to 50 years (e.g. 4y)");
     w->box_lifetime_years = d / 365;
   } else if (key == "power_price") {
-    if (!ParseUsd(val, &d)) return Bad(key, val, "a price in USD per kWh (e.g. 0.20)");
+    if (!ParseUsd(val, &d) || d > 1e6) return Bad(key, val, "a price in USD per kWh (e.g. 0.20)");
     w->power_usd_per_kwh = d;
   } else if (key == "utilisation" || key == "utilization") {
     if (!ParseShare(val, &d) || d <= 0) return Bad(key, val, "a share above 0 and up to 100%");
     w->utilisation = d;
   } else if (key == "update_interval") {
-    if (!ParseIntervalDays(val, &d)) return Bad(key, val, "an interval (daily, weekly, 14d, 6mo)");
+    if (!ParseIntervalDays(val, &d) || d > 3650)
+      return Bad(key, val, "an interval up to 10 years (daily, weekly, 14d, 6mo)");
     w->update_interval_days = d;
   } else if (key == "remote_updates") {
     if (!ParseBool(val, &b)) return Bad(key, val, "true or false");
@@ -493,10 +499,9 @@ Advice Advise(const AdviseWorkload& w, const ModelSpec& model,
     cm.power_usd_per_month = BoxUsdPerMonth(w, 0, c.plan.hardware.power_w);
     cm.box_usd_per_month = BoxUsdPerMonth(w, c.box_usd, c.plan.hardware.power_w);
     const double share = cm.local_share;
-    cm.boxes =
-        static_cast<int>(std::max(1.0, std::ceil(w.requests_per_day * share * w.tokens_per_request /
-                                                     c.capacity_tokens_per_day -
-                                                 1e-9)));
+    const double boxes = std::ceil(
+        w.requests_per_day * share * w.tokens_per_request / c.capacity_tokens_per_day - 1e-9);
+    cm.boxes = static_cast<int>(std::clamp(boxes, 1.0, 1e9));
     cm.local_usd_per_month = SplitUsdPerMonth(w, w.requests_per_day, share, cm.box_usd_per_month,
                                               c.capacity_tokens_per_day);
     // The cloud's cost of one box's full capacity against the box: if higher,
