@@ -307,11 +307,14 @@ def main():
     first = [s for s in samples if 60 <= s["t"] <= 60 + window] or samples[1:3]
     last = [s for s in samples if s["t"] >= span - window] or samples[-2:]
     m0, m1 = statistics.median(s["rss_mib"] for s in first), statistics.median(s["rss_mib"] for s in last)
-    # The floor, not the median: the scrape and the descriptor count are not
-    # one atomic reading (a connection may open between them), but a leak
-    # raises the floor for good.
-    f0 = min(s["other_fds"] for s in first)
-    f1 = min(s["other_fds"] for s in last)
+    # The median of each window: the descriptor count and the connection count
+    # (the front's gauge) are not one atomic reading — a connection that opens
+    # or closes between the two reads makes a sample one low or high (the floor
+    # once read 6 where the quiet count was 7) — while a leak moves the median
+    # for good. The exact check is the quiet one:
+    # descriptors before the traffic against after it, with no connection open.
+    f0 = statistics.median(s["other_fds"] for s in first)
+    f1 = statistics.median(s["other_fds"] for s in last)
     drift = (m1 - m0) / m0 * 100
     outcomes = samples[-1]["outcomes"]
     server_errors = {k: v for k, v in outcomes.items() if any(c in k for c in (" 500", " 502", " 504"))
