@@ -164,7 +164,8 @@ int RunServe(ServeConfig cfg) {
   spdlog::info("ready: model {} on {}://{}:{}/v1", ids, scheme, cfg.host, http.port());
   spdlog::info(
       "try: curl {}://{}:{}/v1/chat/completions -H 'Content-Type: application/json' "
-      "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}]}}'",
+      "-d '{{\"messages\":[{{\"role\":\"user\",\"content\":\"Say hello\"}}],"
+      "\"max_tokens\":64}}'",
       scheme, cfg.host, http.port());
   util::SdNotify("READY=1\nSTATUS=serving " + ids + " on port " + std::to_string(http.port()));
 
