@@ -7,26 +7,15 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 
 import httpx
 from outpost_harness import BIN, serve
 from report_pages import chromium
-from test_telemetry_metrics import SYSFS, parse
+from test_telemetry_metrics import fake_sysfs, parse
 
 ARTIFACTS = os.path.join(os.path.dirname(os.path.abspath(BIN)), "test-artifacts")
-
-
-def _sysfs():
-    root = tempfile.mkdtemp(prefix="outpost-sysfs-")
-    for rel, text in SYSFS.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text + "\n")
-    return root
 
 
 def _load(server, seconds, clients=3):
@@ -62,7 +51,7 @@ def _text(dom, element_id):
 
 
 def test_dashboard_shows_the_live_numbers():
-    root = _sysfs()
+    root = fake_sysfs()
     try:
         with serve("--parallel", "4", "--history-interval", "1s", env={"OUTPOST_SYSFS_ROOT": root}) as s:
             page = s.get("/")

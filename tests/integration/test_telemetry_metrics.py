@@ -37,14 +37,20 @@ SYSFS = {
 }
 
 
-@pytest.fixture(scope="module")
-def sysfs():
+def fake_sysfs():
+    """Writes SYSFS under a new temporary directory; returns its path."""
     root = tempfile.mkdtemp(prefix="outpost-sysfs-")
     for rel, text in SYSFS.items():
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(text + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def sysfs():
+    root = fake_sysfs()
     yield root
     shutil.rmtree(root)
 
