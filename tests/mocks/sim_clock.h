@@ -18,6 +18,11 @@ class SimClock final : public util::Clock {
     return 1'700'000'000 +
            std::chrono::duration_cast<std::chrono::seconds>(now_.time_since_epoch()).count();
   }
+  int64_t UnixMillis() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return 1'700'000'000'000 +
+           std::chrono::duration_cast<std::chrono::milliseconds>(now_.time_since_epoch()).count();
+  }
   void Advance(Duration d) {
     std::lock_guard<std::mutex> lock(mu_);
     now_ += d;

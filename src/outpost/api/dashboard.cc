@@ -115,6 +115,11 @@ async function tick(){
  const ups=ready.body.upstreams||[];
  if(ups.length)$("upstreams").innerHTML="<tr><th>upstream</th><th>kind</th><th>health</th></tr>"+ups.map(u=>
   `<tr><td>${esc(u.name)}</td><td>${esc(u.kind||"")}</td><td style="color:${u.healthy?"var(--ok)":"var(--bad)"}">${u.healthy?"healthy":"down"+(u.cause?" ("+esc(u.cause)+")":"")}</td></tr>`).join("");
+ const ul=hist.uplink||{};
+ if(ul.configured){const sp=ul.spool||{},ago=ul.last_success_unix?Math.max(0,Math.round(Date.now()/1000-ul.last_success_unix)):null;
+  $("uplink").innerHTML=`<span style="color:${ul.up?"var(--ok)":"var(--bad)"}">${ul.up?"up":"down"}</span> · ${esc(ul.format)} to ${esc(ul.url)}<br>`+
+   `spool <span id="uplink-records">${sp.records}</span> record(s), ${fmt(sp.bytes/1024,0)} of ${fmt(sp.max_bytes/1048576,0)} MiB`+
+   ` · last success ${ago===null?"never":ago+" s ago"}`+(sp.gaps?` · ${sp.gaps} gap record(s)`:"")+(ul.last_error?`<br>${esc(ul.last_error)}`:"")}
  chart($("chart-tokens"),pts,[{name:"tokens/s",f:p=>p.tokens_per_s}],"");
  chart($("chart-ttft"),pts,[{name:"p50",f:p=>p.ttft_p50_s,dots:1},{name:"p95",f:p=>p.ttft_p95_s,dash:1,dots:1}]," s");
  chart($("chart-sessions"),pts,[{name:"in use",f:p=>p.sessions_used},{name:"maximum",f:p=>p.sessions_max,dash:1},{name:"queued",f:p=>p.queued}],"");

@@ -7,6 +7,7 @@
 #include "outpost/api/dashboard.h"
 #include "outpost/api/errors.h"
 #include "outpost/telemetry/prometheus_text.h"
+#include "outpost/telemetry/uplink.h"
 
 namespace outpost::api {
 
@@ -193,7 +194,10 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   }
   if (get && path == "/dashboard/history") {
     if (history_ == nullptr) return SendError(res, Status::NotFound("no history is kept"));
-    return res.set_content(history_->Json().dump(), "application/json");
+    nlohmann::json j = history_->Json();
+    j["uplink"] =
+        uplink_ != nullptr ? uplink_->StatusJson() : nlohmann::json{{"configured", false}};
+    return res.set_content(j.dump(), "application/json");
   }
   SendError(res, Status::NotFound("no route for " + req.method + " " + path));
 }

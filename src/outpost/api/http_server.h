@@ -31,6 +31,10 @@
 #include "outpost/util/random.h"
 #include "outpost/util/status.h"
 
+namespace outpost::telemetry {
+class Uplink;
+}  // namespace outpost::telemetry
+
 namespace outpost::api {
 
 struct HttpOptions {
@@ -82,6 +86,8 @@ class HttpServer {
   // The last hour for the dashboard (GET /dashboard/history); optional, set
   // before Run(); must outlive the server.
   void SetHistory(const telemetry::History* history) { history_ = history; }
+  // The uplink's state for the dashboard (null: not configured).
+  void SetUplink(telemetry::Uplink* uplink) { uplink_ = uplink; }
 
  private:
   // /metrics: the front's connection counters.
@@ -107,6 +113,7 @@ class HttpServer {
   const ApiStats stats_;
   router::Router* const router_;
   const telemetry::History* history_ = nullptr;
+  telemetry::Uplink* uplink_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

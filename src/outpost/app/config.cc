@@ -189,6 +189,48 @@ const std::map<std::string, Setter>& Setters() {
       {"embeddings", BoolField(&ServeConfig::embeddings)},
       {"tls_cert_file", StringField(&ServeConfig::tls_cert_file)},
       {"tls_key_file", StringField(&ServeConfig::tls_key_file)},
+      {"uplink_url",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         if (!v.empty() && v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
+           return Status::InvalidArgument(
+               "'" + k + "' must start with http:// or https://, got '" + v + "'", k);
+         }
+         std::string url = v;
+         while (!url.empty() && url.back() == '/') url.pop_back();
+         c->uplink_url = url;
+         return Status::Ok();
+       }},
+      {"uplink_format", StringField(&ServeConfig::uplink_format, {"otlp", "webhook"})},
+      {"uplink_token", StringField(&ServeConfig::uplink_token)},
+      {"uplink_tls_ca_file", StringField(&ServeConfig::uplink_tls_ca_file)},
+      {"uplink_interval", TimeoutField(&ServeConfig::uplink_interval_ms)},
+      {"uplink_timeout", TimeoutField(&ServeConfig::uplink_timeout_ms)},
+      {"uplink_max_backoff", TimeoutField(&ServeConfig::uplink_max_backoff_ms)},
+      {"uplink_spool_size",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         auto b = util::ParseBytes(v);
+         if (!b.ok()) return Status::InvalidArgument("'" + k + "': " + b.status().message(), k);
+         if (*b < (64u << 10) || *b > (64ull << 30)) {
+           return Status::InvalidArgument(
+               "'" + k + "' must be between 64KiB and 64GiB, got '" + v + "'", k);
+         }
+         c->uplink_spool_size = *b;
+         return Status::Ok();
+       }},
+      {"state_dir", StringField(&ServeConfig::state_dir)},
+      {"box_id",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         if (v.empty() || v.size() > 128 ||
+             v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                 "._-") != std::string::npos) {
+           return Status::InvalidArgument(
+               "'" + k + "' must be 1-128 characters of letters, digits, '.', '_' or '-', got '" +
+                   v + "'",
+               k);
+         }
+         c->box_id = v;
+         return Status::Ok();
+       }},
       {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
       {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
       {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -260,6 +302,23 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"tls_cert_file",
        "PEM certificate (chain) to serve HTTPS with; needs tls_key_file; SIGHUP reloads both"},
       {"tls_key_file", "PEM private key for tls_cert_file"},
+      {"uplink_url",
+       "send summaries and events to the centre: an OTLP/HTTP base URL (posts to /v1/metrics and "
+       "/v1/logs) or, with uplink_format webhook, the URL to post to (default: off)"},
+      {"uplink_format", "otlp or webhook (default otlp)"},
+      {"uplink_token",
+       "bearer token for the uplink (also $OUTPOST_UPLINK_TOKEN; prefer the variable)"},
+      {"uplink_tls_ca_file", "CA file to check the centre's certificate (default: system CAs)"},
+      {"uplink_interval", "one summary per interval (default 60s)"},
+      {"uplink_timeout", "one uplink POST may take this long (default 30s)"},
+      {"uplink_max_backoff", "longest wait between retries while the centre is away (default 5m)"},
+      {"uplink_spool_size",
+       "bound on records waiting for the centre; summaries merge past 80%, the oldest records "
+       "give way to a gap record past 100% (default 64MiB)"},
+      {"state_dir",
+       "directory for the uplink spool (default $STATE_DIRECTORY, else "
+       "~/.local/state/outpost)"},
+      {"box_id", "this box's name at the centre (default: the host name)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},
@@ -269,6 +328,20 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"repeat_penalty", "default repetition penalty; 1 = off (default: the GGUF's, else 1)"},
   };
   return *docs;
+}
+
+std::string StateDir(const ServeConfig& cfg) {
+  if (!cfg.state_dir.empty()) return cfg.state_dir;
+  if (const char* s = std::getenv("STATE_DIRECTORY"); s != nullptr && *s) {
+    std::string dir = s;
+    const size_t colon = dir.find(':');  // systemd lists several, ':'-separated
+    return colon == std::string::npos ? dir : dir.substr(0, colon);
+  }
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && *x) {
+    return std::string(x) + "/outpost";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr && *home ? home : ".") + "/.local/state/outpost";
 }
 
 const std::vector<std::string>& ConfigKeys() {

@@ -67,6 +67,19 @@ struct ServeConfig {
   // Sampling defaults for requests that leave a knob unset (only the set ones
   // apply; the rest come from the GGUF, else llama.cpp's defaults).
   engine::SamplingParams sampling;
+  // The uplink (docs/telemetry.md): summaries and events to the centre.
+  std::string uplink_url;              // "" = off; OTLP base URL or the webhook's URL
+  std::string uplink_format = "otlp";  // otlp | webhook
+  std::string uplink_token;            // bearer token; also $OUTPOST_UPLINK_TOKEN
+  std::string uplink_tls_ca_file;
+  int64_t uplink_interval_ms = 60000;
+  int64_t uplink_timeout_ms = 30000;
+  int64_t uplink_max_backoff_ms = 300000;
+  uint64_t uplink_spool_size = 64ull << 20;
+  // Where state lives (the uplink spool): default $STATE_DIRECTORY (systemd),
+  // else ${XDG_STATE_HOME:-~/.local/state}/outpost.
+  std::string state_dir;
+  std::string box_id;  // this box's name at the centre; default: the host name
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;
@@ -100,6 +113,10 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
 // The first replaces `model` (and `model_id` when given); the rest replace
 // extra_models. Errors: InvalidArgument naming the flag value.
 Status ApplyModelFlags(ServeConfig* cfg, const std::vector<std::string>& values);
+
+// The state directory: cfg.state_dir, else $STATE_DIRECTORY, else
+// ${XDG_STATE_HOME:-$HOME/.local/state}/outpost.
+std::string StateDir(const ServeConfig& cfg);
 
 // Default model path: $OUTPOST_MODEL, else the bootstrap's cached default model.
 std::string DefaultModelPath();

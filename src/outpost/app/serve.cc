@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "outpost/api/http_server.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
@@ -21,18 +23,78 @@
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher_impl.h"
 #include "outpost/router/router.h"
+#include "outpost/router/uplink_transport.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/telemetry/history.h"
 #include "outpost/telemetry/hw_sensors.h"
 #include "outpost/telemetry/process_stats.h"
 #include "outpost/telemetry/stat_registry.h"
+#include "outpost/telemetry/uplink.h"
 #include "outpost/util/clock.h"
+#include "outpost/util/random.h"
 #include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
 #include "outpost/version.h"
 
 namespace outpost::app {
+namespace {
+
+// The uplink's parts, alive from start to shutdown.
+struct UplinkParts {
+  std::unique_ptr<telemetry::Spool> spool;
+  std::unique_ptr<router::HttpUplinkTransport> transport;
+  std::unique_ptr<telemetry::Uplink> uplink;
+};
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "outpost";
+  return buf;
+}
+
+// Opens the spool under the state directory and builds the uplink (not yet
+// started). Errors name the directory or the file.
+StatusOr<UplinkParts> MakeUplink(const ServeConfig& cfg, telemetry::StatRegistry* stats) {
+  UplinkParts p;
+  const std::string dir = StateDir(cfg);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::InvalidArgument("state_dir " + dir + ": " + ec.message(), "state_dir");
+  }
+  auto spool = telemetry::Spool::Open(dir + "/uplink-spool.db", cfg.uplink_spool_size,
+                                      telemetry::MergeSummaries);
+  if (!spool.ok()) return spool.status();
+  p.spool = std::move(spool).value();
+  router::UplinkTransportOptions to;
+  to.bearer_token = cfg.uplink_token;
+  if (const char* t = std::getenv("OUTPOST_UPLINK_TOKEN"); t != nullptr && *t) to.bearer_token = t;
+  to.tls_ca_file = cfg.uplink_tls_ca_file;
+  to.timeout_ms = cfg.uplink_timeout_ms;
+  to.connect_timeout_ms = std::min<int64_t>(cfg.uplink_timeout_ms, 5000);
+  p.transport = std::make_unique<router::HttpUplinkTransport>(std::move(to));
+  telemetry::UplinkOptions uo;
+  uo.url = cfg.uplink_url;
+  uo.format = cfg.uplink_format;
+  uo.identity.box_id = cfg.box_id.empty() ? HostName() : cfg.box_id;
+  uo.identity.host_name = HostName();
+  uo.identity.version = OUTPOST_VERSION;
+  uo.interval_ms = cfg.uplink_interval_ms;
+  uo.sample_ms = std::min<int64_t>(1000, cfg.uplink_interval_ms);
+  uo.max_backoff_ms = cfg.uplink_max_backoff_ms;
+  uo.min_backoff_ms = std::min<int64_t>(1000, cfg.uplink_max_backoff_ms);
+  char boot_id[33];
+  std::snprintf(boot_id, sizeof boot_id, "%016llx%016llx",
+                static_cast<unsigned long long>(util::RealRandom().Next()),
+                static_cast<unsigned long long>(util::RealRandom().Next()));
+  p.uplink = std::make_unique<telemetry::Uplink>(std::move(uo), boot_id, stats, p.spool.get(),
+                                                 p.transport.get(), &util::RealClock(),
+                                                 &util::RealRandom());
+  return p;
+}
+
+}  // namespace
 
 int RunServe(ServeConfig cfg) {
   if (cfg.model.empty()) cfg.model = DefaultModelPath();
@@ -139,6 +201,23 @@ int RunServe(ServeConfig cfg) {
   spdlog::info("outpost {} (llama.cpp {}) listening on {}://{}:{}", OUTPOST_VERSION,
                OUTPOST_LLAMA_VERSION, http.tls() ? "https" : "http", cfg.host, http.port());
 
+  UplinkParts uplink;
+  if (!cfg.uplink_url.empty()) {
+    auto made = MakeUplink(cfg, &stats);
+    if (!made.ok()) {
+      spdlog::error("uplink: {}", made.status().message());
+      http.Stop();
+      http_thread.join();
+      return 2;
+    }
+    uplink = std::move(made).value();
+    http.SetUplink(uplink.uplink.get());
+    const auto ss = uplink.spool->Stats();
+    spdlog::info("uplink: {} ({}) every {} ms; spool {} holds {} record(s), next seq {}",
+                 cfg.uplink_url, cfg.uplink_format, cfg.uplink_interval_ms, uplink.spool->path(),
+                 ss.records, ss.next_seq);
+  }
+
   std::vector<std::shared_ptr<scheduler::Scheduler>> schedulers;
   std::string ids;
   for (size_t i = 0; i <= cfg.extra_models.size(); ++i) {
@@ -160,6 +239,7 @@ int RunServe(ServeConfig cfg) {
                schedulers.size());
   serving.SetReady(true);
   history.Start();
+  if (uplink.uplink) uplink.uplink->Start();
   const char* scheme = http.tls() ? "https" : "http";
   spdlog::info("ready: model {} on {}://{}:{}/v1", ids, scheme, cfg.host, http.port());
   spdlog::info(
@@ -242,6 +322,7 @@ int RunServe(ServeConfig cfg) {
   watchdog_stop = true;
   if (watchdog.joinable()) watchdog.join();
   history.Stop();
+  if (uplink.uplink) uplink.uplink->Stop();  // the last window goes into the spool
   for (auto& s : schedulers) s->Stop();
   http.Stop();
   http_thread.join();

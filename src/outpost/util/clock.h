@@ -22,6 +22,9 @@ class Clock {
   virtual TimePoint Now() const = 0;
   // Seconds since the Unix epoch, for timestamps clients see ("created").
   virtual int64_t UnixSeconds() const = 0;
+  // Milliseconds since the Unix epoch, for records that need finer stamps
+  // (uplink summaries). By default UnixSeconds() * 1000.
+  virtual int64_t UnixMillis() const { return UnixSeconds() * 1000; }
 };
 
 // The process's steady and system clocks. Stateless; lives for the process.
