@@ -1,6 +1,8 @@
 #include "outpost/telemetry/spool.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -14,6 +16,7 @@ namespace {
 
 constexpr int64_t kHourMs = 3'600'000;
 constexpr int64_t kDayMs = 24 * kHourMs;
+constexpr off_t kReserveBytes = 128 << 10;
 
 // A prepared statement, finalized on scope exit.
 class Stmt {
@@ -84,6 +87,7 @@ StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path, uint64_t m
   if (ps.ok() && ps.Step() == SQLITE_ROW) page = std::max<int64_t>(512, ps.Int(0));
   const int64_t pages = static_cast<int64_t>((2 * max_bytes + (1u << 20)) / page);
   spool->Exec(("PRAGMA max_page_count=" + std::to_string(pages)).c_str());
+  spool->TakeReserveLocked();
   return spool;
 }
 
@@ -212,7 +216,7 @@ Status Spool::DropOldestLocked(uint64_t target, const std::string& reason,
     Stmt st(db_, "SELECT seq, first_seq, kind, boot_id, time_ms, body FROM records ORDER BY seq");
     while (bytes > target && st.Step() == SQLITE_ROW) {
       SpoolRecord r = RowToRecord(st);
-      if (r.seq == in_flight_) continue;
+      if (r.seq == in_flight_ || acked_unwritten_.count(r.seq) != 0) continue;
       int64_t lo = r.first_seq;
       if (r.kind == "gap") {
         // A gap dropped in turn: the new gap covers its range too.
@@ -289,6 +293,10 @@ StatusOr<int64_t> Spool::Append(const std::string& kind, const std::string& boot
     return Status::InvalidArgument("uplink record of " + std::to_string(body.size()) +
                                    " bytes is over half the spool's bound");
   }
+  if (!reserve_held_) {
+    Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    TakeReserveLocked();
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     Status st = Exec("BEGIN IMMEDIATE");
     if (st.ok()) st = MakeRoomLocked(body.size(), boot_id, time_ms);
@@ -298,8 +306,9 @@ StatusOr<int64_t> Spool::Append(const std::string& kind, const std::string& boot
     if (seq.ok() && st.ok()) return seq;
     Exec("ROLLBACK");
     if (attempt == 0) {
-      // The disk (or the file's page cap) is full: give half the records
-      // back and try once more.
+      // The disk (or the file's page cap) is full: give the reserve back so
+      // that deletes can be written, drop half the records, try once more.
+      ReleaseReserveLocked();
       Exec("BEGIN IMMEDIATE");
       if (DropOldestLocked(BytesLocked() / 2, "disk_full", boot_id, time_ms).ok() &&
           Exec("COMMIT").ok()) {
@@ -316,18 +325,59 @@ StatusOr<int64_t> Spool::Append(const std::string& kind, const std::string& boot
                                    ": the disk is full; the record is counted in the next gap");
 }
 
-std::optional<SpoolRecord> Spool::OneLocked(const char* sql) {
-  Stmt st(db_, sql);
-  if (st.Step() != SQLITE_ROW) return std::nullopt;
-  return RowToRecord(st);
+std::optional<SpoolRecord> Spool::OneLocked(bool newest) {
+  Stmt st(db_, newest ? "SELECT seq, first_seq, kind, boot_id, time_ms, body FROM records ORDER "
+                        "BY seq DESC"
+                      : "SELECT seq, first_seq, kind, boot_id, time_ms, body FROM records ORDER "
+                        "BY seq");
+  while (st.Step() == SQLITE_ROW) {
+    if (acked_unwritten_.count(st.Int(0)) == 0) return RowToRecord(st);
+  }
+  return std::nullopt;
+}
+
+bool Spool::ReleaseReserveLocked() {
+  if (!reserve_held_) return false;
+  reserve_held_ = false;
+  return unlink((path_ + ".reserve").c_str()) == 0;
+}
+
+void Spool::TakeReserveLocked() {
+  if (reserve_held_) return;
+  const std::string p = path_ + ".reserve";
+  const int fd = open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool ok = posix_fallocate(fd, 0, kReserveBytes) == 0;
+  close(fd);
+  if (ok) {
+    reserve_held_ = true;
+  } else {
+    unlink(p.c_str());
+  }
+}
+
+Status Spool::DeleteAckedLocked(int64_t seq) {
+  OUTPOST_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  Stmt del(db_, "DELETE FROM records WHERE seq = ?");
+  del.Bind(1, seq);
+  Status st = Status::Ok();
+  const int rc = del.Step();
+  if (rc == SQLITE_FULL) st = Status::ResourceExhausted("disk full");
+  if (rc != SQLITE_DONE && st.ok()) st = Status::Internal(sqlite3_errmsg(db_));
+  if (st.ok() && sqlite3_changes(db_) > 0) {
+    st = SetMetaLocked("acked_records", std::to_string(MetaInt("acked_records") + 1));
+    if (st.ok() && seq > MetaInt("acked_seq_max")) {
+      st = SetMetaLocked("acked_seq_max", std::to_string(seq));
+    }
+  }
+  if (st.ok()) st = Exec("COMMIT");
+  if (!st.ok()) Exec("ROLLBACK");
+  return st;
 }
 
 std::optional<SpoolRecord> Spool::Take(bool newest) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = OneLocked(newest ? "SELECT seq, first_seq, kind, boot_id, time_ms, body FROM records "
-                              "ORDER BY seq DESC LIMIT 1"
-                            : "SELECT seq, first_seq, kind, boot_id, time_ms, body FROM records "
-                              "ORDER BY seq LIMIT 1");
+  auto r = OneLocked(newest);
   if (r) in_flight_ = r->seq;
   return r;
 }
@@ -340,20 +390,24 @@ void Spool::Release(int64_t seq) {
 Status Spool::Ack(int64_t seq) {
   std::lock_guard<std::mutex> lock(mu_);
   if (in_flight_ == seq) in_flight_ = 0;
-  OUTPOST_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  Stmt del(db_, "DELETE FROM records WHERE seq = ?");
-  del.Bind(1, seq);
-  if (del.Step() != SQLITE_DONE) {
-    Exec("ROLLBACK");
-    return Status::Internal(sqlite3_errmsg(db_));
+  acked_unwritten_.insert(seq);
+  // Earlier acknowledgements the disk refused go first.
+  for (auto it = acked_unwritten_.begin(); it != acked_unwritten_.end();) {
+    Status st = DeleteAckedLocked(*it);
+    if (!st.ok() && st.code() == StatusCode::kResourceExhausted && ReleaseReserveLocked()) {
+      st = DeleteAckedLocked(*it);
+    }
+    if (!st.ok()) {
+      // Kept in memory: not sent again by this process; written later.
+      return st.code() == StatusCode::kResourceExhausted ? Status::Ok() : st;
+    }
+    it = acked_unwritten_.erase(it);
   }
-  if (sqlite3_changes(db_) > 0) {
-    SetMetaLocked("acked_records", std::to_string(MetaInt("acked_records") + 1));
-    if (seq > MetaInt("acked_seq_max")) SetMetaLocked("acked_seq_max", std::to_string(seq));
+  if (!reserve_held_) {
+    Exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    TakeReserveLocked();
   }
-  Status st = Exec("COMMIT");
-  if (!st.ok()) Exec("ROLLBACK");
-  return st;
+  return Status::Ok();
 }
 
 Status Spool::Reject(int64_t seq, const std::string& reason, const std::string& boot_id,
@@ -389,6 +443,7 @@ SpoolStats Spool::Stats() {
     Stmt st(db_, "SELECT COUNT(*) FROM records");
     if (st.Step() == SQLITE_ROW) s.records = st.Int(0);
   }
+  s.records -= static_cast<int64_t>(acked_unwritten_.size());
   {
     Stmt st(db_, "SELECT COALESCE(MAX(seq), 0) FROM records");
     if (st.Step() == SQLITE_ROW) s.newest_seq = st.Int(0);

@@ -17,6 +17,13 @@
 //   position (the count and the highest sequence acknowledged) lives in the
 //   file.
 //
+// A full disk must not wedge the spool: deleting a row in WAL mode needs
+// space too. So the spool keeps a reserve file beside its own (128 KiB) and
+// gives it back to the filesystem when SQLite reports SQLITE_FULL; the space
+// lets deletes and a WAL checkpoint through, and the reserve is taken again
+// once there is room. An acknowledgement that still cannot be written is kept
+// in memory (the record is not sent again by this process) and retried.
+//
 // The bound is on the records' bytes (`max_bytes`); the file itself is
 // capped near twice that (PRAGMA max_page_count). Past 80% the spool asks its
 // merger to fold summaries of the same boot into hourly, then daily ones;
@@ -32,6 +39,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,7 +122,12 @@ class Spool {
   int64_t MetaInt(const char* key) OUTPOST_REQUIRES(mu_);
   Status SetMetaLocked(const std::string& key, const std::string& value) OUTPOST_REQUIRES(mu_);
   uint64_t BytesLocked() OUTPOST_REQUIRES(mu_);
-  std::optional<SpoolRecord> OneLocked(const char* sql) OUTPOST_REQUIRES(mu_);
+  std::optional<SpoolRecord> OneLocked(bool newest) OUTPOST_REQUIRES(mu_);
+  // Deletes one record and advances the acknowledged position.
+  Status DeleteAckedLocked(int64_t seq) OUTPOST_REQUIRES(mu_);
+  // The reserve file: give it back (true if there was one), take it again.
+  bool ReleaseReserveLocked() OUTPOST_REQUIRES(mu_);
+  void TakeReserveLocked() OUTPOST_REQUIRES(mu_);
   // Inserts with a fresh sequence number (in the caller's transaction).
   StatusOr<int64_t> InsertLocked(const std::string& kind, const std::string& boot_id,
                                  int64_t time_ms, const std::string& body, int64_t first_seq)
@@ -139,6 +152,9 @@ class Spool {
   int64_t unrecorded_from_ms_ OUTPOST_GUARDED_BY(mu_) = 0;
   int64_t unrecorded_to_ms_ OUTPOST_GUARDED_BY(mu_) = 0;
   int64_t in_flight_ OUTPOST_GUARDED_BY(mu_) = 0;  // 0: none
+  // Acknowledged, but the delete could not be written yet (disk full).
+  std::set<int64_t> acked_unwritten_ OUTPOST_GUARDED_BY(mu_);
+  bool reserve_held_ OUTPOST_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace outpost::telemetry

@@ -229,6 +229,10 @@ void Uplink::CheckDisk() {
 
 void Uplink::RefreshSpoolStats() {
   SpoolStats s = spool_->Stats();
+  {
+    std::lock_guard<std::mutex> lock(cell_->mu);
+    cell_->stats = s;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   spool_stats_ = s;
 }

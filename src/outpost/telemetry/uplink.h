@@ -30,6 +30,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -132,6 +133,14 @@ class Uplink {
   Family* attempts_;
   Family* sent_records_;
   Counter* partial_;
+
+  // The spool's state as of the last step, shared with the registry's
+  // computed series (which may outlive the uplink).
+  struct SpoolCell {
+    std::mutex mu;
+    SpoolStats stats;
+  };
+  const std::shared_ptr<SpoolCell> cell_ = std::make_shared<SpoolCell>();
 
   std::mutex mu_;
   std::vector<UplinkEvent> events_ OUTPOST_GUARDED_BY(mu_);
