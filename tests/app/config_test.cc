@@ -33,6 +33,26 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   EXPECT_EQ(c.ctx_size, 2048);
 }
 
+TEST(Config, UplinkKeysAndTheStateDirectory) {
+  ServeConfig c;
+  ASSERT_TRUE(LoadConfigFile(WriteTemp("uplink_url: https://centre.example:4318/\n"
+                                       "uplink_format: webhook\nuplink_interval: 2m\n"
+                                       "uplink_spool_size: 1MiB\nbox_id: mine-3.line_2\n"),
+                             &c)
+                  .ok());
+  EXPECT_EQ(c.uplink_url, "https://centre.example:4318");  // the trailing slash goes
+  EXPECT_EQ(c.uplink_format, "webhook");
+  EXPECT_EQ(c.uplink_interval_ms, 120000);
+  EXPECT_EQ(c.uplink_spool_size, 1u << 20);
+  EXPECT_EQ(c.box_id, "mine-3.line_2");
+  c.state_dir = "/srv/outpost";
+  EXPECT_EQ(StateDir(c), "/srv/outpost");
+  c.state_dir.clear();
+  setenv("STATE_DIRECTORY", "/var/lib/outpost:/var/lib/other", 1);
+  EXPECT_EQ(StateDir(c), "/var/lib/outpost");
+  unsetenv("STATE_DIRECTORY");
+}
+
 TEST(Config, FlagsOverrideFileThroughTheSameValidation) {
   ServeConfig c;
   ASSERT_TRUE(LoadConfigFile(WriteTemp("parallel: 4\n"), &c).ok());
@@ -74,6 +94,13 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"queue_wait: soon\n", "queue_wait", "not a duration"},
                       BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
                       BadConfig{"log_level: loud\n", "log_level", "one of trace"},
+                      BadConfig{"uplink_url: ftp://centre\n", "uplink_url", "http:// or https://"},
+                      BadConfig{"uplink_format: kafka\n", "uplink_format", "one of otlp, webhook"},
+                      BadConfig{"uplink_interval: 10ms\n", "uplink_interval", "between 100ms"},
+                      BadConfig{"uplink_max_backoff: never\n", "uplink_max_backoff", "duration"},
+                      BadConfig{"uplink_spool_size: 1KiB\n", "uplink_spool_size", "between 64KiB"},
+                      BadConfig{"uplink_spool_size: big\n", "uplink_spool_size", "not a size"},
+                      BadConfig{"box_id: 'site 1'\n", "box_id", "letters, digits"},
                       BadConfig{"temperature: 3\n", "temperature", "between 0 and 2"},
                       BadConfig{"top_p: 0\n", "top_p", "between 0.0001 and 1"},
                       BadConfig{"top_k: many\n", "top_k", "a number"},
