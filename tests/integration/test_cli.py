@@ -40,7 +40,7 @@ BAD = [
     (["serve", "--memory-budget", "3 parsecs"], 2, "unknown size unit"),
     (["serve", "--kv-type", "f8"], 2, "one of f16, q8_0, q4_0"),
     (["serve", "--no-such-flag"], 2, "no-such-flag"),
-    (["audit", "verify", "--help"], 2, "unknown command 'audit'"),
+    (["nosuch", "verify", "--help"], 2, "unknown command 'nosuch'"),
     (["nosuch"], 2, "unknown command 'nosuch'"),
     (["plan", "--hardware"], 2, "--hardware"),
     (["serve", "--config", "/nonexistent.yaml"], 2, "does not exist"),

@@ -8,6 +8,7 @@
 #include <climits>
 #include <memory>
 
+#include "outpost/api/audit_sink.h"
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
@@ -88,7 +89,23 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   const std::string request_id = call.id;
 
   auto sink = std::make_shared<HttpSink>(req.client_gone);
-  std::unique_ptr<router::InFlight> in_flight = dispatcher_->Dispatch(std::move(call), sink);
+  std::shared_ptr<router::ResponseSink> target = sink;
+  if (audit_ != nullptr) {
+    AuditRequestInfo info;
+    info.request_id = request_id;
+    info.endpoint = path;
+    std::string key = req.header("Authorization");
+    if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
+    info.key_id = ApiKeyId(key);
+    if (router_ != nullptr) {
+      const auto& tenants = router_->config().tenants;
+      if (const auto it = tenants.find(key); it != tenants.end()) info.tenant = it->second.name;
+    }
+    info.data_class = req.header("X-Data-Class");
+    info.model = call.request.model;
+    target = std::make_shared<AuditSink>(sink, audit_, std::move(info));
+  }
+  std::unique_ptr<router::InFlight> in_flight = dispatcher_->Dispatch(std::move(call), target);
   const HttpSink::Answer answer = sink->WaitStart();
   if (const auto& route = sink->route()) {
     res.set_header("X-Outpost-Route", route->route);

@@ -34,6 +34,9 @@
 namespace outpost::telemetry {
 class Uplink;
 }  // namespace outpost::telemetry
+namespace outpost::audit {
+class AuditLog;
+}  // namespace outpost::audit
 
 namespace outpost::api {
 
@@ -88,6 +91,8 @@ class HttpServer {
   void SetHistory(const telemetry::History* history) { history_ = history; }
   // The uplink's state for the dashboard (null: not configured).
   void SetUplink(telemetry::Uplink* uplink) { uplink_ = uplink; }
+  // One audit record per completion request (null: no audit log).
+  void SetAudit(audit::AuditLog* audit) { audit_ = audit; }
 
  private:
   // /metrics: the front's connection counters.
@@ -114,6 +119,7 @@ class HttpServer {
   router::Router* const router_;
   const telemetry::History* history_ = nullptr;
   telemetry::Uplink* uplink_ = nullptr;
+  audit::AuditLog* audit_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

@@ -231,6 +231,9 @@ const std::map<std::string, Setter>& Setters() {
          c->box_id = v;
          return Status::Ok();
        }},
+      {"audit_dir", StringField(&ServeConfig::audit_dir)},
+      {"audit_checkpoint_every", IntField(&ServeConfig::audit_checkpoint_every, 1, 1000000)},
+      {"audit_checkpoint_interval", TimeoutField(&ServeConfig::audit_checkpoint_interval_ms)},
       {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
       {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
       {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -319,6 +322,12 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "directory for the uplink spool (default $STATE_DIRECTORY, else "
        "~/.local/state/outpost)"},
       {"box_id", "this box's name at the centre (default: the host name)"},
+      {"audit_dir",
+       "write the tamper-evident audit log (one hash-chained JSON line per request, no content) "
+       "into this directory; 'state' = <state_dir>/audit (default: off)"},
+      {"audit_checkpoint_every", "records between signed checkpoints (default 1000)"},
+      {"audit_checkpoint_interval",
+       "a signed checkpoint this long after the last record at the latest (default 60s)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},

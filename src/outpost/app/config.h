@@ -80,6 +80,10 @@ struct ServeConfig {
   // else ${XDG_STATE_HOME:-~/.local/state}/outpost.
   std::string state_dir;
   std::string box_id;  // this box's name at the centre; default: the host name
+  // The tamper-evident audit log (docs/telemetry.md): "" = off.
+  std::string audit_dir;
+  int audit_checkpoint_every = 1000;             // records between signed checkpoints
+  int64_t audit_checkpoint_interval_ms = 60000;  // or this long after the last record
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;

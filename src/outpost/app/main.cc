@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "outpost/app/audit_command.h"
 #include "outpost/app/bench_command.h"
 #include "outpost/app/config.h"
 #include "outpost/app/plan_command.h"
@@ -53,17 +54,19 @@ int main(int argc, char** argv) {
 
   const auto plan = outpost::app::AddPlanCommand(&app);
   const auto bench = outpost::app::AddBenchCommand(&app);
+  outpost::app::AuditFlags audit_flags;
+  outpost::app::AddAuditCommand(&app, &audit_flags);
 
   // Usage errors exit 2. An unknown command is one even with --help after it
-  // (CLI11 would print the top-level help for `outpost audit --help` and exit 0).
+  // (CLI11 would print the top-level help for `outpost nosuch --help` and exit 0).
   if (argc > 1 && argv[1][0] != '-') {
     try {
       app.get_subcommand(argv[1]);
     } catch (const CLI::OptionNotFound&) {
-      std::fprintf(
-          stderr,
-          "outpost: unknown command '%s' (commands: serve, plan, bench; see outpost --help)\n",
-          argv[1]);
+      std::fprintf(stderr,
+                   "outpost: unknown command '%s' (commands: serve, plan, bench, audit; see "
+                   "outpost --help)\n",
+                   argv[1]);
       return 2;
     }
   }
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("plan")) return outpost::app::RunPlan(*plan);
   if (app.got_subcommand("bench")) return outpost::app::RunBenchCommand(*bench);
+  if (app.got_subcommand("audit")) return outpost::app::RunAudit(audit_flags);
   if (!serve->parsed()) {
     std::printf("%s", app.help().c_str());
     return 0;

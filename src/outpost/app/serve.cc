@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "outpost/api/http_server.h"
+#include "outpost/audit/audit_log.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
 #include "outpost/models/model_runtime.h"
@@ -218,6 +219,54 @@ int RunServe(ServeConfig cfg) {
                  ss.records, ss.next_seq);
   }
 
+  std::unique_ptr<audit::AuditLog> audit_log;
+  if (!cfg.audit_dir.empty()) {
+    audit::AuditOptions ao;
+    ao.dir = cfg.audit_dir == "state" ? StateDir(cfg) + "/audit" : cfg.audit_dir;
+    ao.box_id = cfg.box_id.empty() ? HostName() : cfg.box_id;
+    ao.checkpoint_every = cfg.audit_checkpoint_every;
+    ao.checkpoint_interval_ms = cfg.audit_checkpoint_interval_ms;
+    auto opened = audit::AuditLog::Open(ao, &util::RealClock());
+    if (!opened.ok()) {
+      spdlog::error("audit: {}", opened.status().message());
+      http.Stop();
+      http_thread.join();
+      return 2;
+    }
+    audit_log = std::move(opened).value();
+    if (uplink.uplink) {
+      // Checkpoints go up with the summaries: the centre is the witness.
+      audit_log->SetCheckpointListener([u = uplink.uplink.get()](const audit::Checkpoint& c) {
+        u->AddEvent({"outpost.audit.checkpoint",
+                     "INFO",
+                     c.time_ms,
+                     {{"count", std::to_string(c.count)},
+                      {"head", c.head},
+                      {"box", c.box},
+                      {"key_id", c.key_id},
+                      {"sig", c.sig}}});
+      });
+    }
+    auto* log = audit_log.get();
+    stats
+        .Register({"outpost_audit_records_total",
+                   "Records in the audit log (its head seq).",
+                   telemetry::StatType::kCounter,
+                   {},
+                   {}})
+        .ComputedWith({}, [log] { return static_cast<double>(log->head_seq()); });
+    stats
+        .Register({"outpost_audit_write_errors_total",
+                   "Audit records that could not be written.",
+                   telemetry::StatType::kCounter,
+                   {},
+                   {}})
+        .ComputedWith({}, [log] { return static_cast<double>(log->write_errors()); });
+    http.SetAudit(log);
+    spdlog::info("audit: {} (head seq {}, key {})", ao.dir, log->head_seq(),
+                 log->public_pem().empty() ? "?" : "ed25519");
+  }
+
   std::vector<std::shared_ptr<scheduler::Scheduler>> schedulers;
   std::string ids;
   for (size_t i = 0; i <= cfg.extra_models.size(); ++i) {
@@ -240,6 +289,10 @@ int RunServe(ServeConfig cfg) {
   serving.SetReady(true);
   history.Start();
   if (uplink.uplink) uplink.uplink->Start();
+  if (audit_log) {
+    audit_log->Append("admin",
+                      {{"action", "serve.start"}, {"version", OUTPOST_VERSION}, {"models", ids}});
+  }
   const char* scheme = http.tls() ? "https" : "http";
   spdlog::info("ready: model {} on {}://{}:{}/v1", ids, scheme, cfg.host, http.port());
   spdlog::info(
@@ -322,6 +375,10 @@ int RunServe(ServeConfig cfg) {
   watchdog_stop = true;
   if (watchdog.joinable()) watchdog.join();
   history.Stop();
+  if (audit_log) {
+    audit_log->Append("admin", {{"action", "serve.stop"}, {"signal", sig}});
+    audit_log->CheckpointNow();  // the listener queues it for the uplink
+  }
   if (uplink.uplink) uplink.uplink->Stop();  // the last window goes into the spool
   for (auto& s : schedulers) s->Stop();
   http.Stop();

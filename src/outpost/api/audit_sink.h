@@ -1,0 +1,64 @@
+// AuditSink — one audit record per completion request: wraps the HTTP sink,
+// passes every call through, and when the answer ends (OnDone, OnRelayEnd or
+// OnError) appends the record: request id, endpoint, the API key's id (a hash
+// prefix, never the key), tenant, declared data class, route and reason,
+// model, token counts, status and finish reason. No prompt or answer text.
+//
+// Thread-safety: as router::ResponseSink; the record is written once.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "outpost/audit/audit_log.h"
+#include "outpost/router/response_sink.h"
+
+namespace outpost::api {
+
+struct AuditRequestInfo {
+  std::string request_id;
+  std::string endpoint;
+  std::string key_id;  // "" without a key
+  std::string tenant;
+  std::string data_class;  // as declared (X-Data-Class), "" if none
+  std::string model;       // as requested
+};
+
+// The first 12 hex digits of SHA-256 over the key ("" for no key).
+std::string ApiKeyId(const std::string& key);
+
+class AuditSink final : public router::ResponseSink {
+ public:
+  AuditSink(std::shared_ptr<router::ResponseSink> inner, audit::AuditLog* log,
+            AuditRequestInfo info);
+  ~AuditSink() override;  // writes the record if no end came (cancelled before any)
+
+  void OnRoute(const router::RouteReport& route) override;
+  void OnHeader(const std::string& name, const std::string& value) override;
+  void OnLocalStart(const router::LocalAnswerMeta& meta) override;
+  void OnText(int choice, std::string text) override;
+  void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override;
+  void OnDone(scheduler::GenerationResult result) override;
+  void OnRelayHead(int http_status, const std::string& content_type) override;
+  void OnRelayBody(std::string chunk) override;
+  void OnRelayEnd(Status error) override;
+  void OnError(Status error) override;
+  bool Cancelled() override;
+
+ private:
+  void Write(int status, const std::string& finish, const std::string& error, int prompt_tokens,
+             int completion_tokens);
+
+  const std::shared_ptr<router::ResponseSink> inner_;
+  audit::AuditLog* const log_;
+  std::mutex mu_;
+  AuditRequestInfo info_;
+  std::string route_ = "local", reason_;
+  std::string served_model_;
+  int relay_status_ = 0;
+  std::atomic<bool> written_{false};
+};
+
+}  // namespace outpost::api

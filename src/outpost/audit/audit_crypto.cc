@@ -1,0 +1,168 @@
+#include "outpost/audit/audit_crypto.h"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace outpost::audit {
+namespace {
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  return out;
+}
+
+bool FromHex(const std::string& hex, unsigned char* out, size_t n) {
+  if (hex.size() != 2 * n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    auto nib = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      return -1;
+    };
+    const int hi = nib(hex[2 * i]), lo = nib(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return true;
+}
+
+std::string Base64(const unsigned char* p, size_t n) {
+  std::string out(4 * ((n + 2) / 3) + 1, '\0');
+  const int len =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), p, static_cast<int>(n));
+  out.resize(len > 0 ? static_cast<size_t>(len) : 0);
+  return out;
+}
+
+bool FromBase64(const std::string& b64, std::vector<unsigned char>* out) {
+  if (b64.empty() || b64.size() % 4 != 0) return false;
+  out->assign(3 * b64.size() / 4, 0);
+  const int n = EVP_DecodeBlock(out->data(), reinterpret_cast<const unsigned char*>(b64.data()),
+                                static_cast<int>(b64.size()));
+  if (n < 0) return false;
+  size_t pad = 0;
+  if (b64.back() == '=') ++pad;
+  if (b64.size() > 1 && b64[b64.size() - 2] == '=') ++pad;
+  out->resize(static_cast<size_t>(n) - pad);
+  return true;
+}
+
+std::string PublicPem(EVP_PKEY* pkey) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PUBKEY(bio, pkey);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  std::string pem(data, static_cast<size_t>(n));
+  BIO_free(bio);
+  return pem;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[32];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
+  return Hex(md, 32);
+}
+
+const std::string& GenesisHash() {
+  static const std::string* const zeros = new std::string(64, '0');
+  return *zeros;
+}
+
+std::string ChainHash(const std::string& prev_hex, std::string_view record) {
+  unsigned char prev[32] = {};
+  if (!FromHex(prev_hex, prev, 32)) std::fill(prev, prev + 32, 0);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  unsigned char md[32];
+  unsigned int n = 0;
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(ctx, prev, 32);
+  EVP_DigestUpdate(ctx, record.data(), record.size());
+  EVP_DigestFinal_ex(ctx, md, &n);
+  EVP_MD_CTX_free(ctx);
+  return Hex(md, 32);
+}
+
+StatusOr<std::unique_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& path) {
+  EVP_PKEY* pkey = nullptr;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    pkey = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+    std::fclose(f);
+    if (pkey == nullptr || EVP_PKEY_get_base_id(pkey) != EVP_PKEY_ED25519) {
+      EVP_PKEY_free(pkey);
+      return Status::Unavailable("audit signing key " + path + ": not an Ed25519 PEM private key");
+    }
+  } else {
+    pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+    if (pkey == nullptr) return Status::Unavailable("audit signing key: Ed25519 keygen failed");
+    const mode_t old = umask(077);
+    FILE* out = std::fopen(path.c_str(), "w");
+    umask(old);
+    if (out == nullptr || !PEM_write_PrivateKey(out, pkey, nullptr, nullptr, 0, nullptr, nullptr)) {
+      if (out != nullptr) std::fclose(out);
+      EVP_PKEY_free(pkey);
+      return Status::Unavailable("audit signing key " + path + ": cannot write it");
+    }
+    std::fclose(out);
+  }
+  std::string pub = PublicPem(pkey);
+  std::ofstream(path + ".pub") << pub;
+  return std::unique_ptr<SigningKey>(new SigningKey(pkey, std::move(pub)));
+}
+
+SigningKey::SigningKey(void* pkey, std::string public_pem)
+    : pkey_(pkey),
+      public_pem_(std::move(public_pem)),
+      key_id_(Sha256Hex(public_pem_).substr(0, 16)) {}
+
+SigningKey::~SigningKey() {
+  EVP_PKEY_free(static_cast<EVP_PKEY*>(pkey_));
+}
+
+std::string SigningKey::Sign(std::string_view message) const {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  unsigned char sig[64];
+  size_t len = sizeof sig;
+  std::string out;
+  if (EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, static_cast<EVP_PKEY*>(pkey_)) == 1 &&
+      EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(message.data()),
+                     message.size()) == 1) {
+    out = Base64(sig, len);
+  }
+  EVP_MD_CTX_free(ctx);
+  return out;
+}
+
+bool VerifySignature(const std::string& public_pem, std::string_view message,
+                     const std::string& signature_b64) {
+  std::vector<unsigned char> sig;
+  if (!FromBase64(signature_b64, &sig)) return false;
+  BIO* bio = BIO_new_mem_buf(public_pem.data(), static_cast<int>(public_pem.size()));
+  EVP_PKEY* pkey = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (pkey == nullptr) return false;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  const bool ok =
+      EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, pkey) == 1 &&
+      EVP_DigestVerify(ctx, sig.data(), sig.size(),
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+  EVP_MD_CTX_free(ctx);
+  EVP_PKEY_free(pkey);
+  return ok;
+}
+
+}  // namespace outpost::audit
