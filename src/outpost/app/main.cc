@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (argc > 2 && std::string(argv[1]) == "audit" && argv[2][0] != '-' &&
+      std::string(argv[2]) != "verify" && std::string(argv[2]) != "tail") {
+    std::fprintf(stderr, "outpost audit: unknown subcommand '%s' (verify, tail)\n", argv[2]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

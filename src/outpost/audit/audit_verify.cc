@@ -153,15 +153,15 @@ VerifyReport VerifyAuditFiles(const std::vector<std::string>& files, const Verif
     if (prev_seq < options.expect_count) {
       r.ok = false;
       r.kind = "truncated";
-      r.error = files.back() + ": the log ends at seq " + std::to_string(prev_seq) +
+      r.error = files.back() + ": truncated: the log ends at seq " + std::to_string(prev_seq) +
                 " but a checkpoint covers " + std::to_string(options.expect_count) + " records";
       return r;
     }
     if (at_expect != options.expect_head) {
       r.ok = false;
       r.kind = "rewritten";
-      r.error = "seq " + std::to_string(options.expect_count) + " has hash " + at_expect +
-                ", the checkpoint says " + options.expect_head;
+      r.error = "seq " + std::to_string(options.expect_count) + ": rewritten: it has hash " +
+                at_expect + ", the checkpoint says " + options.expect_head;
       return r;
     }
   }
