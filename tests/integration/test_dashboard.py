@@ -11,9 +11,10 @@ import threading
 import time
 
 import httpx
-from outpost_harness import BIN, serve
+from outpost_harness import BIN, free_port, serve
 from report_pages import chromium
 from test_telemetry_metrics import fake_sysfs, parse
+from test_uplink import Receiver
 
 ARTIFACTS = os.path.join(os.path.dirname(os.path.abspath(BIN)), "test-artifacts")
 
@@ -50,10 +51,13 @@ def _text(dom, element_id):
     return html.unescape(re.sub(r"<[^>]+>", "", m.group(1))).strip()
 
 
-def test_dashboard_shows_the_live_numbers():
+def test_dashboard_shows_the_live_numbers(tmp_path):
     root = fake_sysfs()
+    rx = Receiver(free_port(), str(tmp_path / "ledger.db"))
     try:
-        with serve("--parallel", "4", "--history-interval", "1s", env={"OUTPOST_SYSFS_ROOT": root}) as s:
+        with serve("--parallel", "4", "--history-interval", "1s", "--uplink-url", f"http://127.0.0.1:{rx.port}",
+                   "--uplink-interval", "1s", "--state-dir", str(tmp_path / "state"),
+                   env={"OUTPOST_SYSFS_ROOT": root}) as s:
             page = s.get("/")
             assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
             assert "http://" not in page.text and "https://" not in page.text  # nothing from outside
@@ -77,6 +81,7 @@ def test_dashboard_shows_the_live_numbers():
             print("dashboard screenshot:", shot)
     finally:
         shutil.rmtree(root)
+        rx.kill()
 
     def total(name, **labels):
         return sum(v for (n, l), v in metrics.items()
@@ -97,6 +102,12 @@ def test_dashboard_shows_the_live_numbers():
     assert re.search(r'id="chart-tokens"><svg[^>]*>.*<path d="M', dom, re.S), "no tokens/s line"
     assert re.search(r'id="chart-ttft"><svg[^>]*>.*<circle', dom, re.S), "no TTFT points"
     assert "ina3221/VDD_IN" in dom  # the sensors table
+    # The uplink: up, its spool as /metrics has it (the receiver keeps up, so empty).
+    m = re.search(r'id="uplink"[^>]*>(.*?)</div>', dom, re.S)
+    uplink = html.unescape(re.sub(r"<[^>]+>", " ", m.group(1))).strip()
+    assert uplink.startswith("up") and f"to http://127.0.0.1:{rx.port}" in uplink, uplink
+    assert int(_text(dom, "uplink-records")) == total("outpost_spool_records") == 0
+    assert total("outpost_uplink_up") == 1
 
 
 def test_dashboard_page_is_open_but_its_data_follows_the_metrics_rule():
