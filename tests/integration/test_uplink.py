@@ -1,5 +1,5 @@
 """The uplink end to end: a real `outpost serve` on the default model sends
-summaries and events to a real receiver process (otlp_receiver.py: strict
+summaries and events to a real receiver process (deploy/central/outpost_intake.py: strict
 OTLP decoding with the reference protos, an exactly-once ledger in SQLite)
 through outages, kill -9 of either side, and a full disk — and at the end
 every sequence number is accounted for: applied once at the receiver (alone,
@@ -19,15 +19,17 @@ import pytest
 from outpost_harness import BIN, MODEL, chat_body, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RECEIVER = os.path.join(HERE, "otlp_receiver.py")
+RECEIVER = os.path.join(HERE, "..", "..", "deploy", "central", "outpost_intake.py")
 
 
 class Receiver:
-    def __init__(self, port, ledger, delay_ms=0):
+    def __init__(self, port, ledger, delay_ms=0, victoriametrics=None):
         self.port, self.ledger = port, ledger
         cmd = [sys.executable, RECEIVER, str(port), ledger]
         if delay_ms:
             cmd += ["--delay-ms", str(delay_ms)]
+        if victoriametrics:
+            cmd += ["--victoriametrics", victoriametrics]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert "otlp receiver" in self.proc.stdout.readline()
 
@@ -276,3 +278,52 @@ def test_a_full_disk_leaves_gap_records_and_the_box_keeps_serving(tmp_path):
         if rx:
             rx.kill()
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_the_central_intake_puts_each_summary_into_victoriametrics_once(tmp_path):
+    vm_port = free_port()
+    vm = subprocess.Popen(["victoria-metrics", f"-httpListenAddr=127.0.0.1:{vm_port}",
+                           f"-storageDataPath={tmp_path / 'vm'}", "-retentionPeriod=1d"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    vm_url = f"http://127.0.0.1:{vm_port}"
+    rx = None
+    box = None
+    try:
+        def vm_up():
+            assert vm.poll() is None, "victoria-metrics exited"
+            try:
+                return httpx.get(vm_url + "/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+        wait_for(vm_up, 30, "VictoriaMetrics")
+        rx = Receiver(free_port(), str(tmp_path / "ledger.db"), victoriametrics=vm_url)
+        box = Box(str(tmp_path / "state"), rx.port, "--uplink-interval", "1s")
+        box.start()
+        for _ in range(2):
+            r = httpx.post(f"http://127.0.0.1:{box.port}/v1/chat/completions",
+                           json=chat_body("Say hi", max_tokens=6), timeout=120)
+            assert r.status_code == 200
+        tokens = box.metric("outpost_completion_tokens_total")
+
+        def in_vm():
+            httpx.get(vm_url + "/internal/force_flush", timeout=5)
+            r = httpx.get(vm_url + "/api/v1/export",
+                          params={"match[]": 'outpost_completion_tokens_total{box="site-1"}'}, timeout=5)
+            series = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+            return series if series and max(max(s["values"]) for s in series) == tokens else None
+        series = wait_for(in_vm, 60, "the token count in VictoriaMetrics")
+        assert all(s["metric"]["boot"] for s in series)
+        # Each summary once: one sample per summary time stamp.
+        stamps = [t for s in series for t in s["timestamps"]]
+        assert len(stamps) == len(set(stamps))
+        r = httpx.get(vm_url + "/api/v1/export",
+                      params={"match[]": 'gen_ai_server_request_duration_seconds_count{box="site-1"}'}, timeout=5)
+        assert r.status_code == 200 and r.text.strip(), "the GenAI histogram under its Prometheus name"
+        assert rx.query("SELECT * FROM violations") == []
+    finally:
+        if box:
+            box.stop()
+        if rx:
+            rx.kill()
+        vm.terminate()
+        vm.wait(timeout=30)

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""A strict OTLP/HTTP JSON receiver with an exactly-once ledger — the "centre"
-for the uplink tests, and a sketch of what a central intake needs.
+"""outpost_intake — a central intake for Outpost uplinks: a strict OTLP/HTTP
+JSON receiver with an exactly-once ledger, optionally forwarding each applied
+summary into VictoriaMetrics. The uplink tests use it as "the centre"; a
+central team can run it as is or read it as the recipe (docs/telemetry.md).
 
-Run as its own process:  otlp_receiver.py PORT LEDGER.db [--delay-ms N]
+Run:  outpost_intake.py PORT LEDGER.db [--listen ADDR] [--delay-ms N] [--victoriametrics URL]
+Needs: python3 with opentelemetry-proto (pip) for the reference decoding.
 
 - POST /v1/metrics and /v1/logs: the body must be JSON (Content-Type
   application/json) that the reference protos (opentelemetry-proto) decode
@@ -14,9 +17,18 @@ Run as its own process:  otlp_receiver.py PORT LEDGER.db [--delay-ms N]
   A replay is answered 200 and applied no second time.
 - --delay-ms: wait before answering (a slow link, so a test can kill the
   sender in the middle of a backfill).
+- --victoriametrics URL: each summary applied is written to
+  URL/api/v1/import/prometheus as samples at the summary's own time, labelled
+  box and boot: counters and histograms cumulative (replays would be harmless,
+  but the ledger sends each once), gauges with a `stat` label
+  (last|min|max|mean), window latencies as quantiles. Old summaries from a
+  backfill land at their own times (VictoriaMetrics accepts them; Prometheus's
+  remote-write receiver would refuse samples older than its head block).
 """
 import json
+import re
 import sqlite3
+import urllib.request
 import sys
 import threading
 import time
@@ -66,9 +78,59 @@ class Ledger:
                                 (box, seq, first_seq, boot, kind, int(present), cur.lastrowid,
                                  json.dumps(attrs), body))
             self.db.execute("COMMIT")
+            return dup is None
 
 
-def make_handler(ledger, delay_s):
+def prom_name(name, unit):
+    """OTel metric name to Prometheus: gen_ai.server.request.duration + s →
+    gen_ai_server_request_duration_seconds; outpost_* names pass through."""
+    n = re.sub(r"[^a-zA-Z0-9_]", "_", name)
+    if unit == "s" and not n.endswith("_seconds"):
+        n += "_seconds"
+    return n
+
+
+def labels_text(labels):
+    esc = lambda v: str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return "{" + ",".join(f'{re.sub(r"[^a-zA-Z0-9_]", "_", k)}="{esc(v)}"' for k, v in sorted(labels.items())) + "}"
+
+
+def to_prometheus_import(doc):
+    """An OTLP ExportMetricsServiceRequest (JSON) as Prometheus text import
+    lines with timestamps in ms."""
+    rm = doc["resourceMetrics"][0]
+    res = {a["key"]: attr_value(a["value"]) for a in rm["resource"]["attributes"]}
+    base = {"box": res["outpost.box.id"], "boot": res["outpost.boot.id"]}
+    out = []
+    for m in rm["scopeMetrics"][0]["metrics"]:
+        name = prom_name(m["name"], m.get("unit", ""))
+        for kind in ("sum", "gauge", "histogram", "summary"):
+            if kind not in m:
+                continue
+            for p in m[kind]["dataPoints"]:
+                lab = dict(base)
+                lab.update({a["key"]: attr_value(a["value"]) for a in p.get("attributes", [])})
+                if "outpost.window.stat" in lab:
+                    lab["stat"] = lab.pop("outpost.window.stat")
+                ts = int(p["timeUnixNano"]) // 1_000_000
+                if kind in ("sum", "gauge"):
+                    v = p.get("asDouble", p.get("asInt", 0))
+                    out.append(f"{name}{labels_text(lab)} {float(v)} {ts}")
+                elif kind == "histogram":
+                    cum = 0
+                    for le, c in zip(p["explicitBounds"] + ["+Inf"], p["bucketCounts"]):
+                        cum += int(c)
+                        out.append(f"{name}_bucket{labels_text(dict(lab, le=le))} {cum} {ts}")
+                    out.append(f"{name}_sum{labels_text(lab)} {float(p.get('sum', 0))} {ts}")
+                    out.append(f"{name}_count{labels_text(lab)} {int(p['count'])} {ts}")
+                else:
+                    for q in p.get("quantileValues", []):
+                        out.append(f"{name}{labels_text(dict(lab, quantile=q['quantile']))} {q['value']} {ts}")
+                    out.append(f"{name}_count{labels_text(lab)} {int(p['count'])} {ts}")
+    return "\n".join(out) + "\n"
+
+
+def make_handler(ledger, delay_s, victoriametrics=None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -116,7 +178,14 @@ def make_handler(ledger, delay_s):
                 return self.refuse("Idempotency-Key " + str(self.headers.get("Idempotency-Key")))
             if (kind == "summary") != (self.path == "/v1/metrics"):
                 return self.refuse(f"kind {kind} on {self.path}")
-            ledger.apply(box, seq, first, boot, kind, present, attrs, body.decode())
+            fresh = ledger.apply(box, seq, first, boot, kind, present, attrs, body.decode())
+            if fresh and victoriametrics and kind == "summary":
+                req = urllib.request.Request(victoriametrics + "/api/v1/import/prometheus",
+                                             data=to_prometheus_import(doc).encode(), method="POST")
+                try:
+                    urllib.request.urlopen(req, timeout=10).read()
+                except OSError as e:  # the ledger has it; a re-import tool could replay it
+                    ledger.violation(self.path, f"forwarding seq {seq} to VictoriaMetrics failed: {e}")
             self.answer(200, {})
 
     return Handler
@@ -127,8 +196,14 @@ def main():
     delay = 0.0
     if "--delay-ms" in sys.argv:
         delay = int(sys.argv[sys.argv.index("--delay-ms") + 1]) / 1000.0
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(Ledger(path), delay))
-    print(f"otlp receiver on 127.0.0.1:{port}", flush=True)
+    vm = None
+    if "--victoriametrics" in sys.argv:
+        vm = sys.argv[sys.argv.index("--victoriametrics") + 1].rstrip("/")
+    host = "127.0.0.1"
+    if "--listen" in sys.argv:
+        host = sys.argv[sys.argv.index("--listen") + 1]
+    server = ThreadingHTTPServer((host, port), make_handler(Ledger(path), delay, vm))
+    print(f"otlp receiver on {host}:{port}", flush=True)
     server.serve_forever()
 
 
