@@ -5,6 +5,7 @@ summary into VictoriaMetrics. The uplink tests use it as "the centre"; a
 central team can run it as is or read it as the recipe (docs/telemetry.md).
 
 Run:  outpost_intake.py PORT LEDGER.db [--listen ADDR] [--delay-ms N] [--victoriametrics URL]
+                        [--tls-cert PEM --tls-key PEM] [--token-file FILE]
 Needs: python3 with opentelemetry-proto (pip) for the reference decoding.
 
 - POST /v1/metrics and /v1/logs: the body must be JSON (Content-Type
@@ -17,6 +18,8 @@ Needs: python3 with opentelemetry-proto (pip) for the reference decoding.
   A replay is answered 200 and applied no second time.
 - --delay-ms: wait before answering (a slow link, so a test can kill the
   sender in the middle of a backfill).
+- --tls-cert/--tls-key: HTTPS. --token-file: every POST must carry
+  "Authorization: Bearer <the file's first line>", else 401.
 - --victoriametrics URL: each summary applied is written to
   URL/api/v1/import/prometheus as samples at the summary's own time, labelled
   box and boot: counters and histograms cumulative (replays would be harmless,
@@ -130,7 +133,7 @@ def to_prometheus_import(doc):
     return "\n".join(out) + "\n"
 
 
-def make_handler(ledger, delay_s, victoriametrics=None):
+def make_handler(ledger, delay_s, victoriametrics=None, token=None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -153,6 +156,9 @@ def make_handler(ledger, delay_s, victoriametrics=None):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             if delay_s:
                 time.sleep(delay_s)
+            if token is not None and self.headers.get("Authorization") != "Bearer " + token:
+                ledger.violation(self.path, "missing or wrong bearer token")
+                return self.answer(401, {"code": 16, "message": "unauthenticated"})
             if self.path not in ("/v1/metrics", "/v1/logs"):
                 return self.refuse("unknown path " + self.path)
             if not self.headers.get("Content-Type", "").startswith("application/json"):
@@ -202,7 +208,17 @@ def main():
     host = "127.0.0.1"
     if "--listen" in sys.argv:
         host = sys.argv[sys.argv.index("--listen") + 1]
-    server = ThreadingHTTPServer((host, port), make_handler(Ledger(path), delay, vm))
+    token = None
+    if "--token-file" in sys.argv:
+        with open(sys.argv[sys.argv.index("--token-file") + 1]) as f:
+            token = f.readline().strip()
+    server = ThreadingHTTPServer((host, port), make_handler(Ledger(path), delay, vm, token))
+    if "--tls-cert" in sys.argv:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(sys.argv[sys.argv.index("--tls-cert") + 1],
+                            sys.argv[sys.argv.index("--tls-key") + 1])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print(f"otlp receiver on {host}:{port}", flush=True)
     server.serve_forever()
 

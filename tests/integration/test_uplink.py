@@ -23,9 +23,9 @@ RECEIVER = os.path.join(HERE, "..", "..", "deploy", "central", "outpost_intake.p
 
 
 class Receiver:
-    def __init__(self, port, ledger, delay_ms=0, victoriametrics=None):
+    def __init__(self, port, ledger, delay_ms=0, victoriametrics=None, extra=()):
         self.port, self.ledger = port, ledger
-        cmd = [sys.executable, RECEIVER, str(port), ledger]
+        cmd = [sys.executable, RECEIVER, str(port), ledger, *extra]
         if delay_ms:
             cmd += ["--delay-ms", str(delay_ms)]
         if victoriametrics:
@@ -50,6 +50,7 @@ class Box:
 
     def __init__(self, state_dir, receiver_port, *flags):
         self.state_dir, self.receiver_port, self.flags = state_dir, receiver_port, flags
+        self.scheme = "http"
         self.port = free_port()
         self.proc = None
         self.logs = []
@@ -59,7 +60,7 @@ class Box:
         self.logs.append(log.name)
         self.proc = subprocess.Popen(
             [BIN, "serve", "--model", MODEL, "--port", str(self.port), "--threads", "2",
-             "--uplink-url", f"http://127.0.0.1:{self.receiver_port}", "--state-dir", self.state_dir,
+             "--uplink-url", f"{self.scheme}://127.0.0.1:{self.receiver_port}", "--state-dir", self.state_dir,
              "--box-id", "site-1", "--uplink-max-backoff", "1s", *self.flags],
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
@@ -327,3 +328,35 @@ def test_the_central_intake_puts_each_summary_into_victoriametrics_once(tmp_path
             rx.kill()
         vm.terminate()
         vm.wait(timeout=30)
+
+
+def test_https_with_a_bearer_token_and_a_wrong_token_is_refused_not_retried(tmp_path):
+    from test_tls import make_cert
+    cert, key = make_cert(tmp_path, "127.0.0.1")
+    token = tmp_path / "token"
+    token.write_text("s3cret-uplink\n")
+    rx = Receiver(free_port(), str(tmp_path / "ledger.db"),
+                  extra=["--tls-cert", str(cert), "--tls-key", str(key), "--token-file", str(token)])
+    box = Box(str(tmp_path / "state"), rx.port, "--uplink-interval", "500ms",
+              "--uplink-tls-ca-file", str(cert))
+    box.scheme = "https"
+    try:
+        # Right token over HTTPS, the CA from the file: delivered.
+        os.environ["OUTPOST_UPLINK_TOKEN"] = "s3cret-uplink"
+        box.start()
+        wait_for(lambda: rx.query("SELECT COUNT(*) FROM applied WHERE kind='summary'")[0][0] >= 2, 30,
+                 "summaries over HTTPS")
+        assert rx.query("SELECT * FROM violations") == []
+        box.stop()
+        # A wrong token: 401 is a refusal (OTLP: never retried), counted and logged.
+        os.environ["OUTPOST_UPLINK_TOKEN"] = "wrong"
+        box.start()
+        wait_for(lambda: box.metric("outpost_uplink_attempts_total") >= 3, 30, "attempts")
+        time.sleep(1)
+        assert "the centre refused seq" in box.log() and "HTTP 401" in box.log()
+        violations = rx.query("SELECT problem FROM violations")
+        assert violations and all(v[0] == "missing or wrong bearer token" for v in violations)
+    finally:
+        os.environ.pop("OUTPOST_UPLINK_TOKEN", None)
+        box.stop()
+        rx.kill()
