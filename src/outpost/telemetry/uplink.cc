@@ -147,6 +147,7 @@ void Uplink::Start() {
     while (!run_cv_.wait_for(lock, std::chrono::milliseconds(options_.sample_ms),
                              [this] { return stop_; })) {
       lock.unlock();
+      const int64_t before = spool_->Stats().next_seq;
       if (clock_->Now() >= next_close) {
         CloseWindow();
         next_close += interval;
@@ -154,7 +155,12 @@ void Uplink::Start() {
       } else {
         SampleOnce();
       }
+      const bool appended = spool_->Stats().next_seq != before;
       lock.lock();
+      if (appended) {
+        wake_ = true;
+        run_cv_.notify_all();  // the sender sends it now, not at its next poll
+      }
     }
   });
   sender_ = std::thread([this] {
@@ -166,8 +172,12 @@ void Uplink::Start() {
       int64_t wait = 0;
       if (r == SendResult::kIdle) wait = 200;
       if (r == SendResult::kRetryLater) wait = backoff_ms_.load();
-      if (wait > 0)
+      if (r == SendResult::kIdle) {
+        run_cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stop_ || wake_; });
+      } else if (wait > 0) {
         run_cv_.wait_for(lock, std::chrono::milliseconds(wait), [this] { return stop_; });
+      }
+      wake_ = false;
     }
   });
 }

@@ -159,6 +159,7 @@ class Uplink {
   std::mutex run_mu_;
   std::condition_variable run_cv_;
   bool stop_ = false;
+  bool wake_ = false;  // the collector appended: an idle sender sends at once
   std::thread collector_, sender_;
 };
 
