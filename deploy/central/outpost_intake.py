@@ -28,6 +28,7 @@ Needs: python3 with opentelemetry-proto (pip) for the reference decoding.
   backfill land at their own times (VictoriaMetrics accepts them; Prometheus's
   remote-write receiver would refuse samples older than its head block).
 """
+import gzip
 import json
 import re
 import sqlite3
@@ -154,6 +155,13 @@ def make_handler(ledger, delay_s, victoriametrics=None, token=None):
 
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.headers.get("Content-Encoding") == "gzip":
+                try:
+                    body = gzip.decompress(body)
+                except OSError as e:
+                    return self.refuse(f"bad gzip body: {e}")
+            elif self.headers.get("Content-Encoding") not in (None, "identity"):
+                return self.refuse("Content-Encoding " + self.headers.get("Content-Encoding"))
             if delay_s:
                 time.sleep(delay_s)
             if token is not None and self.headers.get("Authorization") != "Bearer " + token:

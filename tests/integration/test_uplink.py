@@ -187,10 +187,15 @@ def test_summaries_reach_a_strict_receiver_and_say_what_happened(tmp_path):
         assert "outpost.started" in names and "outpost.model.activated" in names
         # Summaries, not raw data: no prompt text leaves the box.
         assert rx.query("SELECT COUNT(*) FROM applied WHERE body LIKE '%Zanzibar%'") == [(0,)]
-        # The bytes sent are counted, and match what the receiver got.
+        # The bytes sent are counted as they went: gzip-compressed, a fraction
+        # of the JSON the receiver decoded.
+        sent = box.metric("outpost_uplink_sent_bytes_total")
         box.stop()
         received = rx.query("SELECT COUNT(*), SUM(duplicate) FROM arrivals")[0]
         assert received[0] > 0 and received[1] == 0
+        decoded = rx.query("SELECT SUM(LENGTH(body)) FROM applied")[0][0]
+        assert 0 < sent < 0.3 * decoded, (sent, decoded)
+        print(f"uplink: {sent:.0f} bytes sent for {decoded} bytes of OTLP JSON in {received[0]} records")
         account(rx, box.state_dir)
     finally:
         box.stop()

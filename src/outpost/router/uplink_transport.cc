@@ -1,8 +1,25 @@
 #include "outpost/router/uplink_transport.h"
 
 #include <httplib.h>
+#include <zlib.h>
 
 namespace outpost::router {
+
+std::string Gzip(const std::string& data) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return {};
+  }
+  std::string out(deflateBound(&z, data.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return rc == Z_STREAM_END ? out : std::string();
+}
 
 telemetry::UplinkTransport::Response HttpUplinkTransport::Post(
     const std::string& url, const std::string& body,
@@ -30,7 +47,11 @@ telemetry::UplinkTransport::Response HttpUplinkTransport::Post(
 #endif
   httplib::Headers h;
   for (const auto& [k, v] : headers) h.emplace(k, v);
-  auto res = cli.Post(path, h, body, "application/json");
+  std::string packed = options_.gzip ? Gzip(body) : std::string();
+  if (!packed.empty()) h.emplace("Content-Encoding", "gzip");
+  const std::string& wire = packed.empty() ? body : packed;
+  out.wire_bytes = wire.size();
+  auto res = cli.Post(path, h, wire, "application/json");
   if (!res) {
     out.error = "POST " + url + " failed: " + httplib::to_string(res.error());
     return out;

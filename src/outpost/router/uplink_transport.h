@@ -1,6 +1,7 @@
 // HttpUplinkTransport — the telemetry uplink's POSTs over HTTP or HTTPS
 // (cpp-httplib, as the router's other TLS calls), with the centre's bearer
-// token and CA file, bounded by connect and total timeouts. A fresh
+// token and CA file, bounded by connect and total timeouts, the body
+// gzip-compressed (a summary's ~17 KB of OTLP JSON goes as ~2 KB). A fresh
 // connection per call: the uplink sends a few records a minute, and after an
 // outage a pooled connection would only be a dead one.
 //
@@ -22,7 +23,11 @@ struct UplinkTransportOptions {
   bool tls_verify = true;
   int64_t connect_timeout_ms = 5000;
   int64_t timeout_ms = 30000;  // read and write
+  bool gzip = true;            // Content-Encoding: gzip (OTLP receivers accept it)
 };
+
+// RFC 1952 gzip of `data` (zlib, default level).
+std::string Gzip(const std::string& data);
 
 class HttpUplinkTransport final : public telemetry::UplinkTransport {
  public:

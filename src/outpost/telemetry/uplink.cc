@@ -72,7 +72,7 @@ Uplink::Uplink(UplinkOptions options, std::string boot_id, StatRegistry* registr
                      "The highest sequence number the centre acknowledged (kept across restarts).");
   sent_bytes_ = &registry
                      ->Register({"outpost_uplink_sent_bytes_total",
-                                 "Bytes of record bodies the centre acknowledged.",
+                                 "Bytes the centre acknowledged, as sent (gzip-compressed).",
                                  StatType::kCounter,
                                  {},
                                  {}})
@@ -308,7 +308,7 @@ Uplink::SendResult Uplink::SendOne() {
                      rec->seq, message);
       }
     }
-    sent_bytes_->Add(body.size());
+    sent_bytes_->Add(resp.wire_bytes > 0 ? resp.wire_bytes : body.size());
     sent_records_->CounterWith({rec->kind}).Add();
     if (present) last_present_seq_ = rec->seq;
     failures_ = 0;

@@ -58,6 +58,7 @@ class UplinkTransport {
     std::string body;         // the response body
     std::string retry_after;  // the Retry-After header, if any
     std::string error;        // with status 0: what went wrong
+    uint64_t wire_bytes = 0;  // the request body as sent (compressed); 0: the body's size
   };
   virtual ~UplinkTransport() = default;
   virtual Response Post(const std::string& url, const std::string& body,
