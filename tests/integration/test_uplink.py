@@ -365,3 +365,18 @@ def test_https_with_a_bearer_token_and_a_wrong_token_is_refused_not_retried(tmp_
         os.environ.pop("OUTPOST_UPLINK_TOKEN", None)
         box.stop()
         rx.kill()
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--uplink-url", "http://127.0.0.1:9", "--state-dir", "/proc/outpost-state"], "state_dir /proc/outpost-state"),
+    (["--uplink-url", "ftp://centre"], "uplink_url"),
+    (["--uplink-url", "http://127.0.0.1:9", "--uplink-spool-size", "1KiB"], "uplink_spool_size"),
+    (["--uplink-format", "kafka"], "uplink_format"),
+    (["--box-id", "site one"], "box_id"),
+    (["--audit-dir", "/proc/outpost-audit"], "audit_dir /proc/outpost-audit"),
+])
+def test_unusable_uplink_and_audit_settings_stop_the_start(flags, words):
+    p = subprocess.run([BIN, "serve", "--model", MODEL, "--port", str(free_port()), *flags],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert words in p.stderr, p.stderr[-2000:]
