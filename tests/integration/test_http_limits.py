@@ -272,3 +272,61 @@ def test_limits_are_flags_with_clear_errors():
         out = subprocess.run([BIN, "serve", flag, value], capture_output=True, text=True, timeout=30)
         assert out.returncode == 2, (flag, out.returncode, out.stderr)
         assert needle in out.stderr, (flag, out.stderr)
+
+
+def test_out_of_file_descriptors_the_open_connections_keep_being_served(tmp_path):
+    """The process's descriptor limit (not max_connections) is what runs out:
+    the I/O thread must keep serving open connections, new ones must be
+    closed promptly (not left hanging), and service must come back once
+    connections end."""
+    import subprocess
+    from outpost_harness import BIN, MODEL, free_port
+    port = free_port()
+    log = open(tmp_path / "outpost.log", "w")
+    proc = subprocess.Popen(["prlimit", "--nofile=96:96", BIN, "serve", "--model", MODEL, "--port", str(port),
+                             "--threads", "2"], stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    socks = []
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                if httpx.get(base + "/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.time() < deadline, open(tmp_path / "outpost.log").read()
+            time.sleep(0.2)
+        with httpx.Client(base_url=base, timeout=10) as keep:  # one keep-alive connection, opened first
+            assert keep.get("/health").status_code == 200
+            # Idle connections until the server's descriptors run out.
+            for _ in range(120):
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            time.sleep(1)
+            # The open connection is still served, promptly.
+            t0 = time.perf_counter()
+            assert keep.get("/health").status_code == 200
+            assert time.perf_counter() - t0 < 1.0
+            r = keep.post("/v1/chat/completions", json=chat_body(max_tokens=4))
+            assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
+            # A new connection is closed, not left hanging in the backlog.
+            t0 = time.perf_counter()
+            with pytest.raises(httpx.TransportError):
+                httpx.get(base + "/health", timeout=5)
+            assert time.perf_counter() - t0 < 3.0
+            assert "out of file descriptors" in open(tmp_path / "outpost.log").read()
+            no_fd = [l for l in keep.get("/metrics").text.splitlines()
+                     if l.startswith("outpost_http_accept_no_descriptors_total ")]
+            assert no_fd and float(no_fd[0].split()[1]) >= 1
+        # Connections end: new ones are served again.
+        for s in socks:
+            s.close()
+        socks.clear()
+        time.sleep(0.5)
+        assert httpx.get(base + "/health", timeout=5).status_code == 200
+        assert proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        proc.terminate()
+        proc.wait(timeout=60)

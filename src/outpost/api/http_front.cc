@@ -5,8 +5,10 @@
 
 #include <future>
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 #include <boost/beast/core.hpp>
@@ -54,9 +56,27 @@ void HttpFront::Impl::Accept() {
     if (!ec) {
       OnAccept(std::move(socket));
     } else if (ec == net::error::no_descriptors) {
-      // Out of file descriptors: pause rather than spin.
-      spdlog::warn("accept: out of file descriptors ({} connections open)", counters.open.load());
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // Out of file descriptors: shed the waiting connection with the
+      // reserve descriptor, then accept again in 50 ms — on a timer, never
+      // by sleeping on the I/O thread that serves every open connection.
+      const int64_t n = counters.no_descriptors.fetch_add(1) + 1;
+      if ((n & (n - 1)) == 0) {
+        spdlog::warn(
+            "accept: out of file descriptors ({} connections open, {} time(s) so far); "
+            "new connections are closed until some end",
+            counters.open.load(), n);
+      }
+      if (reserve_fd >= 0) {
+        ::close(reserve_fd);
+        const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd >= 0) ::close(fd);
+        reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      }
+      accept_retry.expires_after(std::chrono::milliseconds(50));
+      accept_retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec && !stopping.load() && acceptor.is_open()) Accept();
+      });
+      return;
     }
     Accept();
   });
@@ -122,6 +142,7 @@ HttpFront::HttpFront(HttpFrontOptions options, Handler handler)
 
 HttpFront::~HttpFront() {
   Stop();
+  if (impl_->reserve_fd >= 0) ::close(impl_->reserve_fd);
 }
 
 Status HttpFront::ReloadTls() {
@@ -164,7 +185,9 @@ Status HttpFront::Bind() {
     return Status::Unavailable("cannot listen on " + where +
                                " (address in use or not available: " + ec.message() + ")");
   }
+  a.native_non_blocking(true, ec);  // the EMFILE shedding's accept4 must not block
   impl_->port = a.local_endpoint().port();
+  if (impl_->reserve_fd < 0) impl_->reserve_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   return Status::Ok();
 }
 
@@ -183,6 +206,7 @@ void HttpFront::Run() {
 void HttpFront::StopAccepting() {
   net::post(impl_->ioc, [impl = impl_.get()] {
     beast::error_code ignored;
+    impl->accept_retry.cancel();
     impl->acceptor.close(ignored);
   });
 }
@@ -202,6 +226,7 @@ void HttpFront::Stop() {
   if (impl_->stopping.exchange(true)) return;
   net::post(impl_->ioc, [impl = impl_.get()] {
     beast::error_code ignored;
+    impl->accept_retry.cancel();
     impl->acceptor.close(ignored);
     std::vector<std::shared_ptr<front::ConnectionBase>> all;
     {

@@ -66,7 +66,8 @@ struct HttpFrontCounters {
   std::atomic<int64_t> body_timeouts{0};
   std::atomic<int64_t> idle_timeouts{0};
   std::atomic<int64_t> write_timeouts{0};
-  std::atomic<int64_t> bad_requests{0};  // unparseable, too large
+  std::atomic<int64_t> bad_requests{0};    // unparseable, too large
+  std::atomic<int64_t> no_descriptors{0};  // accepts that met EMFILE/ENFILE
 };
 
 class HttpFront {

@@ -110,6 +110,7 @@ struct HttpFront::Impl {
         handler(std::move(h)),
         ioc(std::max(1, options.io_threads)),
         acceptor(ioc),
+        accept_retry(ioc),
         table({options.max_connections, options.max_connections_per_client}) {}
 
   StatusOr<std::shared_ptr<front::ssl::context>> LoadTls() const;
@@ -125,6 +126,13 @@ struct HttpFront::Impl {
   const Handler handler;
   front::net::io_context ioc;
   tcp::acceptor acceptor;
+  // Out of file descriptors: accepting resumes on this timer, so the I/O
+  // thread keeps serving the open connections meanwhile.
+  front::net::steady_timer accept_retry;
+  // One descriptor held in reserve (/dev/null): given back when accept()
+  // meets EMFILE to take the waiting connection and close it at once — the
+  // client sees the connection end instead of hanging in the backlog.
+  int reserve_fd = -1;
   ConnectionTable table;
   HttpFrontCounters counters;
   front::WorkerPool workers;

@@ -105,6 +105,11 @@ void HttpServer::RegisterFrontStats() {
          "busy.",
          telemetry::StatType::kCounter)
       .ComputedWith({}, read(&c->refused));
+  family("outpost_http_accept_no_descriptors_total",
+         "Accepts that met the process's file-descriptor limit (EMFILE/ENFILE); the waiting "
+         "connection was closed.",
+         telemetry::StatType::kCounter)
+      .ComputedWith({}, read(&c->no_descriptors));
   auto& timeouts = family("outpost_http_timeouts_total",
                           "HTTP connections closed by a timeout, by kind (header: the request head "
                           "was too slow; body: its body; idle: keep-alive; write: the client took "
