@@ -11,6 +11,7 @@
 #include "outpost/app/audit_command.h"
 #include "outpost/app/bench_command.h"
 #include "outpost/app/config.h"
+#include "outpost/app/model_command.h"
 #include "outpost/app/plan_command.h"
 #include "outpost/app/serve.h"
 #include "outpost/engine/model.h"
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
   const auto bench = outpost::app::AddBenchCommand(&app);
   outpost::app::AuditFlags audit_flags;
   outpost::app::AddAuditCommand(&app, &audit_flags);
+  outpost::app::ModelFlags store_flags;
+  outpost::app::AddModelCommand(&app, &store_flags);
 
   // Usage errors exit 2. An unknown command is one even with --help after it
   // (CLI11 would print the top-level help for `outpost nosuch --help` and exit 0).
@@ -75,6 +78,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "outpost audit: unknown subcommand '%s' (verify, tail)\n", argv[2]);
     return 2;
   }
+  if (argc > 1 && std::string(argv[1]) == "model") {
+    // The first word that is not an option (or --store's value) is the subcommand.
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--store") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("-", 0) == 0) continue;
+      if (a != "import" && a != "list" && a != "show" && a != "verify" && a != "remove") {
+        std::fprintf(
+            stderr, "outpost model: unknown subcommand '%s' (import, list, show, verify, remove)\n",
+            a.c_str());
+        return 2;
+      }
+      break;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -89,6 +110,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("plan")) return outpost::app::RunPlan(*plan);
   if (app.got_subcommand("bench")) return outpost::app::RunBenchCommand(*bench);
   if (app.got_subcommand("audit")) return outpost::app::RunAudit(audit_flags);
+  if (app.got_subcommand("model")) return outpost::app::RunModel(store_flags);
   if (!serve->parsed()) {
     std::printf("%s", app.help().c_str());
     return 0;

@@ -1,0 +1,546 @@
+#include "outpost/models/model_store.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/engine/model_info.h"
+#include "outpost/util/random.h"
+#include "outpost/util/status_macros.h"
+
+namespace outpost::models {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kManifestType = "application/vnd.oci.image.manifest.v1+json";
+constexpr const char* kArtifactType = "application/vnd.cncf.model.manifest.v1+json";
+constexpr const char* kConfigType = "application/vnd.cncf.model.config.v1+json";
+constexpr const char* kWeightType = "application/vnd.cncf.model.weight.v1.raw";
+constexpr const char* kRefAnnotation = "org.opencontainers.image.ref.name";
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    s[2 * i] = d[p[i] >> 4];
+    s[2 * i + 1] = d[p[i] & 15];
+  }
+  return s;
+}
+
+std::string Sha256(const std::string& bytes) {
+  unsigned char md[32];
+  unsigned int n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
+  return "sha256:" + Hex(md, 32);
+}
+
+// Copies `from` to `to` (or only hashes when `to` is empty), fsyncs, returns
+// "sha256:<hex>". Errors name the file.
+StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to, uint64_t total,
+                                  const ModelStore::Progress& progress) {
+  const int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Status::NotFound("cannot read " + from);
+  int out = -1;
+  if (!to.empty()) {
+    out = open(to.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) {
+      close(in);
+      return Status::InvalidArgument("cannot write " + to);
+    }
+  }
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  uint64_t done = 0, last_report = 0;
+  Status st = Status::Ok();
+  for (;;) {
+    const ssize_t n = read(in, buf.data(), buf.size());
+    if (n < 0) {
+      st = Status::InvalidArgument("reading " + from + " failed");
+      break;
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
+    if (out >= 0) {
+      for (ssize_t off = 0; off < n;) {
+        const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
+        if (w <= 0) {
+          st = Status::ResourceExhausted("writing " + to + " failed (disk full?)");
+          break;
+        }
+        off += w;
+      }
+      if (!st.ok()) break;
+    }
+    done += static_cast<uint64_t>(n);
+    if (progress && done - last_report >= (16u << 20)) {
+      progress(done, total);
+      last_report = done;
+    }
+  }
+  unsigned char md[32];
+  unsigned int mdn = 0;
+  EVP_DigestFinal_ex(ctx, md, &mdn);
+  EVP_MD_CTX_free(ctx);
+  close(in);
+  if (out >= 0) {
+    if (st.ok() && fsync(out) != 0) st = Status::ResourceExhausted("fsync " + to + " failed");
+    close(out);
+  }
+  if (progress) progress(done, total);
+  if (!st.ok()) return st;
+  return "sha256:" + Hex(md, 32);
+}
+
+void FsyncDir(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+// Writes `text` to `path` through a temporary file and a rename.
+Status WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) return Status::ResourceExhausted("cannot write " + tmp);
+  }
+  const int fd = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) return Status::Internal("cannot rename " + tmp);
+  FsyncDir(fs::path(path).parent_path().string());
+  return Status::Ok();
+}
+
+ModelVersion RowToVersion(sqlite3_stmt* st) {
+  auto text = [&](int c) {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+    return p == nullptr ? std::string() : std::string(p);
+  };
+  ModelVersion v;
+  v.name = text(0);
+  v.version = text(1);
+  v.state = text(2);
+  v.error = text(3);
+  v.source = text(4);
+  v.manifest_digest = text(5);
+  v.blob_digest = text(6);
+  v.size = static_cast<uint64_t>(sqlite3_column_int64(st, 7));
+  v.architecture = text(8);
+  v.quantization = text(9);
+  v.n_params = static_cast<uint64_t>(sqlite3_column_int64(st, 10));
+  v.created_unix = sqlite3_column_int64(st, 11);
+  return v;
+}
+
+constexpr const char* kSelect =
+    "SELECT name, version, state, error, source, manifest_digest, blob_digest, size, "
+    "architecture, quantization, n_params, created FROM versions";
+
+}  // namespace
+
+Status ParseModelRef(const std::string& ref, std::string* name, std::string* version) {
+  const size_t colon = ref.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == ref.size()) {
+    return Status::InvalidArgument("model reference '" + ref + "' must be NAME:VERSION", "ref");
+  }
+  *name = ref.substr(0, colon);
+  *version = ref.substr(colon + 1);
+  static const std::regex name_re("[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*");
+  static const std::regex version_re("[A-Za-z0-9_][A-Za-z0-9._-]{0,127}");
+  if (name->size() > 200 || !std::regex_match(*name, name_re)) {
+    return Status::InvalidArgument("model name '" + *name +
+                                       "' must be lowercase letters and digits, separated by "
+                                       "'.', '_', '-' or '/'",
+                                   "ref");
+  }
+  if (!std::regex_match(*version, version_re)) {
+    return Status::InvalidArgument("model version '" + *version +
+                                       "' must be letters, digits, '.', '_' or '-' (at most 128, "
+                                       "not starting with '.' or '-')",
+                                   "ref");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "blobs" / "sha256", ec);
+  if (ec) return Status::InvalidArgument("model store " + dir + ": " + ec.message(), "store");
+  const int lock_fd = open((dir + "/.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (lock_fd < 0) {
+    return Status::InvalidArgument("model store " + dir + ": cannot write there", "store");
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    close(lock_fd);
+    return Status::InvalidArgument(
+        "model store " + dir + ": another process is using it (one admin operation at a time)",
+        "store");
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2((dir + "/store.db").c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    close(lock_fd);
+    return Status::InvalidArgument("model store " + dir + ": cannot open store.db", "store");
+  }
+  std::unique_ptr<ModelStore> s(new ModelStore(dir, db, lock_fd));
+  std::lock_guard<std::mutex> lock(s->mu_);
+  for (const char* sql :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+        "CREATE TABLE IF NOT EXISTS versions(name TEXT NOT NULL, version TEXT NOT NULL, state TEXT "
+        "NOT NULL, error TEXT NOT NULL DEFAULT '', source TEXT NOT NULL DEFAULT '', "
+        "manifest_digest TEXT NOT NULL DEFAULT '', blob_digest TEXT NOT NULL DEFAULT '', size "
+        "INTEGER NOT NULL DEFAULT 0, architecture TEXT NOT NULL DEFAULT '', quantization TEXT NOT "
+        "NULL DEFAULT '', n_params INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL DEFAULT 0, "
+        "PRIMARY KEY(name, version))"}) {
+    if (Status st = s->Exec(sql); !st.ok()) {
+      return Status::InvalidArgument("model store " + dir + ": " + st.message(), "store");
+    }
+  }
+  if (!fs::exists(dir + "/oci-layout")) {
+    WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+  }
+  s->Recover();
+  return s;
+}
+
+ModelStore::ModelStore(std::string dir, sqlite3* db, int lock_fd)
+    : dir_(std::move(dir)), db_(db), lock_fd_(lock_fd) {}
+
+ModelStore::~ModelStore() {
+  sqlite3_close(db_);
+  close(lock_fd_);
+}
+
+Status ModelStore::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) == SQLITE_OK) return Status::Ok();
+  std::string msg = err != nullptr ? err : "sqlite error";
+  sqlite3_free(err);
+  return Status::Internal(msg);
+}
+
+void ModelStore::Recover() {
+  // A version caught mid-fetch by a crash: failed, its partial file gone.
+  Exec(
+      "UPDATE versions SET state = 'failed', error = 'interrupted (the process stopped while "
+      "fetching); import it again' WHERE state = 'fetching'");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(dir_) / "blobs" / "sha256", ec)) {
+    if (e.path().filename().string().rfind(".partial-", 0) == 0) fs::remove(e.path(), ec);
+  }
+  WriteIndex();
+}
+
+std::string ModelStore::BlobPath(const std::string& digest) const {
+  const std::string hex = digest.rfind("sha256:", 0) == 0 ? digest.substr(7) : digest;
+  return dir_ + "/blobs/sha256/" + hex;
+}
+
+StatusOr<std::string> ModelStore::PutBlob(const std::string& bytes) {
+  const std::string digest = Sha256(bytes);
+  const std::string path = BlobPath(digest);
+  if (!fs::exists(path)) OUTPOST_RETURN_IF_ERROR(WriteAtomically(path, bytes));
+  return digest;
+}
+
+Status ModelStore::SetState(const std::string& name, const std::string& version,
+                            const std::string& state, const std::string& error) {
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "UPDATE versions SET state = ?, error = ? WHERE name = ? AND version = ?",
+                     -1, &st, nullptr);
+  sqlite3_bind_text(st, 1, state.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, error.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 4, version.c_str(), -1, SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? Status::Ok() : Status::Internal(sqlite3_errmsg(db_));
+}
+
+Status ModelStore::WriteIndex() {
+  json manifests = json::array();
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_,
+                     "SELECT name, version, manifest_digest FROM versions WHERE manifest_digest "
+                     "!= '' AND state != 'failed' ORDER BY name, version",
+                     -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const std::string ref = std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) +
+                            ":" + reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+    const std::string digest = reinterpret_cast<const char*>(sqlite3_column_text(st, 2));
+    std::error_code ec;
+    const auto size = fs::file_size(BlobPath(digest), ec);
+    manifests.push_back({{"mediaType", kManifestType},
+                         {"artifactType", kArtifactType},
+                         {"digest", digest},
+                         {"size", ec ? 0 : size},
+                         {"annotations", {{kRefAnnotation, ref}}}});
+  }
+  sqlite3_finalize(st);
+  const json index = {{"schemaVersion", 2},
+                      {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                      {"manifests", manifests}};
+  return WriteAtomically(dir_ + "/index.json", index.dump(2) + "\n");
+}
+
+StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::string& ref,
+                                          const std::string& expect_sha256,
+                                          const Progress& progress) {
+  std::string name, version;
+  OUTPOST_RETURN_IF_ERROR(ParseModelRef(ref, &name, &version));
+  if (!expect_sha256.empty() &&
+      !std::regex_match(expect_sha256, std::regex("(sha256:)?[0-9a-f]{64}"))) {
+    return Status::InvalidArgument(
+        "--sha256 must be 64 lowercase hex digits (optionally after 'sha256:'), got '" +
+            expect_sha256 + "'",
+        "sha256");
+  }
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec || !fs::is_regular_file(path)) return Status::NotFound("no model file at " + path);
+  // Before the first byte: the disk must hold the file and 5% more.
+  struct statvfs vfs {};
+  if (statvfs(dir_.c_str(), &vfs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (free_bytes < size + size / 20) {
+      return Status::ResourceExhausted(
+          "not enough disk for " + ref + ": " + std::to_string(free_bytes >> 20) + " MiB free in " +
+          dir_ + ", " + std::to_string((size + size / 20) >> 20) + " MiB needed");
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db_, "SELECT state FROM versions WHERE name = ? AND version = ?", -1, &st,
+                       nullptr);
+    sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+    const bool exists = sqlite3_step(st) == SQLITE_ROW;
+    const std::string state =
+        exists ? reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) : "";
+    sqlite3_finalize(st);
+    if (exists && state != "failed") {
+      return Status::InvalidArgument(ref + " is already in the store (" + state +
+                                         "); remove it first or choose another version",
+                                     "ref");
+    }
+    sqlite3_stmt* ins = nullptr;
+    sqlite3_prepare_v2(db_,
+                       "INSERT OR REPLACE INTO versions(name, version, state, source, size, "
+                       "created) VALUES(?, ?, 'fetching', ?, ?, ?)",
+                       -1, &ins, nullptr);
+    sqlite3_bind_text(ins, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 3, path.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(ins, 4, static_cast<sqlite3_int64>(size));
+    sqlite3_bind_int64(ins, 5, static_cast<sqlite3_int64>(std::time(nullptr)));
+    const int rc = sqlite3_step(ins);
+    sqlite3_finalize(ins);
+    if (rc != SQLITE_DONE) return Status::Internal(sqlite3_errmsg(db_));
+  }
+  auto fail = [&](Status st) -> StatusOr<ModelVersion> {
+    SetState(name, version, "failed", st.message());
+    return st;
+  };
+  char tmp_name[64];
+  std::snprintf(tmp_name, sizeof tmp_name, ".partial-%016llx",
+                static_cast<unsigned long long>(util::RealRandom().Next()));
+  const std::string partial = dir_ + "/blobs/sha256/" + tmp_name;
+  auto digest = CopyHashing(path, partial, size, progress);
+  if (!digest.ok()) {
+    fs::remove(partial, ec);
+    return fail(digest.status());
+  }
+  const std::string want =
+      expect_sha256.empty()
+          ? ""
+          : (expect_sha256.rfind("sha256:", 0) == 0 ? expect_sha256 : "sha256:" + expect_sha256);
+  if (!want.empty() && *digest != want) {
+    fs::remove(partial, ec);
+    return fail(Status::InvalidArgument(
+        "digest mismatch for " + path + ": expected " + want + ", the file is " + *digest,
+        "sha256"));
+  }
+  const std::string blob = BlobPath(*digest);
+  if (fs::exists(blob)) {
+    fs::remove(partial, ec);  // the same bytes are already here (another version)
+  } else if (rename(partial.c_str(), blob.c_str()) != 0) {
+    fs::remove(partial, ec);
+    return fail(Status::Internal("cannot rename into " + blob));
+  }
+  FsyncDir(dir_ + "/blobs/sha256");
+  SetState(name, version, "fetched", "");
+  // The GGUF check before anything loads it.
+  auto info = engine::ReadModelInfo(blob);
+  if (!info.ok()) {
+    return fail(Status::InvalidArgument(path + " is not a usable GGUF: " + info.status().message(),
+                                        "model"));
+  }
+  const json config = {{"descriptor", {{"name", name}, {"version", version}}},
+                       {"config",
+                        {{"format", "gguf"},
+                         {"architecture", info->architecture},
+                         {"paramSize", std::to_string(info->n_params)},
+                         {"quantization", info->file_type}}},
+                       {"modelfs", {{"type", "layers"}, {"diffIds", json::array({*digest})}}}};
+  const std::string config_text = config.dump();
+  auto config_digest = PutBlob(config_text);
+  if (!config_digest.ok()) return fail(config_digest.status());
+  const json manifest = {
+      {"schemaVersion", 2},
+      {"mediaType", kManifestType},
+      {"artifactType", kArtifactType},
+      {"config",
+       {{"mediaType", kConfigType}, {"digest", *config_digest}, {"size", config_text.size()}}},
+      {"layers", json::array({{{"mediaType", kWeightType},
+                               {"digest", *digest},
+                               {"size", size},
+                               {"annotations",
+                                {{"org.cncf.model.filepath", "model.gguf"},
+                                 {"org.opencontainers.image.title", "model.gguf"}}}}})}};
+  auto manifest_digest = PutBlob(manifest.dump());
+  if (!manifest_digest.ok()) return fail(manifest_digest.status());
+  {
+    sqlite3_stmt* up = nullptr;
+    sqlite3_prepare_v2(db_,
+                       "UPDATE versions SET state = 'verified', error = '', manifest_digest = ?, "
+                       "blob_digest = ?, architecture = ?, quantization = ?, n_params = ? WHERE "
+                       "name = ? AND version = ?",
+                       -1, &up, nullptr);
+    sqlite3_bind_text(up, 1, manifest_digest->c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(up, 2, digest->c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(up, 3, info->architecture.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(up, 4, info->file_type.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(up, 5, static_cast<sqlite3_int64>(info->n_params));
+    sqlite3_bind_text(up, 6, name.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(up, 7, version.c_str(), -1, SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(up);
+    sqlite3_finalize(up);
+    if (rc != SQLITE_DONE) return fail(Status::Internal(sqlite3_errmsg(db_)));
+  }
+  OUTPOST_RETURN_IF_ERROR(WriteIndex());
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, (std::string(kSelect) + " WHERE name = ? AND version = ?").c_str(), -1,
+                     &st, nullptr);
+  sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+  ModelVersion v;
+  if (sqlite3_step(st) == SQLITE_ROW) v = RowToVersion(st);
+  sqlite3_finalize(st);
+  return v;
+}
+
+std::vector<ModelVersion> ModelStore::List() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ModelVersion> out;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, (std::string(kSelect) + " ORDER BY name, created, version").c_str(), -1,
+                     &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) out.push_back(RowToVersion(st));
+  sqlite3_finalize(st);
+  return out;
+}
+
+StatusOr<ModelVersion> ModelStore::Get(const std::string& ref) {
+  std::string name, version;
+  OUTPOST_RETURN_IF_ERROR(ParseModelRef(ref, &name, &version));
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, (std::string(kSelect) + " WHERE name = ? AND version = ?").c_str(), -1,
+                     &st, nullptr);
+  sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+  StatusOr<ModelVersion> out = Status::NotFound("no model " + ref + " in the store " + dir_);
+  if (sqlite3_step(st) == SQLITE_ROW) out = RowToVersion(st);
+  sqlite3_finalize(st);
+  return out;
+}
+
+Status ModelStore::Verify(const std::string& ref, const Progress& progress) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  if (v.blob_digest.empty()) {
+    return Status::InvalidArgument(ref + " has no verified file (" + v.state + ": " + v.error +
+                                   ")");
+  }
+  std::string found;
+  OUTPOST_ASSIGN_OR_RETURN(found, CopyHashing(BlobPath(v.blob_digest), "", v.size, progress));
+  if (found != v.blob_digest) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SetState(v.name, v.version, "failed",
+             "the file changed on disk: expected " + v.blob_digest + ", found " + found);
+    return Status::InvalidArgument(ref + ": the file changed on disk: expected " + v.blob_digest +
+                                   ", found " + found);
+  }
+  auto info = engine::ReadModelInfo(BlobPath(v.blob_digest));
+  if (!info.ok()) return Status::InvalidArgument(ref + ": " + info.status().message());
+  return Status::Ok();
+}
+
+Status ModelStore::Remove(const std::string& ref) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  if (v.state == "active" || v.state == "canary") {
+    return Status::InvalidArgument(ref + " is " + v.state + "; roll back or promote another first");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* del = nullptr;
+  sqlite3_prepare_v2(db_, "DELETE FROM versions WHERE name = ? AND version = ?", -1, &del, nullptr);
+  sqlite3_bind_text(del, 1, v.name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(del, 2, v.version.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_step(del);
+  sqlite3_finalize(del);
+  OUTPOST_RETURN_IF_ERROR(WriteIndex());
+  // Blobs no other version names go (the GGUF, its config and manifest).
+  std::set<std::string> keep;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT blob_digest, manifest_digest FROM versions", -1, &st, nullptr);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int c = 0; c < 2; ++c) {
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+      if (p != nullptr && *p) keep.insert(p);
+    }
+  }
+  sqlite3_finalize(st);
+  std::error_code ec;
+  if (!v.blob_digest.empty() && keep.count(v.blob_digest) == 0) {
+    fs::remove(BlobPath(v.blob_digest), ec);
+  }
+  if (!v.manifest_digest.empty() && keep.count(v.manifest_digest) == 0) {
+    std::ifstream in(BlobPath(v.manifest_digest));
+    const json m = json::parse(in, nullptr, false);
+    if (m.is_object() && m.contains("config")) {
+      const std::string config = m["config"].value("digest", "");
+      bool shared = false;
+      for (const auto& d : keep) shared = shared || d == config;
+      if (!config.empty() && !shared) fs::remove(BlobPath(config), ec);
+    }
+    fs::remove(BlobPath(v.manifest_digest), ec);
+  }
+  return Status::Ok();
+}
+
+}  // namespace outpost::models

@@ -1,0 +1,115 @@
+// ModelStore — the box's models on disk: a content-addressed store laid out
+// as an OCI image layout, with each version's lifecycle state in SQLite.
+//
+// Layout (<dir> = <state_dir>/models):
+//   oci-layout                 {"imageLayoutVersion": "1.0.0"}
+//   index.json                 one manifest per version, named by the
+//                              annotation org.opencontainers.image.ref.name =
+//                              "<name>:<version>" (skopeo: oci:<dir>:<name>:<version>)
+//   blobs/sha256/<hex>         the GGUF (a raw layer: its digest is the
+//                              file's sha256), the config, the manifest
+//   store.db                   versions and their states (WAL, synchronous=FULL)
+// A version is published as a CNCF ModelPack artifact: artifactType
+// application/vnd.cncf.model.manifest.v1+json, config
+// application/vnd.cncf.model.config.v1+json, one layer
+// application/vnd.cncf.model.weight.v1.raw titled model.gguf.
+//
+// States: fetching → fetched → verified (→ validated → standby → canary →
+// active → retired: the lifecycle steps that follow), or failed with the
+// reason. Crash safety: a blob is written to blobs/sha256/.partial-*,
+// fsync'ed and renamed to its digest only after the hash is known;
+// index.json is replaced by rename; each state change is one transaction. On
+// Open, a version caught in "fetching" is marked failed ("interrupted") and
+// its partial file removed, so the store is consistent after a kill -9 at any
+// step.
+//
+// Thread-safety: internally synchronised; one process per store (a lock on
+// <dir>/.lock).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "outpost/util/status.h"
+#include "outpost/util/thread_annotations.h"
+
+struct sqlite3;
+
+namespace outpost::models {
+
+struct ModelVersion {
+  std::string name;
+  std::string version;
+  std::string state;            // fetching | fetched | verified | failed | ...
+  std::string error;            // why it failed
+  std::string source;           // where it came from (a path, a URL)
+  std::string manifest_digest;  // "sha256:<hex>" once published
+  std::string blob_digest;      // the GGUF's "sha256:<hex>"
+  uint64_t size = 0;            // the GGUF's bytes
+  std::string architecture, quantization;
+  uint64_t n_params = 0;
+  int64_t created_unix = 0;
+  std::string ref() const { return name + ":" + version; }
+};
+
+// "name:version" → its parts. Names: lowercase letters, digits, '.', '_',
+// '-' and '/' (an OCI repository name); versions: an OCI tag ([A-Za-z0-9_]
+// then [A-Za-z0-9._-], at most 128). Errors name the part and the rule.
+Status ParseModelRef(const std::string& ref, std::string* name, std::string* version);
+
+class ModelStore {
+ public:
+  // Opens or creates the store in `dir`. Errors: InvalidArgument naming the
+  // directory (not writable, another process holds it).
+  static StatusOr<std::unique_ptr<ModelStore>> Open(const std::string& dir);
+  ~ModelStore();
+
+  // Progress of a long step: bytes done of total (total 0: unknown).
+  using Progress = std::function<void(uint64_t done, uint64_t total)>;
+
+  // Copies a GGUF file into the store as name:version, hashing as it goes,
+  // checks it (GGUF structure, the architecture keys the planner needs; a
+  // pinned sha256 when `expect_sha256` is set), publishes it in the OCI
+  // layout and leaves it "verified". Errors: InvalidArgument (a bad ref, an
+  // existing version, a digest mismatch, not a loadable GGUF: the message
+  // names what failed), NotFound (no such file), ResourceExhausted (not
+  // enough disk: the free space and what is needed). A failure leaves the
+  // version "failed" with the reason, and nothing half-written.
+  StatusOr<ModelVersion> Import(const std::string& path, const std::string& ref,
+                                const std::string& expect_sha256 = "",
+                                const Progress& progress = nullptr);
+
+  std::vector<ModelVersion> List();
+  StatusOr<ModelVersion> Get(const std::string& ref);
+  // The GGUF's path in the store.
+  std::string BlobPath(const std::string& digest) const;
+  // Re-hashes the blob and checks the GGUF again. Errors: InvalidArgument
+  // naming the expected and the found digest, or the GGUF problem.
+  Status Verify(const std::string& ref, const Progress& progress = nullptr);
+  // Removes the version (and its blobs when no other version uses them).
+  // Errors: NotFound; FailedPrecondition-like InvalidArgument for an active
+  // or canary version.
+  Status Remove(const std::string& ref);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  ModelStore(std::string dir, sqlite3* db, int lock_fd);
+  Status Exec(const char* sql) OUTPOST_REQUIRES(mu_);
+  Status SetState(const std::string& name, const std::string& version, const std::string& state,
+                  const std::string& error) OUTPOST_REQUIRES(mu_);
+  Status WriteIndex() OUTPOST_REQUIRES(mu_);
+  StatusOr<std::string> PutBlob(const std::string& bytes) OUTPOST_REQUIRES(mu_);
+  void Recover() OUTPOST_REQUIRES(mu_);
+
+  const std::string dir_;
+  sqlite3* const db_;
+  const int lock_fd_;
+  std::mutex mu_;
+};
+
+}  // namespace outpost::models

@@ -1,0 +1,162 @@
+"""`outpost model` and its store, as a user drives them: a real GGUF in, an OCI
+image layout that skopeo reads and copies with the digests unchanged, a
+pinned sha256, damaged and foreign files refused with the reason kept, a
+kill -9 in the middle of an import leaving a consistent store, a file changed
+on disk caught by verify, and a table of bad input."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from outpost_harness import BIN, MODEL
+
+SHA = None
+
+
+def model(store, *args, check=False):
+    p = subprocess.run([BIN, "model", "--store", str(store), *args], capture_output=True, text=True,
+                       timeout=300)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def sha256_of(path):
+    return subprocess.run(["sha256sum", path], capture_output=True, text=True, check=True).stdout.split()[0]
+
+
+def test_import_publishes_an_oci_layout_that_skopeo_reads(tmp_path):
+    store = tmp_path / "models"
+    digest = sha256_of(os.path.realpath(MODEL))
+    p = model(store, "import", MODEL, "smollm2:1", "--sha256", digest, "--json", check=True)
+    v = json.loads(p.stdout)
+    assert v["state"] == "verified" and v["digest"] == "sha256:" + digest
+    assert v["architecture"] == "llama" and v["params"] > 100_000_000
+    assert "importing" in p.stderr and "(100%)" in p.stderr  # progress on stderr
+    # The layout: oci-layout, index.json naming the version, the blob under its digest.
+    assert json.loads((store / "oci-layout").read_text()) == {"imageLayoutVersion": "1.0.0"}
+    index = json.loads((store / "index.json").read_text())
+    assert [m["annotations"]["org.opencontainers.image.ref.name"] for m in index["manifests"]] == ["smollm2:1"]
+    assert (store / "blobs" / "sha256" / digest).stat().st_size == os.path.getsize(os.path.realpath(MODEL))
+    # skopeo (Debian) reads it as a ModelPack artifact and copies it unchanged.
+    raw = json.loads(subprocess.run(["skopeo", "inspect", "--raw", f"oci:{store}:smollm2:1"],
+                                    capture_output=True, text=True, check=True).stdout)
+    assert raw["artifactType"] == "application/vnd.cncf.model.manifest.v1+json"
+    assert raw["layers"][0]["mediaType"] == "application/vnd.cncf.model.weight.v1.raw"
+    assert raw["layers"][0]["digest"] == "sha256:" + digest
+    copy = tmp_path / "copy"
+    subprocess.run(["skopeo", "copy", f"oci:{store}:smollm2:1", f"oci:{copy}:x"], capture_output=True, check=True)
+    assert (copy / "blobs" / "sha256" / digest).exists()
+    assert json.loads((copy / "index.json").read_text())["manifests"][0]["digest"] == v["manifest"]
+    # A second version of the same bytes shares the blob; list shows both.
+    model(store, "import", MODEL, "smollm2:2", check=True)
+    listed = json.loads(model(store, "list", "--json", check=True).stdout)
+    assert [(m["ref"], m["state"]) for m in listed] == [("smollm2:1", "verified"), ("smollm2:2", "verified")]
+    assert model(store, "verify", "smollm2:1").returncode == 0
+    # Removing one keeps the shared blob; removing both frees it.
+    model(store, "remove", "smollm2:1", check=True)
+    assert (store / "blobs" / "sha256" / digest).exists()
+    model(store, "remove", "smollm2:2", check=True)
+    assert not (store / "blobs" / "sha256" / digest).exists()
+    assert json.loads((store / "index.json").read_text())["manifests"] == []
+
+
+def test_damaged_and_foreign_files_are_refused_with_the_reason_kept(tmp_path):
+    store = tmp_path / "models"
+    real = os.path.realpath(MODEL)
+    truncated = tmp_path / "half.gguf"
+    with open(real, "rb") as f:
+        truncated.write_bytes(f.read(os.path.getsize(real) // 2))
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model\n" * 100)
+    cases = [
+        (["import", MODEL, "m:wrongsum", "--sha256", "0" * 64], "digest mismatch"),
+        (["import", str(truncated), "m:truncated"], "not a usable GGUF"),
+        (["import", str(text), "m:text"], "not a usable GGUF"),
+    ]
+    for args, words in cases:
+        p = model(store, *args)
+        assert p.returncode == 1 and words in p.stderr, (args, p.stderr)
+    states = {m["ref"]: (m["state"], m.get("error", "")) for m in json.loads(model(store, "list", "--json").stdout)}
+    assert states["m:wrongsum"][0] == "failed" and "digest mismatch" in states["m:wrongsum"][1]
+    assert states["m:truncated"][0] == "failed" and states["m:text"][0] == "failed"
+    # Nothing half-written is left, and nothing failed is published.
+    assert not [f for f in os.listdir(store / "blobs" / "sha256") if f.startswith(".partial")]
+    assert json.loads((store / "index.json").read_text())["manifests"] == []
+    # A failed version may be imported again.
+    assert model(store, "import", MODEL, "m:wrongsum").returncode == 0
+
+
+def test_kill_9_during_an_import_leaves_a_consistent_store(tmp_path):
+    store = tmp_path / "models"
+    model(store, "import", MODEL, "good:1", check=True)
+    big = tmp_path / "big.gguf"
+    with open(big, "wb") as f:  # large enough that the copy takes a while
+        f.truncate(600 << 20)
+    proc = subprocess.Popen([BIN, "model", "--store", str(store), "import", str(big), "big:1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    blobs = store / "blobs" / "sha256"
+    deadline = time.time() + 30
+    while not [f for f in os.listdir(blobs) if f.startswith(".partial")]:
+        assert proc.poll() is None and time.time() < deadline, "the import ended before it could be killed"
+        time.sleep(0.002)
+    proc.kill()
+    proc.wait()
+    listed = {m["ref"]: m for m in json.loads(model(store, "list", "--json", check=True).stdout)}
+    assert listed["big:1"]["state"] == "failed" and "interrupted" in listed["big:1"]["error"]
+    assert listed["good:1"]["state"] == "verified"
+    assert not [f for f in os.listdir(blobs) if f.startswith(".partial")]
+    assert model(store, "verify", "good:1").returncode == 0
+    subprocess.run(["skopeo", "inspect", "--raw", f"oci:{store}:good:1"], capture_output=True, check=True)
+
+
+def test_verify_catches_a_file_changed_on_disk(tmp_path):
+    store = tmp_path / "models"
+    v = json.loads(model(store, "import", MODEL, "m:1", "--json", check=True).stdout)
+    blob = store / "blobs" / "sha256" / v["digest"][len("sha256:"):]
+    with open(blob, "r+b") as f:
+        f.seek(os.path.getsize(blob) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xFF]))
+    p = model(store, "verify", "m:1")
+    assert p.returncode == 1 and "changed on disk" in p.stderr and v["digest"] in p.stderr
+    assert json.loads(model(store, "show", "m:1").stdout)["state"] == "failed"
+
+
+@pytest.mark.parametrize("args,code,words", [
+    (["import", MODEL, "NoCaps:1"], 2, "model name 'NoCaps'"),
+    (["import", MODEL, "noversion"], 2, "NAME:VERSION"),
+    (["import", MODEL, "m:-bad"], 2, "model version '-bad'"),
+    (["import", MODEL, "m:1", "--sha256", "xyz"], 1, "--sha256 must be 64"),
+    (["import", "/nonexistent.gguf", "m:1"], 1, "no model file at /nonexistent.gguf"),
+    (["show", "m:404"], 1, "no model m:404"),
+    (["verify", "m:404"], 1, "no model m:404"),
+    (["remove", "m:404"], 1, "no model m:404"),
+    (["frobnicate"], 2, "frobnicate"),
+    ([], 2, "subcommand"),
+])
+def test_bad_model_commands(tmp_path, args, code, words):
+    p = model(tmp_path / "models", *args)
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    assert words in p.stderr + p.stdout
+
+
+def test_one_admin_operation_at_a_time(tmp_path):
+    store = tmp_path / "models"
+    big = tmp_path / "big.gguf"
+    with open(big, "wb") as f:
+        f.truncate(600 << 20)
+    proc = subprocess.Popen([BIN, "model", "--store", str(store), "import", str(big), "big:1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while not (store / "store.db").exists():
+            assert time.time() < deadline
+            time.sleep(0.01)
+        p = model(store, "list")
+        assert p.returncode == 1 and "another process is using it" in p.stderr
+    finally:
+        proc.wait(timeout=120)
