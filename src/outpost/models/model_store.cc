@@ -306,6 +306,139 @@ Status ModelStore::WriteIndex() {
   return WriteAtomically(dir_ + "/index.json", index.dump(2) + "\n");
 }
 
+Status ModelStore::Begin(const std::string& name, const std::string& version,
+                         const std::string& source, uint64_t size) {
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT state FROM versions WHERE name = ? AND version = ?", -1, &st,
+                     nullptr);
+  sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+  const bool exists = sqlite3_step(st) == SQLITE_ROW;
+  const std::string state = exists ? reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) : "";
+  sqlite3_finalize(st);
+  if (exists && state != "failed") {
+    return Status::InvalidArgument(name + ":" + version + " is already in the store (" + state +
+                                       "); remove it first or choose another version",
+                                   "ref");
+  }
+  sqlite3_stmt* ins = nullptr;
+  sqlite3_prepare_v2(db_,
+                     "INSERT OR REPLACE INTO versions(name, version, state, source, size, created) "
+                     "VALUES(?, ?, 'fetching', ?, ?, ?)",
+                     -1, &ins, nullptr);
+  sqlite3_bind_text(ins, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(ins, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(ins, 3, source.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(ins, 4, static_cast<sqlite3_int64>(size));
+  sqlite3_bind_int64(ins, 5, static_cast<sqlite3_int64>(std::time(nullptr)));
+  const int rc = sqlite3_step(ins);
+  sqlite3_finalize(ins);
+  return rc == SQLITE_DONE ? Status::Ok() : Status::Internal(sqlite3_errmsg(db_));
+}
+
+StatusOr<ModelVersion> ModelStore::Finish(const std::string& name, const std::string& version,
+                                          const std::string& blob_digest, uint64_t size,
+                                          const std::string& given_manifest) {
+  SetState(name, version, "fetched", "");
+  auto fail = [&](Status st) -> StatusOr<ModelVersion> {
+    SetState(name, version, "failed", st.message());
+    return st;
+  };
+  // The GGUF check before anything loads it.
+  auto info = engine::ReadModelInfo(BlobPath(blob_digest));
+  if (!info.ok()) {
+    return fail(Status::InvalidArgument(
+        "the model file is not a usable GGUF: " + info.status().message(), "model"));
+  }
+  std::string manifest_digest = given_manifest;
+  if (manifest_digest.empty()) {
+    const json config = {
+        {"descriptor", {{"name", name}, {"version", version}}},
+        {"config",
+         {{"format", "gguf"},
+          {"architecture", info->architecture},
+          {"paramSize", std::to_string(info->n_params)},
+          {"quantization", info->file_type}}},
+        {"modelfs", {{"type", "layers"}, {"diffIds", json::array({blob_digest})}}}};
+    const std::string config_text = config.dump();
+    auto config_digest = PutBlob(config_text);
+    if (!config_digest.ok()) return fail(config_digest.status());
+    const json manifest = {
+        {"schemaVersion", 2},
+        {"mediaType", kManifestType},
+        {"artifactType", kArtifactType},
+        {"config",
+         {{"mediaType", kConfigType}, {"digest", *config_digest}, {"size", config_text.size()}}},
+        {"layers", json::array({{{"mediaType", kWeightType},
+                                 {"digest", blob_digest},
+                                 {"size", size},
+                                 {"annotations",
+                                  {{"org.cncf.model.filepath", "model.gguf"},
+                                   {"org.opencontainers.image.title", "model.gguf"}}}}})}};
+    auto m = PutBlob(manifest.dump());
+    if (!m.ok()) return fail(m.status());
+    manifest_digest = *m;
+  }
+  sqlite3_stmt* up = nullptr;
+  sqlite3_prepare_v2(db_,
+                     "UPDATE versions SET state = 'verified', error = '', manifest_digest = ?, "
+                     "blob_digest = ?, size = ?, architecture = ?, quantization = ?, n_params = ? "
+                     "WHERE name = ? AND version = ?",
+                     -1, &up, nullptr);
+  sqlite3_bind_text(up, 1, manifest_digest.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(up, 2, blob_digest.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(up, 3, static_cast<sqlite3_int64>(size));
+  sqlite3_bind_text(up, 4, info->architecture.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(up, 5, info->file_type.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(up, 6, static_cast<sqlite3_int64>(info->n_params));
+  sqlite3_bind_text(up, 7, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(up, 8, version.c_str(), -1, SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(up);
+  sqlite3_finalize(up);
+  if (rc != SQLITE_DONE) return fail(Status::Internal(sqlite3_errmsg(db_)));
+  OUTPOST_RETURN_IF_ERROR(WriteIndex());
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, (std::string(kSelect) + " WHERE name = ? AND version = ?").c_str(), -1,
+                     &st, nullptr);
+  sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+  ModelVersion v;
+  if (sqlite3_step(st) == SQLITE_ROW) v = RowToVersion(st);
+  sqlite3_finalize(st);
+  return v;
+}
+
+Status ModelStore::CheckDisk(const std::string& what, uint64_t size) const {
+  // Before the first byte: the disk must hold it and 5% more.
+  struct statvfs vfs {};
+  if (statvfs(dir_.c_str(), &vfs) != 0) return Status::Ok();
+  const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (free_bytes >= size + size / 20) return Status::Ok();
+  return Status::ResourceExhausted("not enough disk for " + what + ": " +
+                                   std::to_string(free_bytes >> 20) + " MiB free in " + dir_ +
+                                   ", " + std::to_string((size + size / 20) >> 20) + " MiB needed");
+}
+
+std::string ModelStore::PartialPath() const {
+  char tmp_name[64];
+  std::snprintf(tmp_name, sizeof tmp_name, ".partial-%016llx",
+                static_cast<unsigned long long>(util::RealRandom().Next()));
+  return dir_ + "/blobs/sha256/" + tmp_name;
+}
+
+Status ModelStore::Commit(const std::string& partial, const std::string& digest) {
+  std::error_code ec;
+  const std::string blob = BlobPath(digest);
+  if (fs::exists(blob)) {
+    fs::remove(partial, ec);  // the same bytes are already here (another version)
+  } else if (rename(partial.c_str(), blob.c_str()) != 0) {
+    fs::remove(partial, ec);
+    return Status::Internal("cannot rename into " + blob);
+  }
+  FsyncDir(dir_ + "/blobs/sha256");
+  return Status::Ok();
+}
+
 StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::string& ref,
                                           const std::string& expect_sha256,
                                           const Progress& progress) {
@@ -321,54 +454,14 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec || !fs::is_regular_file(path)) return Status::NotFound("no model file at " + path);
-  // Before the first byte: the disk must hold the file and 5% more.
-  struct statvfs vfs {};
-  if (statvfs(dir_.c_str(), &vfs) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (free_bytes < size + size / 20) {
-      return Status::ResourceExhausted(
-          "not enough disk for " + ref + ": " + std::to_string(free_bytes >> 20) + " MiB free in " +
-          dir_ + ", " + std::to_string((size + size / 20) >> 20) + " MiB needed");
-    }
-  }
+  OUTPOST_RETURN_IF_ERROR(CheckDisk(ref, size));
   std::lock_guard<std::mutex> lock(mu_);
-  {
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT state FROM versions WHERE name = ? AND version = ?", -1, &st,
-                       nullptr);
-    sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
-    const bool exists = sqlite3_step(st) == SQLITE_ROW;
-    const std::string state =
-        exists ? reinterpret_cast<const char*>(sqlite3_column_text(st, 0)) : "";
-    sqlite3_finalize(st);
-    if (exists && state != "failed") {
-      return Status::InvalidArgument(ref + " is already in the store (" + state +
-                                         "); remove it first or choose another version",
-                                     "ref");
-    }
-    sqlite3_stmt* ins = nullptr;
-    sqlite3_prepare_v2(db_,
-                       "INSERT OR REPLACE INTO versions(name, version, state, source, size, "
-                       "created) VALUES(?, ?, 'fetching', ?, ?, ?)",
-                       -1, &ins, nullptr);
-    sqlite3_bind_text(ins, 1, name.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(ins, 2, version.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(ins, 3, path.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(ins, 4, static_cast<sqlite3_int64>(size));
-    sqlite3_bind_int64(ins, 5, static_cast<sqlite3_int64>(std::time(nullptr)));
-    const int rc = sqlite3_step(ins);
-    sqlite3_finalize(ins);
-    if (rc != SQLITE_DONE) return Status::Internal(sqlite3_errmsg(db_));
-  }
+  OUTPOST_RETURN_IF_ERROR(Begin(name, version, path, size));
   auto fail = [&](Status st) -> StatusOr<ModelVersion> {
     SetState(name, version, "failed", st.message());
     return st;
   };
-  char tmp_name[64];
-  std::snprintf(tmp_name, sizeof tmp_name, ".partial-%016llx",
-                static_cast<unsigned long long>(util::RealRandom().Next()));
-  const std::string partial = dir_ + "/blobs/sha256/" + tmp_name;
+  const std::string partial = PartialPath();
   auto digest = CopyHashing(path, partial, size, progress);
   if (!digest.ok()) {
     fs::remove(partial, ec);
@@ -384,73 +477,8 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
         "digest mismatch for " + path + ": expected " + want + ", the file is " + *digest,
         "sha256"));
   }
-  const std::string blob = BlobPath(*digest);
-  if (fs::exists(blob)) {
-    fs::remove(partial, ec);  // the same bytes are already here (another version)
-  } else if (rename(partial.c_str(), blob.c_str()) != 0) {
-    fs::remove(partial, ec);
-    return fail(Status::Internal("cannot rename into " + blob));
-  }
-  FsyncDir(dir_ + "/blobs/sha256");
-  SetState(name, version, "fetched", "");
-  // The GGUF check before anything loads it.
-  auto info = engine::ReadModelInfo(blob);
-  if (!info.ok()) {
-    return fail(Status::InvalidArgument(path + " is not a usable GGUF: " + info.status().message(),
-                                        "model"));
-  }
-  const json config = {{"descriptor", {{"name", name}, {"version", version}}},
-                       {"config",
-                        {{"format", "gguf"},
-                         {"architecture", info->architecture},
-                         {"paramSize", std::to_string(info->n_params)},
-                         {"quantization", info->file_type}}},
-                       {"modelfs", {{"type", "layers"}, {"diffIds", json::array({*digest})}}}};
-  const std::string config_text = config.dump();
-  auto config_digest = PutBlob(config_text);
-  if (!config_digest.ok()) return fail(config_digest.status());
-  const json manifest = {
-      {"schemaVersion", 2},
-      {"mediaType", kManifestType},
-      {"artifactType", kArtifactType},
-      {"config",
-       {{"mediaType", kConfigType}, {"digest", *config_digest}, {"size", config_text.size()}}},
-      {"layers", json::array({{{"mediaType", kWeightType},
-                               {"digest", *digest},
-                               {"size", size},
-                               {"annotations",
-                                {{"org.cncf.model.filepath", "model.gguf"},
-                                 {"org.opencontainers.image.title", "model.gguf"}}}}})}};
-  auto manifest_digest = PutBlob(manifest.dump());
-  if (!manifest_digest.ok()) return fail(manifest_digest.status());
-  {
-    sqlite3_stmt* up = nullptr;
-    sqlite3_prepare_v2(db_,
-                       "UPDATE versions SET state = 'verified', error = '', manifest_digest = ?, "
-                       "blob_digest = ?, architecture = ?, quantization = ?, n_params = ? WHERE "
-                       "name = ? AND version = ?",
-                       -1, &up, nullptr);
-    sqlite3_bind_text(up, 1, manifest_digest->c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(up, 2, digest->c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(up, 3, info->architecture.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(up, 4, info->file_type.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(up, 5, static_cast<sqlite3_int64>(info->n_params));
-    sqlite3_bind_text(up, 6, name.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(up, 7, version.c_str(), -1, SQLITE_TRANSIENT);
-    const int rc = sqlite3_step(up);
-    sqlite3_finalize(up);
-    if (rc != SQLITE_DONE) return fail(Status::Internal(sqlite3_errmsg(db_)));
-  }
-  OUTPOST_RETURN_IF_ERROR(WriteIndex());
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, (std::string(kSelect) + " WHERE name = ? AND version = ?").c_str(), -1,
-                     &st, nullptr);
-  sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, version.c_str(), -1, SQLITE_TRANSIENT);
-  ModelVersion v;
-  if (sqlite3_step(st) == SQLITE_ROW) v = RowToVersion(st);
-  sqlite3_finalize(st);
-  return v;
+  if (Status st = Commit(partial, *digest); !st.ok()) return fail(st);
+  return Finish(name, version, *digest, size, "");
 }
 
 std::vector<ModelVersion> ModelStore::List() {

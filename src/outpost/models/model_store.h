@@ -83,6 +83,19 @@ class ModelStore {
                                 const std::string& expect_sha256 = "",
                                 const Progress& progress = nullptr);
 
+  // Writes the version as one OCI-layout tar (oci-layout, index.json, its
+  // blobs): what `skopeo copy oci-archive:` reads, for air-gapped sites.
+  // Errors: NotFound, InvalidArgument (not verified), ResourceExhausted.
+  Status Export(const std::string& ref, const std::string& tar_path,
+                const Progress& progress = nullptr);
+  // Takes a version from such a tar (Export's, or skopeo's oci-archive):
+  // every blob is hashed against its name, the manifest is a ModelPack (or
+  // Docker Model Runner gguf.v3) artifact with one GGUF layer, the GGUF is
+  // checked as Import() does. `ref` names the version; "" = the archive's own
+  // name when it has exactly one. The manifest digest is kept.
+  StatusOr<ModelVersion> ImportArchive(const std::string& tar_path, const std::string& ref,
+                                       const Progress& progress = nullptr);
+
   std::vector<ModelVersion> List();
   StatusOr<ModelVersion> Get(const std::string& ref);
   // The GGUF's path in the store.
@@ -105,6 +118,17 @@ class ModelStore {
   Status WriteIndex() OUTPOST_REQUIRES(mu_);
   StatusOr<std::string> PutBlob(const std::string& bytes) OUTPOST_REQUIRES(mu_);
   void Recover() OUTPOST_REQUIRES(mu_);
+  // Registers name:version as fetching (refusing an existing, non-failed one).
+  Status Begin(const std::string& name, const std::string& version, const std::string& source,
+               uint64_t size) OUTPOST_REQUIRES(mu_);
+  // The GGUF check and the row's final fields; publishes the index.
+  StatusOr<ModelVersion> Finish(const std::string& name, const std::string& version,
+                                const std::string& blob_digest, uint64_t size,
+                                const std::string& manifest_digest) OUTPOST_REQUIRES(mu_);
+  Status CheckDisk(const std::string& what, uint64_t size) const;
+  std::string PartialPath() const;  // blobs/sha256/.partial-<random>
+  // Renames a fully written, fsync'ed partial file to its digest.
+  Status Commit(const std::string& partial, const std::string& digest);
 
   const std::string dir_;
   sqlite3* const db_;
