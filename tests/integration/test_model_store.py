@@ -160,3 +160,50 @@ def test_one_admin_operation_at_a_time(tmp_path):
         assert p.returncode == 1 and "another process is using it" in p.stderr
     finally:
         proc.wait(timeout=120)
+
+
+def test_export_and_import_move_a_version_between_air_gapped_stores(tmp_path):
+    a, b = tmp_path / "site-a", tmp_path / "site-b"
+    v = json.loads(model(a, "import", MODEL, "smollm2:1", "--json", check=True).stdout)
+    tar = tmp_path / "smollm2-1.tar"
+    p = model(a, "export", "smollm2:1", str(tar), check=True)
+    assert "exporting" in p.stderr and "(100%)" in p.stderr
+    names = subprocess.run(["tar", "-tf", str(tar)], capture_output=True, text=True, check=True).stdout.split()
+    assert names[:2] == ["oci-layout", "index.json"] and len(names) == 5
+    # GNU tar and skopeo read it; the other store takes it with the manifest digest unchanged.
+    subprocess.run(["skopeo", "copy", f"oci-archive:{tar}", f"oci:{tmp_path / 'via-skopeo'}:x"],
+                   capture_output=True, check=True)
+    w = json.loads(model(b, "import", str(tar), "--json", check=True).stdout)
+    assert (w["ref"], w["state"], w["manifest"], w["digest"]) == ("smollm2:1", "verified", v["manifest"], v["digest"])
+    assert model(b, "verify", "smollm2:1").returncode == 0
+    # An archive skopeo wrote imports too, under the name it carries or one given.
+    sk = tmp_path / "skopeo.tar"
+    subprocess.run(["skopeo", "copy", f"oci:{a}:smollm2:1", f"oci-archive:{sk}:smollm2:7"], capture_output=True,
+                   check=True)
+    assert json.loads(model(b, "import", str(sk), "--json", check=True).stdout)["ref"] == "smollm2:7"
+    assert json.loads(model(b, "import", str(sk), "other:1", "--json", check=True).stdout)["ref"] == "other:1"
+
+
+def test_damaged_archives_are_refused_and_leave_nothing(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    model(a, "import", MODEL, "m:1", check=True)
+    tar = tmp_path / "m.tar"
+    model(a, "export", "m:1", str(tar), check=True)
+    flipped = tmp_path / "flipped.tar"
+    data = bytearray(tar.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside the GGUF blob
+    flipped.write_bytes(bytes(data))
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(tar.read_bytes()[: len(data) // 2])
+    junk = tmp_path / "junk.tar"
+    junk.write_bytes(b"this is not a tar archive\n" * 100)
+    for path, words in [(flipped, "does not match its digest"), (cut, "truncated"),
+                        (junk, "not a tar archive")]:
+        p = model(b, "import", str(path), "m:1")
+        assert p.returncode == 1 and words in p.stderr, (path, p.stderr)
+    assert not [f for f in os.listdir(b / "blobs" / "sha256")]
+    assert json.loads(model(b, "list", "--json").stdout) == []
+    p = model(b, "import", str(tar), "m:1", "--sha256", "0" * 64)
+    assert p.returncode == 2 and "--sha256 is for a GGUF file" in p.stderr
+    p = model(a, "export", "m:404", str(tmp_path / "x.tar"))
+    assert p.returncode == 1 and "no model m:404" in p.stderr

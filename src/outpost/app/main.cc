@@ -87,10 +87,12 @@ int main(int argc, char** argv) {
         continue;
       }
       if (a.rfind("-", 0) == 0) continue;
-      if (a != "import" && a != "list" && a != "show" && a != "verify" && a != "remove") {
-        std::fprintf(
-            stderr, "outpost model: unknown subcommand '%s' (import, list, show, verify, remove)\n",
-            a.c_str());
+      if (a != "import" && a != "export" && a != "list" && a != "show" && a != "verify" &&
+          a != "remove") {
+        std::fprintf(stderr,
+                     "outpost model: unknown subcommand '%s' (import, export, list, show, verify, "
+                     "remove)\n",
+                     a.c_str());
         return 2;
       }
       break;

@@ -53,11 +53,18 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   model->require_subcommand(1);
   model->add_option("--store", f->store, "the store directory (default: <state dir>/models)");
   f->import = model->add_subcommand(
-      "import", "copy a GGUF file into the store as NAME:VERSION, hash and check it");
-  f->import->add_option("file", f->file, "the GGUF file")->required();
-  f->import->add_option("ref", f->ref, "NAME:VERSION, e.g. smollm2:1")->required();
+      "import",
+      "copy a GGUF file (or a version from an OCI-layout tar made by export or skopeo) into the "
+      "store as NAME:VERSION, hash and check it");
+  f->import->add_option("file", f->file, "the GGUF file, or a .tar archive")->required();
+  f->import->add_option("ref", f->ref,
+                        "NAME:VERSION, e.g. smollm2:1 (for an archive: default its own name)");
   f->import->add_option("--sha256", f->sha256, "refuse the file unless its sha256 is this");
   f->import->add_flag("--json", f->json, "print the version as JSON");
+  f->export_ = model->add_subcommand(
+      "export", "write a version as one OCI-layout tar (for sites without a network)");
+  f->export_->add_option("ref", f->ref, "NAME:VERSION")->required();
+  f->export_->add_option("file", f->out, "the .tar to write")->required();
   f->list = model->add_subcommand("list", "every version in the store with its state");
   f->list->add_flag("--json", f->json, "as JSON");
   f->show = model->add_subcommand("show", "one version: state, digests, what the GGUF says");
@@ -76,8 +83,26 @@ int RunModel(const ModelFlags& f) {
   auto store = models::ModelStore::Open(dir);
   if (!store.ok()) return Fail(store.status());
   auto& s = **store;
+  if (f.export_->parsed()) {
+    if (Status st = s.Export(f.ref, f.out, Bar("exporting")); !st.ok()) return Fail(st);
+    std::printf("wrote %s to %s (skopeo: oci-archive:%s)\n", f.ref.c_str(), f.out.c_str(),
+                f.out.c_str());
+    return 0;
+  }
   if (f.import->parsed()) {
-    auto v = s.Import(f.file, f.ref, f.sha256, Bar("importing"));
+    const bool archive = f.file.size() > 4 && f.file.compare(f.file.size() - 4, 4, ".tar") == 0;
+    if (!archive && f.ref.empty()) {
+      std::fprintf(stderr, "outpost model import: name the version: import FILE NAME:VERSION\n");
+      return 2;
+    }
+    if (archive && !f.sha256.empty()) {
+      std::fprintf(stderr,
+                   "outpost model import: --sha256 is for a GGUF file; an archive's blobs are "
+                   "checked against their digests\n");
+      return 2;
+    }
+    auto v = archive ? s.ImportArchive(f.file, f.ref, Bar("importing"))
+                     : s.Import(f.file, f.ref, f.sha256, Bar("importing"));
     if (!v.ok()) return Fail(v.status());
     if (f.json) {
       std::printf("%s\n", ToJson(*v).dump(2).c_str());

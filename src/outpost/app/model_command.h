@@ -1,4 +1,4 @@
-// `outpost model import | list | show | verify | remove`: the box's model
+// `outpost model import | export | list | show | verify | remove`: the box's model
 // store (models/model_store.h) from the command line. The store defaults to
 // <state dir>/models (--store).
 #pragma once
@@ -11,7 +11,8 @@ namespace outpost::app {
 
 struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
-           *remove = nullptr;
+           *remove = nullptr, *export_ = nullptr;
+  std::string out;
   std::string store;
   std::string file;
   std::string ref;
