@@ -97,10 +97,12 @@ Uplink::Uplink(UplinkOptions options, std::string boot_id, StatRegistry* registr
   // The spool's state, as of the last step of either thread.
   auto spool_stat = [&](const char* name, const char* help, StatType type,
                         std::function<double(const SpoolStats&)> get) {
-    registry->Register({name, help, type, {}, {}}).ComputedWith({}, [this, get = std::move(get)] {
-      std::lock_guard<std::mutex> lock(mu_);
-      return get(spool_stats_);
-    });
+    // The cell, not `this`: the registry may outlive the uplink.
+    registry->Register({name, help, type, {}, {}})
+        .ComputedWith({}, [cell = cell_, get = std::move(get)] {
+          std::lock_guard<std::mutex> lock(cell->mu);
+          return get(cell->stats);
+        });
   };
   spool_stat("outpost_spool_records", "Records waiting in the uplink spool.", StatType::kGauge,
              [](const SpoolStats& s) { return static_cast<double>(s.records); });
