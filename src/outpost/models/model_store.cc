@@ -18,31 +18,22 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/engine/model_info.h"
-#include "outpost/models/tar_file.h"
+#include "outpost/models/store_layout.h"
 #include "outpost/util/random.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
 namespace {
 
+using layout::Hex;
+using layout::kArtifactType;
+using layout::kConfigType;
+using layout::kManifestType;
+using layout::kRefAnnotation;
+using layout::kWeightType;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr const char* kManifestType = "application/vnd.oci.image.manifest.v1+json";
-constexpr const char* kArtifactType = "application/vnd.cncf.model.manifest.v1+json";
-constexpr const char* kConfigType = "application/vnd.cncf.model.config.v1+json";
-constexpr const char* kWeightType = "application/vnd.cncf.model.weight.v1.raw";
-constexpr const char* kRefAnnotation = "org.opencontainers.image.ref.name";
-
-std::string Hex(const unsigned char* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    s[2 * i] = d[p[i] >> 4];
-    s[2 * i + 1] = d[p[i] & 15];
-  }
-  return s;
-}
 
 std::string Sha256(const std::string& bytes) {
   unsigned char md[32];
@@ -481,229 +472,6 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
   }
   if (Status st = Commit(partial, *digest); !st.ok()) return fail(st);
   return Finish(name, version, *digest, size, "");
-}
-
-Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
-                          const Progress& progress) {
-  ModelVersion v;
-  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
-  if (v.manifest_digest.empty() || v.state == "failed") {
-    return Status::InvalidArgument(ref + " is " + v.state + "; only a verified version exports");
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  std::ifstream in(BlobPath(v.manifest_digest), std::ios::binary);
-  const std::string manifest_text((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
-  const json manifest = json::parse(manifest_text, nullptr, false);
-  if (!manifest.is_object()) return Status::Internal("the manifest of " + ref + " is unreadable");
-  const std::string tmp = tar_path + ".partial";
-  auto created = TarWriter::Create(tmp);
-  if (!created.ok()) return created.status();
-  TarWriter tar = std::move(created).value();
-  const json index = {{"schemaVersion", 2},
-                      {"mediaType", "application/vnd.oci.image.index.v1+json"},
-                      {"manifests", json::array({{{"mediaType", kManifestType},
-                                                  {"artifactType", kArtifactType},
-                                                  {"digest", v.manifest_digest},
-                                                  {"size", manifest_text.size()},
-                                                  {"annotations", {{kRefAnnotation, ref}}}}})}};
-  auto blob_name = [](const std::string& d) { return "blobs/sha256/" + d.substr(7); };
-  Status st = tar.AddBytes("oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
-  if (st.ok()) st = tar.AddBytes("index.json", index.dump());
-  if (st.ok()) st = tar.AddBytes(blob_name(v.manifest_digest), manifest_text);
-  if (st.ok()) {
-    const std::string config = manifest["config"].value("digest", "");
-    std::ifstream cin(BlobPath(config), std::ios::binary);
-    st = tar.AddBytes(blob_name(config), std::string((std::istreambuf_iterator<char>(cin)),
-                                                     std::istreambuf_iterator<char>()));
-  }
-  uint64_t done = 0;
-  for (const auto& layer : manifest["layers"]) {
-    if (!st.ok()) break;
-    const std::string d = layer.value("digest", "");
-    st = tar.AddFile(blob_name(d), BlobPath(d), [&](uint64_t n) {
-      done += n;
-      if (progress && (done % (64u << 20) < n || done == v.size)) progress(done, v.size);
-    });
-  }
-  if (st.ok()) st = tar.Finish();
-  std::error_code ec;
-  if (!st.ok()) {
-    fs::remove(tmp, ec);
-    return st;
-  }
-  fs::rename(tmp, tar_path, ec);
-  if (ec) return Status::Internal("cannot rename " + tmp + " to " + tar_path);
-  return Status::Ok();
-}
-
-StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
-                                                 const std::string& ref_arg,
-                                                 const Progress& progress) {
-  std::error_code ec;
-  const auto archive_size = fs::file_size(tar_path, ec);
-  if (ec) return Status::NotFound("no archive at " + tar_path);
-  OUTPOST_RETURN_IF_ERROR(CheckDisk(tar_path, archive_size));
-  auto opened = TarReader::Open(tar_path);
-  if (!opened.ok()) return opened.status();
-  TarReader tar = std::move(opened).value();
-  std::lock_guard<std::mutex> lock(mu_);
-  // Every blob into a partial file, hashed against its name; small ones kept.
-  std::map<std::string, std::string> partials;  // digest → partial path
-  std::map<std::string, std::string> small;     // digest → bytes (manifests, configs)
-  std::string index_text;
-  auto cleanup = [&] {
-    for (const auto& [d, p] : partials) fs::remove(p, ec);
-  };
-  uint64_t done = 0;
-  for (;;) {
-    std::string name;
-    uint64_t size = 0;
-    auto more = tar.Next(&name, &size);
-    if (!more.ok()) {
-      cleanup();
-      return more.status();
-    }
-    if (!*more) break;
-    if (name == "index.json") {
-      Status st = tar.Read([&](const char* d, size_t n) {
-        index_text.append(d, n);
-        return index_text.size() > (1u << 20) ? Status::InvalidArgument("index.json too large")
-                                              : Status::Ok();
-      });
-      if (!st.ok()) {
-        cleanup();
-        return st;
-      }
-      continue;
-    }
-    static const std::regex blob_re("blobs/sha256/([0-9a-f]{64})");
-    std::smatch m;
-    if (!std::regex_match(name, m, blob_re)) continue;  // oci-layout, anything else
-    const std::string digest = "sha256:" + m[1].str();
-    const std::string partial = PartialPath();
-    std::ofstream out(partial, std::ios::binary);
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    std::string keep;
-    Status st = tar.Read([&](const char* d, size_t n) {
-      EVP_DigestUpdate(ctx, d, n);
-      out.write(d, static_cast<std::streamsize>(n));
-      if (size <= (1u << 20)) keep.append(d, n);
-      done += n;
-      if (progress && done % (64u << 20) < n) progress(done, archive_size);
-      return out ? Status::Ok() : Status::ResourceExhausted("writing " + partial + " (disk full?)");
-    });
-    unsigned char md[32];
-    unsigned int mdn = 0;
-    EVP_DigestFinal_ex(ctx, md, &mdn);
-    EVP_MD_CTX_free(ctx);
-    out.flush();
-    out.close();
-    partials[digest] = partial;
-    if (!st.ok()) {
-      cleanup();
-      return st;
-    }
-    if ("sha256:" + Hex(md, 32) != digest) {
-      cleanup();
-      return Status::InvalidArgument("archive " + tar_path + ": blob " + name +
-                                         " does not match its digest (it is sha256:" + Hex(md, 32) +
-                                         ")",
-                                     "archive");
-    }
-    if (!keep.empty()) small[digest] = keep;
-  }
-  if (progress) progress(archive_size, archive_size);
-  // Which manifest, and its one GGUF layer.
-  const json index = json::parse(index_text, nullptr, false);
-  if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array()) {
-    cleanup();
-    return Status::InvalidArgument("archive " + tar_path + " has no OCI index.json", "archive");
-  }
-  std::vector<std::pair<std::string, std::string>> named;  // ref → manifest digest
-  for (const auto& e : index["manifests"]) {
-    std::string r;
-    if (e.contains("annotations") && e["annotations"].is_object()) {
-      r = e["annotations"].value(kRefAnnotation, "");
-    }
-    named.emplace_back(r, e.value("digest", ""));
-  }
-  std::string ref = ref_arg, manifest_digest;
-  if (ref.empty()) {
-    if (named.size() != 1 || named[0].first.find(':') == std::string::npos) {
-      cleanup();
-      return Status::InvalidArgument("archive " + tar_path + " holds " +
-                                         std::to_string(named.size()) +
-                                         " manifest(s): name the version (NAME:VERSION)",
-                                     "ref");
-    }
-    ref = named[0].first;
-    manifest_digest = named[0].second;
-  } else {
-    for (const auto& [r, d] : named) {
-      if (r == ref || named.size() == 1) manifest_digest = d;
-    }
-  }
-  std::string name, version;
-  if (Status st = ParseModelRef(ref, &name, &version); !st.ok()) {
-    cleanup();
-    return st;
-  }
-  if (manifest_digest.empty()) {
-    cleanup();
-    return Status::InvalidArgument("archive " + tar_path + " has no version named " + ref, "ref");
-  }
-  const json manifest = small.count(manifest_digest) != 0
-                            ? json::parse(small[manifest_digest], nullptr, false)
-                            : json();
-  std::string config_digest;
-  if (manifest.is_object() && manifest.contains("config") && manifest["config"].is_object()) {
-    config_digest = manifest["config"].value("digest", "");
-  }
-  std::string gguf_digest;
-  int gguf_layers = 0;
-  if (manifest.is_object() && manifest.contains("layers") && manifest["layers"].is_array()) {
-    for (const auto& l : manifest["layers"]) {
-      const std::string type = l.value("mediaType", "");
-      if (type == kWeightType || type == "application/vnd.docker.ai.gguf.v3" ||
-          type == "application/vnd.cncf.model.weight.v1.gguf") {
-        gguf_digest = l.value("digest", "");
-        ++gguf_layers;
-      }
-    }
-  }
-  if (gguf_layers != 1 || partials.count(gguf_digest) == 0 || partials.count(config_digest) == 0) {
-    cleanup();
-    return Status::InvalidArgument(
-        "archive " + tar_path + ": the manifest of " + ref +
-            (gguf_layers > 1 ? " has several GGUF layers (shards are not supported yet)"
-                             : " needs one GGUF layer and its config, present in the archive"),
-        "archive");
-  }
-  const uint64_t size = fs::file_size(partials[gguf_digest], ec);
-  if (Status st = Begin(name, version, tar_path, size); !st.ok()) {
-    cleanup();
-    return st;
-  }
-  // Publish the blobs the manifest names; drop the rest.
-  for (const auto& [d, p] : partials) {
-    const bool needed = d == manifest_digest || d == gguf_digest || d == config_digest;
-    if (!needed) {
-      fs::remove(p, ec);
-      continue;
-    }
-    const int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      fsync(fd);
-      close(fd);
-    }
-    if (Status st = Commit(p, d); !st.ok()) {
-      SetState(name, version, "failed", st.message());
-      return st;
-    }
-  }
-  return Finish(name, version, gguf_digest, size, manifest_digest);
 }
 
 std::vector<ModelVersion> ModelStore::List() {
