@@ -305,6 +305,11 @@ StatusOr<int64_t> Spool::Append(const std::string& kind, const std::string& boot
     if (seq.ok()) st = Exec("COMMIT");
     if (seq.ok() && st.ok()) return seq;
     Exec("ROLLBACK");
+    const Status why = !seq.ok() ? seq.status() : st;
+    if (why.code() != StatusCode::kResourceExhausted) {
+      // Not a full disk (a damaged file, an I/O error): drop nothing.
+      return Status::Unavailable("uplink spool " + path_ + ": " + why.message());
+    }
     if (attempt == 0) {
       // The disk (or the file's page cap) is full: give the reserve back so
       // that deletes can be written, drop half the records, try once more.

@@ -90,7 +90,8 @@ class Spool {
 
   // Stores a record; returns its sequence number. Makes room first when
   // needed (see above). Errors: ResourceExhausted when the disk stays full
-  // (the record is counted for the next gap record).
+  // (the record is counted for the next gap record); Unavailable for any
+  // other SQLite failure (nothing is dropped for it).
   StatusOr<int64_t> Append(const std::string& kind, const std::string& boot_id, int64_t time_ms,
                            const std::string& body);
 
