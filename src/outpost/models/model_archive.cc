@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +19,7 @@ namespace outpost::models {
 
 namespace fs = std::filesystem;
 using layout::Hex;
+using layout::IsHex64;
 using layout::kArtifactType;
 using layout::kManifestType;
 using layout::kRefAnnotation;
@@ -120,10 +120,11 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
       }
       continue;
     }
-    static const std::regex blob_re("blobs/sha256/([0-9a-f]{64})");
-    std::smatch m;
-    if (!std::regex_match(name, m, blob_re)) continue;  // oci-layout, anything else
-    const std::string digest = "sha256:" + m[1].str();
+    const std::string prefix = "blobs/sha256/";
+    if (name.rfind(prefix, 0) != 0 || !IsHex64(name.substr(prefix.size()))) {
+      continue;  // oci-layout, anything else
+    }
+    const std::string digest = "sha256:" + name.substr(prefix.size());
     const std::string partial = PartialPath();
     std::ofstream out(partial, std::ios::binary);
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -160,15 +159,13 @@ Status ParseModelRef(const std::string& ref, std::string* name, std::string* ver
   }
   *name = ref.substr(0, colon);
   *version = ref.substr(colon + 1);
-  static const std::regex name_re("[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*");
-  static const std::regex version_re("[A-Za-z0-9_][A-Za-z0-9._-]{0,127}");
-  if (name->size() > 200 || !std::regex_match(*name, name_re)) {
+  if (!layout::IsRepositoryName(*name)) {
     return Status::InvalidArgument("model name '" + *name +
                                        "' must be lowercase letters and digits, separated by "
                                        "'.', '_', '-' or '/'",
                                    "ref");
   }
-  if (!std::regex_match(*version, version_re)) {
+  if (!layout::IsTag(*version)) {
     return Status::InvalidArgument("model version '" + *version +
                                        "' must be letters, digits, '.', '_' or '-' (at most 128, "
                                        "not starting with '.' or '-')",
@@ -438,7 +435,8 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
   std::string name, version;
   OUTPOST_RETURN_IF_ERROR(ParseModelRef(ref, &name, &version));
   if (!expect_sha256.empty() &&
-      !std::regex_match(expect_sha256, std::regex("(sha256:)?[0-9a-f]{64}"))) {
+      !layout::IsHex64(expect_sha256.rfind("sha256:", 0) == 0 ? expect_sha256.substr(7)
+                                                              : expect_sha256)) {
     return Status::InvalidArgument(
         "--sha256 must be 64 lowercase hex digits (optionally after 'sha256:'), got '" +
             expect_sha256 + "'",

@@ -24,4 +24,44 @@ inline std::string Hex(const unsigned char* p, size_t n) {
   return s;
 }
 
+// 64 lowercase hex digits.
+inline bool IsHex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// An OCI repository name: components [a-z0-9]+([._-][a-z0-9]+)* joined by '/'.
+// (No std::regex: GCC 12 warns inside it under the sanitizer builds.)
+inline bool IsRepositoryName(const std::string& s) {
+  if (s.empty() || s.size() > 200) return false;
+  bool after_alnum = false;  // the previous character was [a-z0-9]
+  for (char c : s) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (alnum) {
+      after_alnum = true;
+    } else if (c == '.' || c == '_' || c == '-' || c == '/') {
+      if (!after_alnum) return false;  // leading or doubled separator
+      after_alnum = false;
+    } else {
+      return false;
+    }
+  }
+  return after_alnum;  // no trailing separator
+}
+
+// An OCI tag: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}.
+inline bool IsTag(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool word =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!word && (i == 0 || (c != '.' && c != '-'))) return false;
+  }
+  return true;
+}
+
 }  // namespace outpost::models::layout
