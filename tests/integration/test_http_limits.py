@@ -279,8 +279,14 @@ def test_out_of_file_descriptors_the_open_connections_keep_being_served(tmp_path
     the I/O thread must keep serving open connections, new ones must be
     closed promptly (not left hanging), and service must come back once
     connections end."""
+    import os
     import subprocess
     from outpost_harness import BIN, MODEL, free_port
+    if os.environ.get("OUTPOST_SANITIZED"):
+        # UBSan's vptr check probes memory through a pipe of its own; with no
+        # descriptor left it reports a false "invalid vptr" and aborts. The
+        # release build runs this test in `make test`.
+        pytest.skip("the sanitizer runtime needs descriptors of its own")
     port = free_port()
     log = open(tmp_path / "outpost.log", "w")
     proc = subprocess.Popen(["prlimit", "--nofile=96:96", BIN, "serve", "--model", MODEL, "--port", str(port),
