@@ -340,7 +340,11 @@ def main():
     failures = []
     if abs(drift) >= 1.0:
         failures.append(f"memory drift {drift:.2f}% (first {m0:.1f} MiB, last {m1:.1f} MiB)")
-    if f1 > f0:
+    # A window of a few samples (CI's 10-minute run: 2-3 per window) keeps the
+    # ±1 of the non-atomic reads in its median; the exact check below (quiet,
+    # before against after) has no tolerance.
+    fd_tolerance = 0 if min(len(first), len(last)) >= 10 else 1
+    if f1 > f0 + fd_tolerance:
         failures.append(f"descriptors other than connections grew from {f0} to {f1}")
     if fds_after > fds_before:
         failures.append(f"{fds_after} descriptors open after the traffic, {fds_before} before "
