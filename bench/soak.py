@@ -340,11 +340,12 @@ def main():
     failures = []
     if abs(drift) >= 1.0:
         failures.append(f"memory drift {drift:.2f}% (first {m0:.1f} MiB, last {m1:.1f} MiB)")
-    # A window of a few samples (CI's 10-minute run: 2-3 per window) keeps the
-    # ±1 of the non-atomic reads in its median; the exact check below (quiet,
-    # before against after) has no tolerance.
-    fd_tolerance = 0 if min(len(first), len(last)) >= 10 else 1
-    if f1 > f0 + fd_tolerance:
+    # The in-run estimate needs full windows: with the 2-3 samples per window of
+    # CI's 10-minute run a burst inside a window moved its median by 3 while the
+    # exact check below read 8 descriptors before and 8 after. Short runs rely
+    # on the exact check (quiet, before against after, no tolerance); the hour
+    # soak (20 samples per window) applies both.
+    if min(len(first), len(last)) >= 10 and f1 > f0:
         failures.append(f"descriptors other than connections grew from {f0} to {f1}")
     if fds_after > fds_before:
         failures.append(f"{fds_after} descriptors open after the traffic, {fds_before} before "
