@@ -120,20 +120,27 @@ SummaryBuilder::SummaryBuilder(const StatRegistry* registry, const util::Clock* 
   // The first window's deltas start from what the registry holds now.
   for (const auto& f : registry_->Snapshot()) {
     for (const auto& s : f.series) {
-      const std::string& n = f.def.name;
-      if (n == "gen_ai_server_time_to_first_token_seconds") AddInto(&last_ttft_, s.hist);
-      if (n == "gen_ai_server_request_duration_seconds") {
-        AddInto(&last_duration_, s.hist);
-        last_requests_ += static_cast<double>(s.hist.count);
-        const std::string err = LabelOf(f, s, "error_type");
-        if (!err.empty() && err != "cancelled") last_errors_ += static_cast<double>(s.hist.count);
+      Accumulate(f, s, &last_);
+      if (f.def.name == "outpost_hw_throttle_events_total") {
+        last_throttle_[Labels(f, s).dump()] = s.value;
       }
-      if (n == "outpost_completion_tokens_total") last_tokens_ += s.value;
-      if (n == "outpost_prompt_tokens_total") last_prompt_ += s.value;
-      if (n == "outpost_hw_energy_joules_total") last_energy_[Labels(f, s).dump()] = s.value;
-      if (n == "outpost_hw_throttle_events_total") last_throttle_[Labels(f, s).dump()] = s.value;
     }
   }
+}
+
+void SummaryBuilder::Accumulate(const StatRegistry::FamilySnapshot& f, const Family::Series& s,
+                                Totals* t) {
+  const std::string& n = f.def.name;
+  if (n == "gen_ai_server_time_to_first_token_seconds") AddInto(&t->ttft, s.hist);
+  if (n == "gen_ai_server_request_duration_seconds") {
+    AddInto(&t->duration, s.hist);
+    t->requests += static_cast<double>(s.hist.count);
+    const std::string err = LabelOf(f, s, "error_type");
+    if (!err.empty() && err != "cancelled") t->errors += static_cast<double>(s.hist.count);
+  }
+  if (n == "outpost_completion_tokens_total") t->tokens += s.value;
+  if (n == "outpost_prompt_tokens_total") t->prompt += s.value;
+  if (n == "outpost_hw_energy_joules_total") t->energy[Labels(f, s).dump()] = s.value;
 }
 
 void SummaryBuilder::Sample() {
@@ -193,9 +200,7 @@ nlohmann::json SummaryBuilder::Close() {
   const int64_t end = clock_->UnixMillis();
   nlohmann::json counters = nlohmann::json::array();
   nlohmann::json histograms = nlohmann::json::array();
-  double requests = 0, errors = 0, tokens = 0, prompt = 0, energy = 0;
-  std::map<std::string, double> energy_now;
-  HistogramSnapshot ttft, duration;
+  Totals now;
   for (const auto& f : registry_->Snapshot()) {
     const std::string& n = f.def.name;
     for (const auto& s : f.series) {
@@ -209,23 +214,15 @@ nlohmann::json SummaryBuilder::Close() {
                               {"sum", s.hist.sum},
                               {"count", s.hist.count}});
       }
-      if (n == "gen_ai_server_time_to_first_token_seconds") AddInto(&ttft, s.hist);
-      if (n == "gen_ai_server_request_duration_seconds") {
-        AddInto(&duration, s.hist);
-        requests += static_cast<double>(s.hist.count);
-        const std::string err = LabelOf(f, s, "error_type");
-        if (!err.empty() && err != "cancelled") errors += static_cast<double>(s.hist.count);
-      }
-      if (n == "outpost_completion_tokens_total") tokens += s.value;
-      if (n == "outpost_prompt_tokens_total") prompt += s.value;
-      if (n == "outpost_hw_energy_joules_total") energy_now[Labels(f, s).dump()] = s.value;
+      Accumulate(f, s, &now);
     }
   }
   // Energy: the largest meter's delta (the whole package or board; smaller
   // rails are inside it, so a sum would count twice).
-  for (const auto& [key, v] : energy_now) {
-    const auto it = last_energy_.find(key);
-    if (it != last_energy_.end()) energy = std::max(energy, v - it->second);
+  double energy = 0;
+  for (const auto& [key, v] : now.energy) {
+    const auto it = last_.energy.find(key);
+    if (it != last_.energy.end()) energy = std::max(energy, v - it->second);
   }
   nlohmann::json gauges = nlohmann::json::array();
   for (const auto& [key, g] : gauges_) {
@@ -237,18 +234,18 @@ nlohmann::json SummaryBuilder::Close() {
     e["n"] = g.n;
     gauges.push_back(std::move(e));
   }
-  const double w_requests = std::max(0.0, requests - last_requests_);
-  const double w_errors = std::max(0.0, errors - last_errors_);
-  const double w_tokens = std::max(0.0, tokens - last_tokens_);
+  const double w_requests = std::max(0.0, now.requests - last_.requests);
+  const double w_errors = std::max(0.0, now.errors - last_.errors);
+  const double w_tokens = std::max(0.0, now.tokens - last_.tokens);
   nlohmann::json window = {
       {"requests", w_requests},
       {"errors", w_errors},
       {"failure_rate", w_requests > 0 ? Round(w_errors / w_requests, 1e-4) : 0.0},
       {"completion_tokens", w_tokens},
-      {"prompt_tokens", std::max(0.0, prompt - last_prompt_)},
+      {"prompt_tokens", std::max(0.0, now.prompt - last_.prompt)},
       {"energy_j", Round(energy, 1e-3)},
-      {"ttft", WindowHist(last_ttft_, ttft)},
-      {"duration", WindowHist(last_duration_, duration)},
+      {"ttft", WindowHist(last_.ttft, now.ttft)},
+      {"duration", WindowHist(last_.duration, now.duration)},
   };
   if (w_tokens > 0 && energy > 0) window["energy_per_token_j"] = Round(energy / w_tokens, 1e-5);
   // A failure-rate spike is an event once, when it starts.
@@ -273,13 +270,7 @@ nlohmann::json SummaryBuilder::Close() {
   start_ms_ = end;
   gauges_.clear();
   gauge_ids_.clear();
-  last_requests_ = requests;
-  last_errors_ = errors;
-  last_tokens_ = tokens;
-  last_prompt_ = prompt;
-  last_energy_ = std::move(energy_now);
-  last_ttft_ = std::move(ttft);
-  last_duration_ = std::move(duration);
+  last_ = std::move(now);
   return out;
 }
 

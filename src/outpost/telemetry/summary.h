@@ -75,10 +75,14 @@ class SummaryBuilder {
   int64_t start_ms_;
   std::map<std::string, GaugeWindow> gauges_;  // key: name + labels JSON
   std::map<std::string, nlohmann::json> gauge_ids_;
-  // The previous window's end, for the window's deltas.
-  double last_requests_ = 0, last_errors_ = 0, last_tokens_ = 0, last_prompt_ = 0;
-  std::map<std::string, double> last_energy_;
-  HistogramSnapshot last_ttft_, last_duration_;
+  // Cumulative figures the window's deltas come from.
+  struct Totals {
+    double requests = 0, errors = 0, tokens = 0, prompt = 0;
+    std::map<std::string, double> energy;  // per meter (labels JSON)
+    HistogramSnapshot ttft, duration;
+  };
+  static void Accumulate(const StatRegistry::FamilySnapshot& f, const Family::Series& s, Totals* t);
+  Totals last_;  // at the previous window's end
   std::map<std::string, double> last_throttle_;
   std::map<std::string, bool> models_loaded_;
   bool spiking_ = false;
