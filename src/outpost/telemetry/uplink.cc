@@ -149,7 +149,7 @@ void Uplink::Start() {
     while (!run_cv_.wait_for(lock, std::chrono::milliseconds(options_.sample_ms),
                              [this] { return stop_; })) {
       lock.unlock();
-      const int64_t before = spool_->Stats().next_seq;
+      const int64_t before = SpoolNextSeq();
       if (clock_->Now() >= next_close) {
         CloseWindow();
         next_close += interval;
@@ -157,7 +157,7 @@ void Uplink::Start() {
       } else {
         SampleOnce();
       }
-      const bool appended = spool_->Stats().next_seq != before;
+      const bool appended = SpoolNextSeq() != before;  // both steps refresh the stats
       lock.lock();
       if (appended) {
         wake_ = true;
@@ -237,6 +237,11 @@ void Uplink::CheckDisk() {
   } else if (disk_low_ && free_ratio > 2 * options_.disk_free_min_ratio) {
     disk_low_ = false;
   }
+}
+
+int64_t Uplink::SpoolNextSeq() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spool_stats_.next_seq;
 }
 
 void Uplink::RefreshSpoolStats() {

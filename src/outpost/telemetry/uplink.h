@@ -116,6 +116,7 @@ class Uplink {
   void SpoolEvents();
   void CheckDisk();
   void RefreshSpoolStats();
+  int64_t SpoolNextSeq();  // as of the last refresh
   void LinkDown(const std::string& why);
 
   const UplinkOptions options_;
