@@ -108,6 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"repeat_penalty: 0\n", "repeat_penalty", "between 0.01"},
                       BadConfig{"embeddings: yes\n", "embeddings", "true or false"},
                       BadConfig{"metrics_require_key: 1\n", "metrics_require_key", "true or false"},
+                      BadConfig{"model_hot_standby: maybe\n", "model_hot_standby", "true or false"},
                       BadConfig{"port: [1, 2]\n", "port", "single value"},
                       BadConfig{"port: 1\n  bad: indent: here\n", "config", "YAML syntax error"},
                       BadConfig{"- a\n- b\n", "config", "must be a mapping"},

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/api/admin_api.h"
 #include "outpost/api/dashboard.h"
 #include "outpost/api/errors.h"
 #include "outpost/telemetry/prometheus_text.h"
@@ -57,6 +58,7 @@ std::string RouteLabel(const std::string& path) {
     if (path == r) return path;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (AdminApi::Owns(path)) return AdminRouteLabel(path);
   return "other";
 }
 
@@ -160,6 +162,8 @@ void HttpServer::Serve(const HttpRequest& req, HttpResponse& res) {
 
 void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   const std::string& path = req.path;
+  // The admin API checks its own key; an API key never opens it.
+  if (admin_ != nullptr && AdminApi::Owns(path)) return admin_->Handle(req, res);
   // API keys: every path but /health, /ready (and /metrics unless configured).
   // The dashboard page itself holds no data; its data follows /metrics' rule.
   const bool metrics_like = path == "/metrics" || path == "/dashboard/history";

@@ -1,7 +1,8 @@
 // HttpServer — the OpenAI-compatible HTTP front end.
 //
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
-// GET /v1/models/{id}, GET /health, GET /ready, GET /metrics.
+// GET /v1/models/{id}, GET /health, GET /ready, GET /metrics, GET / (the
+// dashboard) and /admin/ (admin_api.h: its own key, never the API keys).
 //
 // Threads: an HttpFront (http_front.h) holds the connections on a few event
 // loops and runs Serve() on its worker pool (n_http_threads) for each
@@ -39,6 +40,8 @@ class AuditLog;
 }  // namespace outpost::audit
 
 namespace outpost::api {
+
+class AdminApi;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -93,6 +96,9 @@ class HttpServer {
   void SetUplink(telemetry::Uplink* uplink) { uplink_ = uplink; }
   // One audit record per completion request (null: no audit log).
   void SetAudit(audit::AuditLog* audit) { audit_ = audit; }
+  // /admin/ (null: those paths are 404s); set before Run(); must outlive
+  // the server.
+  void SetAdmin(AdminApi* admin) { admin_ = admin; }
 
  private:
   // /metrics: the front's connection counters.
@@ -120,6 +126,7 @@ class HttpServer {
   const telemetry::History* history_ = nullptr;
   telemetry::Uplink* uplink_ = nullptr;
   audit::AuditLog* audit_ = nullptr;
+  AdminApi* admin_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

@@ -234,6 +234,9 @@ const std::map<std::string, Setter>& Setters() {
       {"audit_dir", StringField(&ServeConfig::audit_dir)},
       {"audit_checkpoint_every", IntField(&ServeConfig::audit_checkpoint_every, 1, 1000000)},
       {"audit_checkpoint_interval", TimeoutField(&ServeConfig::audit_checkpoint_interval_ms)},
+      {"model_store", StringField(&ServeConfig::model_store)},
+      {"admin_key_file", StringField(&ServeConfig::admin_key_file)},
+      {"model_hot_standby", BoolField(&ServeConfig::model_hot_standby)},
       {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
       {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
       {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -248,7 +251,8 @@ const std::map<std::string, Setter>& Setters() {
 const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
   static const auto* docs = new std::vector<ConfigKeyDoc>{
       {"model",
-       "GGUF model file, or ID=PATH; repeat to serve several models, the first being the default "
+       "GGUF model file, or ID=PATH; repeat to serve several models, the first being the default; "
+       "or NAME / NAME:VERSION from the model store (docs/lifecycle.md) "
        "(default: $OUTPOST_MODEL or the bootstrap's SmolLM2 135M Instruct)"},
       {"model_id", "model id clients send (default: the file name without .gguf)"},
       {"chat_template_file", "jinja chat template to use instead of the model's own"},
@@ -328,6 +332,14 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"audit_checkpoint_every", "records between signed checkpoints (default 1000)"},
       {"audit_checkpoint_interval",
        "a signed checkpoint this long after the last record at the latest (default 60s)"},
+      {"model_store",
+       "the model store (outpost model ...); 'model' may then be NAME (its active version) or "
+       "NAME:VERSION (default <state_dir>/models)"},
+      {"admin_key_file",
+       "file holding the key for /admin/ (also $OUTPOST_ADMIN_KEY); default: none, /admin/ is "
+       "off"},
+      {"model_hot_standby",
+       "keep the version a new one replaced loaded, so a rollback is instant (default true)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},

@@ -82,16 +82,17 @@ int main(int argc, char** argv) {
     // The first word that is not an option (or --store's value) is the subcommand.
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
-      if (a == "--store") {
+      if (a == "--store" || a == "--server" || a == "--admin-key-file" || a == "--ca-file" ||
+          a == "--timeout") {
         ++i;
         continue;
       }
       if (a.rfind("-", 0) == 0) continue;
       if (a != "import" && a != "export" && a != "list" && a != "show" && a != "verify" &&
-          a != "remove") {
+          a != "remove" && a != "activate" && a != "rollback") {
         std::fprintf(stderr,
                      "outpost model: unknown subcommand '%s' (import, export, list, show, verify, "
-                     "remove)\n",
+                     "activate, rollback, remove)\n",
                      a.c_str());
         return 2;
       }

@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
 #include "outpost/models/model_store.h"
+#include "outpost/router/admin_client.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -25,7 +28,8 @@ nlohmann::json ToJson(const models::ModelVersion& v) {
                       {"architecture", v.architecture},
                       {"quantization", v.quantization},
                       {"params", v.n_params},
-                      {"created", v.created_unix}};
+                      {"created", v.created_unix},
+                      {"activated", v.activated_unix}};
   if (!v.error.empty()) j["error"] = v.error;
   return j;
 }
@@ -46,12 +50,93 @@ int Fail(const Status& st) {
   return st.code() == StatusCode::kInvalidArgument && st.param() == "ref" ? 2 : 1;
 }
 
+// The operation as a call to a running server's /admin/ API; prints its JSON
+// answer (or the error it gives).
+int RunRemote(const ModelFlags& f) {
+  std::string key;
+  if (const char* env = std::getenv("OUTPOST_ADMIN_KEY"); env != nullptr && *env) key = env;
+  if (!f.admin_key_file.empty()) {
+    auto keys = api::ApiKeys::ReadFile(f.admin_key_file);
+    if (!keys.ok()) {
+      std::fprintf(stderr, "outpost model: --admin-key-file '%s': no key in it, or unreadable\n",
+                   f.admin_key_file.c_str());
+      return 2;
+    }
+    key = keys->front();
+  }
+  std::string method = "POST", path, body;
+  if (f.list->parsed()) {
+    method = "GET";
+    path = "/admin/models";
+  } else if (f.show->parsed() || f.remove->parsed()) {
+    method = f.show->parsed() ? "GET" : "DELETE";
+    path = "/admin/models/" + f.ref;
+  } else if (f.import->parsed()) {
+    if (f.ref.empty() || f.file.size() < 2 || f.file[0] != '/') {
+      std::fprintf(stderr,
+                   "outpost model import --server: give the GGUF's absolute path on the server's "
+                   "box and NAME:VERSION\n");
+      return 2;
+    }
+    path = "/admin/models/import";
+    nlohmann::json b = {{"path", f.file}, {"model", f.ref}};
+    if (!f.sha256.empty()) b["sha256"] = f.sha256;
+    body = b.dump();
+  } else if (f.export_->parsed()) {
+    std::fprintf(stderr, "outpost model export: run it on the box, against --store\n");
+    return 2;
+  } else {
+    path = f.verify->parsed()     ? "/admin/models/verify"
+           : f.activate->parsed() ? "/admin/models/activate"
+                                  : "/admin/models/rollback";
+    nlohmann::json b = {{"model", f.ref}};
+    if (f.rollback->parsed() && !f.reason.empty()) b["reason"] = f.reason;
+    body = b.dump();
+  }
+  auto reply = router::AdminCall(f.server, method, path, body, key, f.ca_file, f.timeout_s * 1000);
+  if (!reply.ok()) {
+    std::fprintf(stderr, "outpost model: %s\n", reply.status().message().c_str());
+    return reply.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const nlohmann::json j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (reply->status != 200) {
+    const std::string msg = j.is_object() && j.contains("error")
+                                ? j["error"].value("message", reply->body)
+                                : reply->body;
+    std::fprintf(stderr, "outpost model: %s answered %d: %s\n", f.server.c_str(), reply->status,
+                 msg.c_str());
+    return 1;
+  }
+  if (!f.json && (f.activate->parsed() || f.rollback->parsed()) && j.is_object()) {
+    char how[64] = "from hot standby";
+    if (!j.value("from_standby", false)) {
+      std::snprintf(how, sizeof how, "loaded and warmed up in %.1f s", j.value("load_s", 0.0));
+    }
+    std::printf("%s now serves version %s (was %s): %s, switched in %.1f ms\n",
+                j.value("model", "").c_str(), j.value("to", "").c_str(),
+                j.value("from", "").empty() ? "none" : j.value("from", "").c_str(), how,
+                j.value("switch_ms", 0.0));
+    return 0;
+  }
+  std::printf("%s\n", j.is_discarded() ? reply->body.c_str() : j.dump(2).c_str());
+  return 0;
+}
+
 }  // namespace
 
 CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
-  CLI::App* model = app->add_subcommand("model", "the box's model store: import, list, verify");
+  CLI::App* model = app->add_subcommand(
+      "model", "the box's model store and the served version: import, list, activate, rollback");
   model->require_subcommand(1);
   model->add_option("--store", f->store, "the store directory (default: <state dir>/models)");
+  model->add_option("--server", f->server,
+                    "ask this running outpost (http(s)://HOST:PORT) through its /admin/ API "
+                    "instead of opening the store");
+  model->add_option("--admin-key-file", f->admin_key_file,
+                    "the admin key for --server (default: $OUTPOST_ADMIN_KEY)");
+  model->add_option("--ca-file", f->ca_file, "CA certificate for an https --server");
+  model->add_option("--timeout", f->timeout_s, "seconds to wait for --server (default 600)")
+      ->check(CLI::Range(1, 86400));
   f->import = model->add_subcommand(
       "import",
       "copy a GGUF file (or a version from an OCI-layout tar made by export or skopeo) into the "
@@ -72,12 +157,27 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->show->add_flag("--json", f->json, "as JSON");
   f->verify = model->add_subcommand("verify", "re-hash a version's file and check the GGUF again");
   f->verify->add_option("ref", f->ref, "NAME:VERSION")->required();
+  f->activate = model->add_subcommand(
+      "activate",
+      "serve NAME:VERSION: with --server, load and warm it beside the active version and switch "
+      "new requests to it (those in flight finish on the old one, kept as hot standby); without, "
+      "mark it active for the next start");
+  f->activate->add_option("ref", f->ref, "NAME:VERSION")->required();
+  f->activate->add_flag("--json", f->json, "print the answer as JSON");
+  f->rollback = model->add_subcommand(
+      "rollback",
+      "go back to the version of NAME active before this one (instant from hot standby) and "
+      "retire the current one");
+  f->rollback->add_option("name", f->ref, "NAME")->required();
+  f->rollback->add_option("--reason", f->reason, "why (kept with the retired version)");
+  f->rollback->add_flag("--json", f->json, "print the answer as JSON");
   f->remove = model->add_subcommand("remove", "remove a version (not an active one)");
   f->remove->add_option("ref", f->ref, "NAME:VERSION")->required();
   return model;
 }
 
 int RunModel(const ModelFlags& f) {
+  if (!f.server.empty()) return RunRemote(f);
   ServeConfig cfg;
   const std::string dir = f.store.empty() ? StateDir(cfg) + "/models" : f.store;
   auto store = models::ModelStore::Open(dir);
@@ -145,6 +245,37 @@ int RunModel(const ModelFlags& f) {
   if (f.verify->parsed()) {
     if (Status st = s.Verify(f.ref, Bar("verifying")); !st.ok()) return Fail(st);
     std::printf("%s: the file matches its digest and is a usable GGUF\n", f.ref.c_str());
+    return 0;
+  }
+  if (f.activate->parsed()) {
+    auto v = s.MarkActive(f.ref);
+    if (!v.ok()) return Fail(v.status());
+    std::printf(
+        "%s is active: `outpost serve --model %s` serves it from the next start (a "
+        "running server switches with --server URL)\n",
+        v->ref().c_str(), v->name.c_str());
+    return 0;
+  }
+  if (f.rollback->parsed()) {
+    if (f.ref.find(':') != std::string::npos) {
+      std::fprintf(stderr, "outpost model rollback: give the NAME, not a version\n");
+      return 2;
+    }
+    auto current = s.ActiveOf(f.ref);
+    if (!current.ok()) return Fail(current.status());
+    auto previous = s.PreviousOf(f.ref);
+    if (!previous.ok()) return Fail(previous.status());
+    auto v = s.MarkActive(previous->ref());
+    if (!v.ok()) return Fail(v.status());
+    if (Status st = s.MarkRetired(current->ref(),
+                                  "rolled back: " + (f.reason.empty() ? "asked" : f.reason));
+        !st.ok()) {
+      return Fail(st);
+    }
+    std::printf(
+        "%s is active again; %s retired (from the next start; a running server rolls "
+        "back with --server URL)\n",
+        v->ref().c_str(), current->ref().c_str());
     return 0;
   }
   if (Status st = s.Remove(f.ref); !st.ok()) return Fail(st);

@@ -1,17 +1,26 @@
-// `outpost model import | export | list | show | verify | remove`: the box's model
-// store (models/model_store.h) from the command line. The store defaults to
-// <state dir>/models (--store).
+// `outpost model import | export | list | show | verify | activate | rollback |
+// remove`: the box's model store (models/model_store.h) from the command line.
+// The store defaults to <state dir>/models (--store). With --server URL the
+// operation goes to that running Outpost's /admin/ API instead (admin key
+// from $OUTPOST_ADMIN_KEY or --admin-key-file): a serving process holds its
+// store, and only it can switch the version it serves.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace outpost::app {
 
 struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
-           *remove = nullptr, *export_ = nullptr;
+           *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr;
+  std::string server;          // http(s)://host:port of a running outpost
+  std::string admin_key_file;  // else $OUTPOST_ADMIN_KEY
+  std::string ca_file;         // for an https server with its own CA
+  int64_t timeout_s = 600;
+  std::string reason;
   std::string out;
   std::string store;
   std::string file;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "outpost/api/http_server.h"
+#include "outpost/app/serve_models.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
@@ -267,25 +268,26 @@ int RunServe(ServeConfig cfg) {
                  log->public_pem().empty() ? "?" : "ed25519");
   }
 
-  std::vector<std::shared_ptr<scheduler::Scheduler>> schedulers;
-  std::string ids;
-  for (size_t i = 0; i <= cfg.extra_models.size(); ++i) {
-    const models::ModelRuntimeOptions mo = ModelRuntimeOptionsFrom(cfg, i);
-    auto served = models::LoadModel(mo, &ledger, &stats);
-    if (!served.ok()) {
-      spdlog::error("cannot serve {}: {}", mo.path, served.status().message());
-      for (auto& s : schedulers) s->Stop();
-      http.Stop();
-      http_thread.join();
-      return 1;
-    }
-    schedulers.push_back((*served)->scheduler);
-    ids += (ids.empty() ? "'" : ", '") + (*served)->id + "'";
-    serving.Add(std::move(served).value());
+  auto opened_models = ServedModels::Open(cfg, &serving, &ledger, &stats, audit_log.get());
+  if (!opened_models.ok()) {
+    spdlog::error("{}", opened_models.status().message());
+    http.Stop();
+    http_thread.join();
+    return 2;
   }
+  ServedModels& models = **opened_models;
+  if (models.admin() != nullptr) http.SetAdmin(models.admin());
+  if (Status st = models.Load(); !st.ok()) {
+    spdlog::error("cannot serve {}", st.message());
+    models.Stop();
+    http.Stop();
+    http_thread.join();
+    return 1;
+  }
+  const std::string& ids = models.ids();
   spdlog::info("memory: {} of the budget {} reserved by {} model(s)",
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
-               schedulers.size());
+               models.count());
   serving.SetReady(true);
   history.Start();
   if (uplink.uplink) uplink.uplink->Start();
@@ -312,7 +314,7 @@ int RunServe(ServeConfig cfg) {
     watchdog = std::thread([&, interval_ms, usec] {
       while (!watchdog_stop.load()) {
         bool healthy = http.Responsive(interval_ms);
-        for (const auto& s : schedulers) healthy = healthy && s->Responsive(usec / 1000);
+        for (const auto& s : models.Schedulers()) healthy = healthy && s->Responsive(usec / 1000);
         if (healthy) {
           util::SdNotify("WATCHDOG=1");
         } else {
@@ -347,7 +349,7 @@ int RunServe(ServeConfig cfg) {
   util::SdNotify("STOPPING=1\nSTATUS=draining");
   serving.SetReady(false);
   http.StopAccepting();
-  for (auto& s : schedulers) s->BeginDrain();
+  for (auto& s : models.Schedulers()) s->BeginDrain();
   const auto drain_start = std::chrono::steady_clock::now();
   const auto drain_end = drain_start + std::chrono::milliseconds(cfg.drain_timeout_ms);
   spdlog::info("signal {} received: draining {} request(s) in flight (up to {} ms)", sig,
@@ -380,7 +382,7 @@ int RunServe(ServeConfig cfg) {
     audit_log->CheckpointNow();  // the listener queues it for the uplink
   }
   if (uplink.uplink) uplink.uplink->Stop();  // the last window goes into the spool
-  for (auto& s : schedulers) s->Stop();
+  models.Stop();
   http.Stop();
   http_thread.join();
   if (router) router->Stop();

@@ -141,10 +141,12 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.max_queue_wait_ms = cfg.queue_wait_ms;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
 
-  auto reservation = ledger->Reserve(id, plan->required_bytes);
+  auto reservation =
+      ledger->Reserve(cfg.version.empty() ? id : id + "@" + cfg.version, plan->required_bytes);
   if (!reservation.ok()) return reservation.status();
   auto served = std::make_shared<ServedModel>();
   served->id = id;
+  served->version = cfg.version;
   served->memory = std::move(reservation).value();
   served->created = static_cast<int64_t>(std::time(nullptr));
   const size_t h = std::hash<std::string>{}(info->name + "|" + std::to_string(info->file_bytes) +
@@ -175,7 +177,8 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
     if (!embedder.ok()) return embedder.status();
     // Its memory counts against the same budget as the sessions'.
     const uint64_t bytes = (*embedder)->allocated_bytes();
-    auto held = ledger->Reserve(id + "/embeddings", bytes);
+    auto held =
+        ledger->Reserve((cfg.version.empty() ? id : id + "@" + cfg.version) + "/embeddings", bytes);
     if (!held.ok()) {
       return Status::ResourceExhausted("model '" + id + "': the embeddings context needs " +
                                        util::FormatBytes(bytes) + ": " + held.status().message());

@@ -18,8 +18,11 @@
 namespace outpost::models {
 
 struct ModelRuntimeOptions {
-  std::string path;                // GGUF file
-  std::string id;                  // id clients use; "" = file name without .gguf
+  std::string path;  // GGUF file
+  std::string id;    // id clients use; "" = file name without .gguf
+  // The store's version when served from it: two versions of one id can be
+  // loaded at once (a swap, a standby), their memory held as "<id>@<version>".
+  std::string version;
   std::string chat_template_file;  // jinja overriding the GGUF's template; "" = the GGUF's
   int32_t ctx_per_session = 4096;  // tokens per session (prompt + answer)
   int32_t parallel = 0;            // sessions; 0 = as many as fit, up to parallel_auto_max

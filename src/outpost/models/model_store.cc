@@ -143,12 +143,13 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
   v.quantization = text(9);
   v.n_params = static_cast<uint64_t>(sqlite3_column_int64(st, 10));
   v.created_unix = sqlite3_column_int64(st, 11);
+  v.activated_unix = sqlite3_column_int64(st, 12);
   return v;
 }
 
 constexpr const char* kSelect =
     "SELECT name, version, state, error, source, manifest_digest, blob_digest, size, "
-    "architecture, quantization, n_params, created FROM versions";
+    "architecture, quantization, n_params, created, activated FROM versions";
 
 }  // namespace
 
@@ -185,7 +186,9 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
   if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     close(lock_fd);
     return Status::InvalidArgument(
-        "model store " + dir + ": another process is using it (one admin operation at a time)",
+        "model store " + dir +
+            ": another process is using it (one admin operation at a time; a running outpost "
+            "serve holds its store: ask it with --server http://HOST:PORT)",
         "store");
   }
   sqlite3* db = nullptr;
@@ -204,11 +207,14 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
         "manifest_digest TEXT NOT NULL DEFAULT '', blob_digest TEXT NOT NULL DEFAULT '', size "
         "INTEGER NOT NULL DEFAULT 0, architecture TEXT NOT NULL DEFAULT '', quantization TEXT NOT "
         "NULL DEFAULT '', n_params INTEGER NOT NULL DEFAULT 0, created INTEGER NOT NULL DEFAULT 0, "
-        "PRIMARY KEY(name, version))"}) {
+        "activated INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(name, version))"}) {
     if (Status st = s->Exec(sql); !st.ok()) {
       return Status::InvalidArgument("model store " + dir + ": " + st.message(), "store");
     }
   }
+  // A store made before versions were activated lacks the column ("duplicate
+  // column" on a current one is expected and ignored).
+  s->Exec("ALTER TABLE versions ADD COLUMN activated INTEGER NOT NULL DEFAULT 0");
   if (!fs::exists(dir + "/oci-layout")) {
     WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }
@@ -242,6 +248,19 @@ void ModelStore::Recover() {
     if (e.path().filename().string().rfind(".partial-", 0) == 0) fs::remove(e.path(), ec);
   }
   WriteIndex();
+}
+
+std::vector<ModelVersion> ModelStore::Query(const std::string& where,
+                                            const std::vector<std::string>& args) {
+  std::vector<ModelVersion> out;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, (std::string(kSelect) + " " + where).c_str(), -1, &st, nullptr);
+  for (size_t i = 0; i < args.size(); ++i) {
+    sqlite3_bind_text(st, static_cast<int>(i + 1), args[i].c_str(), -1, SQLITE_TRANSIENT);
+  }
+  while (sqlite3_step(st) == SQLITE_ROW) out.push_back(RowToVersion(st));
+  sqlite3_finalize(st);
+  return out;
 }
 
 std::string ModelStore::BlobPath(const std::string& digest) const {

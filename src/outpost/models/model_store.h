@@ -53,6 +53,7 @@ struct ModelVersion {
   std::string architecture, quantization;
   uint64_t n_params = 0;
   int64_t created_unix = 0;
+  int64_t activated_unix = 0;  // when it last became active (0: never)
   std::string ref() const { return name + ":" + version; }
 };
 
@@ -108,11 +109,30 @@ class ModelStore {
   // or canary version.
   Status Remove(const std::string& ref);
 
+  // Lifecycle states (model_states.cc). Each is one transaction.
+  //
+  // MarkActive: the version becomes "active" (its activation time noted) and
+  // the name's previous active version "standby". Errors: NotFound;
+  // InvalidArgument naming the state when the version has no verified file
+  // (fetching, fetched, failed).
+  StatusOr<ModelVersion> MarkActive(const std::string& ref);
+  // MarkRetired: "retired" with the reason (rolled back, replaced). Errors:
+  // NotFound.
+  Status MarkRetired(const std::string& ref, const std::string& reason);
+  // The name's active version. Errors: NotFound.
+  StatusOr<ModelVersion> ActiveOf(const std::string& name);
+  // What a rollback of `name` returns to: the standby version that was
+  // active most recently. Errors: NotFound (nothing to roll back to).
+  StatusOr<ModelVersion> PreviousOf(const std::string& name);
+
   const std::string& dir() const { return dir_; }
 
  private:
   ModelStore(std::string dir, sqlite3* db, int lock_fd);
   Status Exec(const char* sql) OUTPOST_REQUIRES(mu_);
+  // Rows of `SELECT … FROM versions <where>` with `args` bound in order.
+  std::vector<ModelVersion> Query(const std::string& where, const std::vector<std::string>& args)
+      OUTPOST_REQUIRES(mu_);
   Status SetState(const std::string& name, const std::string& version, const std::string& state,
                   const std::string& error) OUTPOST_REQUIRES(mu_);
   Status WriteIndex() OUTPOST_REQUIRES(mu_);

@@ -7,6 +7,18 @@ void ServingSet::Add(std::shared_ptr<const ServedModel> m) {
   models_.push_back(std::move(m));
 }
 
+std::shared_ptr<const ServedModel> ServingSet::Replace(std::shared_ptr<const ServedModel> m) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& slot : models_) {
+    if (slot->id == m->id) {
+      slot.swap(m);
+      return m;
+    }
+  }
+  models_.push_back(std::move(m));
+  return nullptr;
+}
+
 std::shared_ptr<const ServedModel> ServingSet::Find(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (models_.empty()) return nullptr;

@@ -27,6 +27,7 @@ struct ServedModel {
   std::shared_ptr<MemoryReservation> memory;
   std::shared_ptr<MemoryReservation> embeddings_memory;
   std::string id;
+  std::string version;     // the store's version ("" when served from a file)
   engine::ModelInfo info;  // from the GGUF
   int64_t created = 0;     // unix seconds, when loaded
   std::string system_fingerprint;
@@ -43,6 +44,10 @@ class ServingSet {
   const MemoryLedger* ledger() const { return ledger_; }
 
   void Add(std::shared_ptr<const ServedModel> m);
+  // Puts `m` where the model with its id was (new requests get it from now
+  // on) and returns that one, or null after adding `m` when there was none.
+  // Requests that already found the old model keep it.
+  std::shared_ptr<const ServedModel> Replace(std::shared_ptr<const ServedModel> m);
   // Empty id: the first (default) model. Null when unknown.
   std::shared_ptr<const ServedModel> Find(const std::string& id) const;
   std::vector<std::shared_ptr<const ServedModel>> List() const;

@@ -1,0 +1,210 @@
+#include "outpost/api/admin_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "outpost/api/errors.h"
+#include "outpost/audit/audit_log.h"
+#include "outpost/util/status_macros.h"
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+nlohmann::json VersionJson(const models::ModelVersion& v) {
+  json j = {{"ref", v.ref()},
+            {"name", v.name},
+            {"version", v.version},
+            {"state", v.state},
+            {"source", v.source},
+            {"size", v.size},
+            {"digest", v.blob_digest},
+            {"manifest", v.manifest_digest},
+            {"architecture", v.architecture},
+            {"quantization", v.quantization},
+            {"params", v.n_params},
+            {"created", v.created_unix},
+            {"activated", v.activated_unix}};
+  if (!v.error.empty()) j["error"] = v.error;
+  return j;
+}
+
+json SwapJson(const models::ModelLifecycle::Swap& s) {
+  return {{"model", s.model},   {"from", s.from},
+          {"to", s.to},         {"from_standby", s.from_standby},
+          {"load_s", s.load_s}, {"switch_ms", s.switch_ms},
+          {"warmup", s.warmup}};
+}
+
+// The body as an object with only `allowed` fields, each a string; the
+// `required` ones present and non-empty.
+StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& allowed,
+                         const std::set<std::string>& required) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("the body must be a JSON object");
+  }
+  for (const auto& [k, v] : j.items()) {
+    if (allowed.count(k) == 0) {
+      std::string names;
+      for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
+      return Status::InvalidArgument("unknown field '" + k + "' (allowed: " + names + ")", k);
+    }
+    if (!v.is_string()) return Status::InvalidArgument("'" + k + "' must be a string", k);
+  }
+  for (const auto& k : required) {
+    if (!j.contains(k) || j[k].get<std::string>().empty()) {
+      return Status::InvalidArgument("'" + k + "' is required", k);
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string AdminRouteLabel(const std::string& path) {
+  for (const char* r : {"/admin/models", "/admin/models/import", "/admin/models/verify",
+                        "/admin/models/activate", "/admin/models/rollback"}) {
+    if (path == r) return path;
+  }
+  if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{ref}";
+  return "/admin/other";
+}
+
+void AdminApi::Handle(const HttpRequest& req, HttpResponse& res) {
+  auto fail = [&](const Status& st) {
+    res.status = HttpStatusFor(st.code());
+    if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
+    res.set_content(ErrorBody(st), "application/json");
+  };
+  if (!keys_.required()) {
+    return fail(Status(StatusCode::kPermissionDenied,
+                       "the admin API is off: set admin_key_file or $OUTPOST_ADMIN_KEY"));
+  }
+  if (Status st = keys_.Check(req.header("Authorization")); !st.ok()) {
+    spdlog::warn("admin: {} {} from {} refused: {}", req.method, req.path, req.remote_addr,
+                 st.message());
+    res.set_header("WWW-Authenticate", "Bearer realm=\"outpost-admin\"");
+    return fail(Status(StatusCode::kUnauthenticated,
+                       req.has_header("Authorization")
+                           ? "the admin key presented is not valid (an API key never opens "
+                             "/admin/)"
+                           : "the admin API needs 'Authorization: Bearer <admin key>'"));
+  }
+  std::string action, target;
+  auto out = Run(req, &action, &target);
+  const bool ok = out.ok();
+  spdlog::info("admin: {} {} from {}: {}", action, target, req.remote_addr,
+               ok ? std::string("ok") : out.status().message());
+  if (audit_ != nullptr && action != "list" && action != "show") {
+    json fields = {{"action", "model." + action},
+                   {"target", target},
+                   {"client", req.remote_addr},
+                   {"result", ok ? "ok" : out.status().message()}};
+    audit_->Append("admin", std::move(fields));
+  }
+  if (!ok) return fail(out.status());
+  res.set_content(out->dump(), "application/json");
+}
+
+StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::string* target) {
+  const std::string& path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool post = req.method == "POST";
+  models::ModelStore* store = lifecycle_->store();
+  *action = "unknown";
+  *target = path;
+  if (path == "/admin/models" && get) {
+    *action = "list";
+    json versions = json::array();
+    for (const auto& v : store->List()) versions.push_back(VersionJson(v));
+    json loaded = json::array();
+    for (const auto& l : lifecycle_->LoadedVersions()) {
+      loaded.push_back({{"model", l.model},
+                        {"version", l.version},
+                        {"role", l.role},
+                        {"active_requests", l.active_requests},
+                        {"queued_requests", l.queued_requests}});
+    }
+    return json{{"store", store->dir()}, {"versions", versions}, {"loaded", loaded}};
+  }
+  const bool op = path == "/admin/models/import" || path == "/admin/models/verify" ||
+                  path == "/admin/models/activate" || path == "/admin/models/rollback";
+  if (op) {
+    if (!post) {
+      return Status::InvalidArgument("use POST for " + path, "method");
+    }
+    *action = path.substr(std::string("/admin/models/").size());
+    if (*action == "import") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(b,
+                               ParseBody(req.body, {"path", "model", "sha256"}, {"path", "model"}));
+      *target = b["model"].get<std::string>();
+      models::ModelVersion v;
+      OUTPOST_ASSIGN_OR_RETURN(
+          v, store->Import(b["path"].get<std::string>(), *target, b.value("sha256", "")));
+      return VersionJson(v);
+    }
+    if (*action == "verify") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model"}, {"model"}));
+      *target = b["model"].get<std::string>();
+      OUTPOST_RETURN_IF_ERROR(store->Verify(*target));
+      models::ModelVersion v;
+      OUTPOST_ASSIGN_OR_RETURN(v, store->Get(*target));
+      return VersionJson(v);
+    }
+    if (*action == "activate") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model"}, {"model"}));
+      *target = b["model"].get<std::string>();
+      std::string name, version;
+      if (Status st = models::ParseModelRef(*target, &name, &version); !st.ok()) {
+        return Status::InvalidArgument(st.message(), "model");
+      }
+      models::ModelLifecycle::Swap swap;
+      OUTPOST_ASSIGN_OR_RETURN(swap, lifecycle_->Activate(*target));
+      return SwapJson(swap);
+    }
+    json b;
+    OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model", "reason"}, {"model"}));
+    *target = b["model"].get<std::string>();
+    if (target->find(':') != std::string::npos) {
+      return Status::InvalidArgument(
+          "'model' names the model to roll back (NAME), not a version: it goes back to the "
+          "version active before",
+          "model");
+    }
+    models::ModelLifecycle::Swap swap;
+    OUTPOST_ASSIGN_OR_RETURN(swap,
+                             lifecycle_->Rollback(*target, b.value("reason", "asked by admin")));
+    return SwapJson(swap);
+  }
+  if (path.rfind("/admin/models/", 0) == 0) {
+    *target = path.substr(std::string("/admin/models/").size());
+    if (get) {
+      *action = "show";
+      models::ModelVersion v;
+      OUTPOST_ASSIGN_OR_RETURN(v, store->Get(*target));
+      return VersionJson(v);
+    }
+    if (req.method == "DELETE") {
+      *action = "remove";
+      for (const auto& l : lifecycle_->LoadedVersions()) {
+        if (l.model + ":" + l.version == *target) {
+          return Status::InvalidArgument(
+              *target + " is loaded (" + l.role + "); activate or roll back to another first",
+              "model");
+        }
+      }
+      OUTPOST_RETURN_IF_ERROR(store->Remove(*target));
+      return json{{"removed", *target}};
+    }
+    return Status::InvalidArgument("method " + req.method + " is not allowed on " + path, "method");
+  }
+  return Status::NotFound("no admin route for " + req.method + " " + path);
+}
+
+}  // namespace outpost::api

@@ -1,0 +1,63 @@
+// AdminApi — /admin/: the model store and lifecycle over HTTP, behind a key
+// of its own.
+//
+// Routes (JSON in and out; errors in the OpenAI error envelope, naming the
+// field):
+//   GET    /admin/models                 every stored version, and what is loaded
+//   GET    /admin/models/{name:version}  one version
+//   POST   /admin/models/import          {"path", "model", "sha256"?}: a file on the box
+//   POST   /admin/models/verify          {"model": "name:version"}
+//   POST   /admin/models/activate        {"model": "name:version"}
+//   POST   /admin/models/rollback        {"model": "name", "reason"?}
+//   DELETE /admin/models/{name:version}
+//
+// Access: "Authorization: Bearer <admin key>". With no admin key configured
+// every route answers 403 (the admin API is off); a missing or wrong key
+// gets 401. The API keys of /v1 never open it, and the admin key is never
+// logged. Every operation, allowed or not, is logged and (when configured)
+// appended to the audit log. Operations run on the calling worker thread and
+// are serialised by the lifecycle; a long one (a load) blocks only its caller.
+// Thread-safe; the lifecycle and the audit log must outlive it.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/api/api_keys.h"
+#include "outpost/api/http_message.h"
+#include "outpost/models/model_lifecycle.h"
+
+namespace outpost::audit {
+class AuditLog;
+}  // namespace outpost::audit
+
+namespace outpost::api {
+
+class AdminApi {
+ public:
+  // `key` empty: the admin API is off. `audit` may be null.
+  AdminApi(models::ModelLifecycle* lifecycle, std::string key, audit::AuditLog* audit)
+      : lifecycle_(lifecycle),
+        keys_(key.empty() ? ApiKeys() : ApiKeys({std::move(key)})),
+        audit_(audit) {}
+
+  // True for paths under /admin (the caller then has nothing left to do).
+  static bool Owns(const std::string& path) {
+    return path == "/admin" || path.rfind("/admin/", 0) == 0;
+  }
+  void Handle(const HttpRequest& req, HttpResponse& res);
+
+ private:
+  // The operation's answer as JSON, or the error; names what it did.
+  StatusOr<nlohmann::json> Run(const HttpRequest& req, std::string* action, std::string* target);
+
+  models::ModelLifecycle* const lifecycle_;
+  const ApiKeys keys_;
+  audit::AuditLog* const audit_;
+};
+
+// The route label for metrics: the fixed /admin routes, else "/admin/other".
+std::string AdminRouteLabel(const std::string& path);
+
+}  // namespace outpost::api

@@ -1,0 +1,72 @@
+// The models `outpost serve` loads at start-up: from GGUF files, or — when
+// `model` names a version in the model store (NAME or NAME:VERSION) — from the
+// store through the model lifecycle, which then also answers /admin/ for
+// activations and rollbacks while serving.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "outpost/api/admin_api.h"
+#include "outpost/app/config.h"
+#include "outpost/models/memory_ledger.h"
+#include "outpost/models/model_lifecycle.h"
+#include "outpost/models/model_store.h"
+#include "outpost/models/serving_set.h"
+#include "outpost/scheduler/scheduler.h"
+#include "outpost/telemetry/stat_registry.h"
+#include "outpost/util/status.h"
+
+namespace outpost::audit {
+class AuditLog;
+}  // namespace outpost::audit
+
+namespace outpost::app {
+
+class ServedModels {
+ public:
+  // Opens the model store when the first model is a store reference or an
+  // admin key is configured, and builds the lifecycle and the admin API on
+  // it. Errors: InvalidArgument naming model_store or admin_key_file.
+  // `serving`, `ledger`, `stats` and `audit` (may be null) must outlive it.
+  static StatusOr<std::unique_ptr<ServedModels>> Open(const ServeConfig& cfg,
+                                                      models::ServingSet* serving,
+                                                      models::MemoryLedger* ledger,
+                                                      telemetry::StatRegistry* stats,
+                                                      audit::AuditLog* audit);
+
+  // Loads every configured model into the serving set; on error names the
+  // model that failed (whatever loaded stays loaded: Stop() it).
+  Status Load();
+  // "'id', 'id'" for the log.
+  const std::string& ids() const { return ids_; }
+  size_t count() const { return count_; }
+  // The /admin/ handler; null when there is no store.
+  api::AdminApi* admin() const { return admin_.get(); }
+  // Every loaded model's scheduler, from files and from the store.
+  std::vector<std::shared_ptr<scheduler::Scheduler>> Schedulers() const;
+  void Stop();
+
+ private:
+  ServedModels(const ServeConfig& cfg, models::ServingSet* serving, models::MemoryLedger* ledger,
+               telemetry::StatRegistry* stats)
+      : cfg_(cfg), serving_(serving), ledger_(ledger), stats_(stats) {}
+
+  const ServeConfig cfg_;
+  models::ServingSet* const serving_;
+  models::MemoryLedger* const ledger_;
+  telemetry::StatRegistry* const stats_;
+  std::unique_ptr<models::ModelStore> store_;
+  std::unique_ptr<models::ModelLifecycle> lifecycle_;
+  std::unique_ptr<api::AdminApi> admin_;
+  std::vector<std::shared_ptr<scheduler::Scheduler>> file_schedulers_;
+  std::string ids_;
+  size_t count_ = 0;
+};
+
+// True when cfg.model names a store version rather than a file: no such file
+// exists and it reads as NAME or NAME:VERSION.
+bool ModelIsStoreRef(const ServeConfig& cfg);
+
+}  // namespace outpost::app

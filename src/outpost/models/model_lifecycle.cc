@@ -1,0 +1,365 @@
+#include "outpost/models/model_lifecycle.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <thread>
+
+#include "outpost/util/status_macros.h"
+
+namespace outpost::models {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+double SecondsSince(Steady::time_point t) {
+  return std::chrono::duration<double>(Steady::now() - t).count();
+}
+
+// The warm-up answer, collected; OnDone wakes the waiting operation.
+class WarmupSink final : public scheduler::GenerationSink {
+ public:
+  void OnText(int, std::string text) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    text_ += text;
+  }
+  void OnDone(scheduler::GenerationResult r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_ = std::move(r);
+    done_ = true;
+    cv_.notify_all();
+  }
+  bool Cancelled() override { return false; }
+
+  // False when no answer came within `timeout`.
+  bool Wait(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return done_; });
+  }
+  std::string text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return text_;
+  }
+  scheduler::GenerationResult result() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return result_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string text_;
+  scheduler::GenerationResult result_;
+  bool done_ = false;
+};
+
+// True when no request holds `m` and its scheduler has nothing queued or
+// running: nobody can reach it any more, so it may be unloaded.
+bool Idle(const std::shared_ptr<const ServedModel>& m) {
+  if (m.use_count() > 1) return false;
+  const auto snap = m->scheduler->Snapshot();
+  return snap.active == 0 && snap.queued == 0;
+}
+
+std::string Key(const ServedModel& m) {
+  return m.id + "@" + m.version;
+}
+
+}  // namespace
+
+ModelLifecycle::ModelLifecycle(ModelStore* store, ServingSet* serving, Loader loader,
+                               telemetry::StatRegistry* stats, Options options)
+    : store_(store),
+      serving_(serving),
+      loader_(std::move(loader)),
+      options_(std::move(options)),
+      swaps_(&stats->Register({"outpost_model_swaps_total",
+                               "Model version changes by action (activate, rollback) and result "
+                               "(ok, failed).",
+                               telemetry::StatType::kCounter,
+                               {"model", "action", "result"},
+                               {}})),
+      version_info_(&stats->Register({"outpost_model_version_info",
+                                      "1 for each loaded version of a stored model, with its "
+                                      "role (active, standby, draining).",
+                                      telemetry::StatType::kGauge,
+                                      {"model", "version", "role"},
+                                      {}})) {
+  reaper_ = std::thread([this] { ReapLoop(); });
+}
+
+ModelLifecycle::~ModelLifecycle() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    stopping_ = true;
+  }
+  reaper_cv_.notify_all();
+  reaper_.join();
+}
+
+void ModelLifecycle::ReapLoop() {
+  std::unique_lock<std::mutex> lock(reaper_mu_);
+  while (!reaper_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_; })) {
+    std::unique_lock<std::mutex> op(op_mu_, std::try_to_lock);
+    if (!op.owns_lock() || draining_.empty()) continue;  // an operation reaps for itself
+    Reap(/*wait=*/false);
+    PublishVersions();
+  }
+}
+
+void ModelLifecycle::Count(const std::string& model, const std::string& action,
+                           const std::string& result) {
+  swaps_->CounterWith({model, action, result}).Add();
+}
+
+StatusOr<std::shared_ptr<ServedModel>> ModelLifecycle::LoadVersion(const ModelVersion& v,
+                                                                   std::string* warmup) {
+  const std::string path = store_->BlobPath(v.blob_digest);
+  spdlog::info("lifecycle: loading {} from {}", v.ref(), path);
+  std::shared_ptr<ServedModel> m;
+  OUTPOST_ASSIGN_OR_RETURN(m, loader_(path, v.name, v.version));
+  // Warm up: one short greedy chat through the real scheduler. It must
+  // answer, and answer something (a broken file often answers nothing).
+  scheduler::PromptInput in;
+  in.chat = true;
+  in.messages.emplace_back("user", options_.warmup_prompt);
+  scheduler::GenerationRequest req;
+  req.id = "warmup-" + v.ref();
+  req.max_tokens = options_.warmup_tokens;
+  req.sampling.temperature = 0.0f;
+  req.operation = "chat";
+  Status st = m->scheduler->Prepare(in, false, &req);
+  auto sink = std::make_shared<WarmupSink>();
+  if (st.ok()) st = m->scheduler->Submit(std::move(req), sink);
+  if (st.ok() && !sink->Wait(std::chrono::minutes(5))) {
+    st = Status::Internal("the warm-up generation did not finish within 5 minutes");
+  }
+  if (st.ok() && !sink->result().error.ok()) st = sink->result().error;
+  if (st.ok() && sink->text().empty()) {
+    st = Status::Internal("the warm-up generation answered nothing (a damaged or unusable model?)");
+  }
+  if (!st.ok()) {
+    m->scheduler->Stop();
+    return Status::InvalidArgument(v.ref() + ": warm-up failed: " + st.message(), "model");
+  }
+  *warmup = sink->text();
+  spdlog::info("lifecycle: {} warmed up: \"{}\"", v.ref(), *warmup);
+  return m;
+}
+
+StatusOr<std::shared_ptr<const ServedModel>> ModelLifecycle::Start(const std::string& ref) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  ModelVersion v;
+  if (ref.find(':') != std::string::npos) {
+    OUTPOST_ASSIGN_OR_RETURN(v, store_->Get(ref));
+    OUTPOST_ASSIGN_OR_RETURN(v, store_->MarkActive(ref));
+  } else {
+    OUTPOST_ASSIGN_OR_RETURN(v, store_->ActiveOf(ref));
+  }
+  std::string warmup;
+  std::shared_ptr<ServedModel> m;
+  OUTPOST_ASSIGN_OR_RETURN(m, LoadVersion(v, &warmup));
+  serving_->Replace(m);
+  PublishVersions();
+  return std::shared_ptr<const ServedModel>(m);
+}
+
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(const ModelVersion& target) {
+  const auto start = Steady::now();
+  Swap swap;
+  swap.model = target.name;
+  swap.to = target.version;
+  const auto current = serving_->Find(target.name);
+  if (current != nullptr && current->id == target.name) swap.from = current->version;
+  if (current != nullptr && current->version == target.version) {
+    return Status::InvalidArgument(target.ref() + " is already the served version", "model");
+  }
+  std::shared_ptr<const ServedModel> next;
+  auto standby = standby_.find(target.name);
+  if (standby != standby_.end() && standby->second->version == target.version) {
+    next = standby->second;  // hot standby: no load
+    standby_.erase(standby);
+    swap.from_standby = true;
+  } else {
+    Reap(/*wait=*/true);  // a previous version still draining holds memory
+    auto loaded = LoadVersion(target, &swap.warmup);
+    if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted &&
+        standby != standby_.end()) {
+      // No room beside the active version and the standby: the standby
+      // gives way (only now, so a candidate that fails for another reason
+      // leaves the rollback target loaded).
+      spdlog::info("lifecycle: {} does not fit beside the standby {}:{}; unloading it first",
+                   target.ref(), standby->second->id, standby->second->version);
+      draining_.push_back(std::move(standby->second));
+      standby_.erase(standby);
+      Reap(/*wait=*/true);
+      PublishVersions();
+      loaded = LoadVersion(target, &swap.warmup);
+    }
+    if (!loaded.ok()) return loaded.status();
+    next = std::move(loaded).value();
+    swap.load_s = SecondsSince(start);
+  }
+  // The store first: a crash after this serves the target after restart.
+  const auto decided = Steady::now();
+  if (auto marked = store_->MarkActive(target.ref()); !marked.ok()) {
+    if (swap.from_standby) standby_[target.name] = next;
+    return marked.status();
+  }
+  auto old = serving_->Replace(next);
+  swap.switch_ms = SecondsSince(decided) * 1000;
+  if (old != nullptr) {
+    if (options_.hot_standby) {
+      standby_[target.name] = std::move(old);
+    } else {
+      draining_.push_back(std::move(old));
+    }
+  }
+  Reap(/*wait=*/false);
+  PublishVersions();
+  return swap;
+}
+
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  ModelVersion v;
+  auto got = store_->Get(ref);
+  Status st = got.status();
+  if (st.ok()) {
+    v = *got;
+    if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+      st = Status::InvalidArgument(ref + " cannot be activated: it is " + v.state +
+                                       (v.error.empty() ? "" : " (" + v.error + ")"),
+                                   "model");
+    }
+  }
+  StatusOr<Swap> swap = st.ok() ? SwitchTo(v) : StatusOr<Swap>(st);
+  const std::string name = st.ok() ? v.name : ref.substr(0, ref.rfind(':'));
+  if (!swap.ok()) {
+    spdlog::error("lifecycle: activating {} failed: {}; the served version is unchanged", ref,
+                  swap.status().message());
+    Count(name, "activate", "failed");
+    return swap.status();
+  }
+  spdlog::info("lifecycle: {} now serves {} (was {}; {} in {:.2f} s, switch {:.3f} ms)", name,
+               swap->to, swap->from.empty() ? "none" : swap->from,
+               swap->from_standby ? "from hot standby" : "loaded", swap->load_s, swap->switch_ms);
+  Count(name, "activate", "ok");
+  return swap;
+}
+
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::Rollback(const std::string& name,
+                                                        const std::string& reason) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  auto previous = store_->PreviousOf(name);
+  if (!previous.ok()) {
+    Count(name, "rollback", "failed");
+    return previous.status();
+  }
+  const auto current = serving_->Find(name);
+  const std::string from =
+      current != nullptr && current->id == name ? current->version : std::string();
+  auto swap = SwitchTo(*previous);
+  if (!swap.ok()) {
+    spdlog::error("lifecycle: rolling {} back to {} failed: {}", name, previous->version,
+                  swap.status().message());
+    Count(name, "rollback", "failed");
+    return swap.status();
+  }
+  if (!from.empty()) {
+    // Not a rollback target any more: the next rollback goes further back.
+    if (Status st = store_->MarkRetired(name + ":" + from, "rolled back: " + reason); !st.ok()) {
+      spdlog::error("lifecycle: marking {}:{} retired: {}", name, from, st.message());
+    }
+    // A version rolled back from is not kept hot: it unloads once its
+    // requests are done.
+    auto standby = standby_.find(name);
+    if (standby != standby_.end() && standby->second->version == from) {
+      draining_.push_back(std::move(standby->second));
+      standby_.erase(standby);
+    }
+  }
+  spdlog::warn("lifecycle: {} rolled back from {} to {} ({}; {} in {:.2f} s, switch {:.3f} ms)",
+               name, from.empty() ? "none" : from, swap->to, reason,
+               swap->from_standby ? "from hot standby" : "loaded", swap->load_s, swap->switch_ms);
+  Count(name, "rollback", "ok");
+  PublishVersions();
+  return swap;
+}
+
+void ModelLifecycle::Reap(bool wait) {
+  const auto deadline = Steady::now() + std::chrono::milliseconds(options_.drain_wait_ms);
+  for (;;) {
+    std::vector<std::shared_ptr<const ServedModel>> gone;
+    for (auto it = draining_.begin(); it != draining_.end();) {
+      if (Idle(*it)) {
+        gone.push_back(std::move(*it));
+        it = draining_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& m : gone) {
+      spdlog::info("lifecycle: unloading {}:{} (nothing uses it any more)", m->id, m->version);
+      m.reset();  // the last reference: the scheduler stops, the memory returns
+    }
+    if (!wait || draining_.empty() || Steady::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (wait && !draining_.empty()) {
+    spdlog::warn("lifecycle: {} old version(s) still busy after {} ms; they unload later",
+                 draining_.size(), options_.drain_wait_ms);
+  }
+}
+
+void ModelLifecycle::PublishVersions() {
+  std::vector<std::shared_ptr<const ServedModel>> view;
+  std::map<std::string, std::string> roles;
+  for (const auto& m : serving_->List()) {
+    if (m->version.empty()) continue;  // served from a file, not from the store
+    view.push_back(m);
+    roles[Key(*m)] = "active";
+  }
+  for (const auto& [name, m] : standby_) {
+    view.push_back(m);
+    roles[Key(*m)] = "standby";
+  }
+  for (const auto& m : draining_) {
+    view.push_back(m);
+    roles[Key(*m)] = "draining";
+  }
+  for (const auto& labels : published_) version_info_->GaugeWith(labels).Set(0);
+  published_.clear();
+  for (const auto& m : view) {
+    std::vector<std::string> labels = {m->id, m->version, roles[Key(*m)]};
+    version_info_->GaugeWith(labels).Set(1);
+    published_.push_back(std::move(labels));
+  }
+  std::lock_guard<std::mutex> lock(view_mu_);
+  view_.assign(view.begin(), view.end());
+  roles_ = std::move(roles);
+}
+
+std::vector<ModelLifecycle::Loaded> ModelLifecycle::LoadedVersions() {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  std::vector<Loaded> out;
+  for (const auto& weak : view_) {
+    const auto m = weak.lock();
+    if (m == nullptr) continue;
+    const auto snap = m->scheduler->Snapshot();
+    out.push_back({m->id, m->version, roles_[Key(*m)], snap.active, snap.queued});
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<scheduler::Scheduler>> ModelLifecycle::Schedulers() {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  std::vector<std::shared_ptr<scheduler::Scheduler>> out;
+  for (const auto& weak : view_) {
+    if (const auto m = weak.lock()) out.push_back(m->scheduler);
+  }
+  return out;
+}
+
+}  // namespace outpost::models

@@ -1,0 +1,145 @@
+// ModelLifecycle — which version of each stored model serves, and the swaps
+// between versions while requests keep coming.
+//
+// Activate: the candidate is loaded beside the active version (against the
+// same memory ledger) and warmed up with one short generation, which must
+// answer; then new requests switch to it atomically (ServingSet::Replace).
+// Requests and streams that already found the old version finish on it. The
+// old version stays loaded as hot standby (Options::hot_standby), so that a
+// rollback is a pointer switch; a standby that is replaced, or any old
+// version without hot standby, is unloaded once nothing uses it any more
+// (no request holds it, none is queued or running on its scheduler).
+//
+// Rollback: back to the version that was active before (the store's most
+// recent standby): from hot standby at once, else loaded from disk like an
+// activation. The version rolled back from is retired with the reason.
+//
+// Store states follow each step (model_store.h): the target becomes
+// "active", the one it replaced "standby", a rolled-back one "retired". A
+// crash between steps leaves the store naming the version that serves after
+// a restart. Every step is logged and counted (outpost_model_swaps_total,
+// outpost_model_version_info).
+//
+// Thread-safety: operations are serialised (one at a time; a second waits).
+// Requests never wait for them. Store, serving set and registry must outlive
+// the lifecycle.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "outpost/models/model_store.h"
+#include "outpost/models/serving_set.h"
+#include "outpost/telemetry/stat_registry.h"
+#include "outpost/util/status.h"
+#include "outpost/util/thread_annotations.h"
+
+namespace outpost::models {
+
+class ModelLifecycle {
+ public:
+  // Loads the GGUF at `path` to serve as `id` (the name clients use),
+  // version `version`; the app's LoadModel with its serving options.
+  using Loader = std::function<StatusOr<std::shared_ptr<ServedModel>>(
+      const std::string& path, const std::string& id, const std::string& version)>;
+
+  struct Options {
+    bool hot_standby = true;  // keep the replaced version loaded for rollback
+    // How long an operation waits for an old version's requests to finish
+    // before it gives up on unloading it (it is unloaded later).
+    int64_t drain_wait_ms = 120'000;
+    // The warm-up generation: a chat message and at most this many tokens.
+    std::string warmup_prompt = "Say hello.";
+    int32_t warmup_tokens = 8;
+  };
+
+  ModelLifecycle(ModelStore* store, ServingSet* serving, Loader loader,
+                 telemetry::StatRegistry* stats, Options options);
+  ModelLifecycle(ModelStore* store, ServingSet* serving, Loader loader,
+                 telemetry::StatRegistry* stats)
+      : ModelLifecycle(store, serving, std::move(loader), stats, Options()) {}
+  ~ModelLifecycle();  // joins the reaper; the versions it holds unload
+
+  // At start-up: `ref` is NAME (its active version) or NAME:VERSION (that
+  // version, made active). Loads it, warms it up and adds it to the serving
+  // set under NAME. Errors: as ModelStore::ActiveOf / MarkActive, the
+  // loader's, or a warm-up that failed.
+  StatusOr<std::shared_ptr<const ServedModel>> Start(const std::string& ref);
+
+  // What one activation or rollback did.
+  struct Swap {
+    std::string model;          // the id clients use
+    std::string from;           // the version that served before ("" none)
+    std::string to;             // the version that serves now
+    bool from_standby = false;  // the target was loaded already (hot standby)
+    double load_s = 0;          // loading and warming up the target (0 from standby)
+    double switch_ms = 0;       // from the decision to new requests reaching the target
+    std::string warmup;         // the warm-up answer
+  };
+
+  // NAME:VERSION becomes the served version of NAME. Errors: NotFound (no
+  // such version), InvalidArgument (not verified; the warm-up failed or
+  // answered nothing), ResourceExhausted (does not fit beside the active
+  // version: the numbers). On any error the active version keeps serving,
+  // untouched.
+  StatusOr<Swap> Activate(const std::string& ref);
+  // NAME goes back to the version active before the current one; the
+  // current one is retired with `reason`. Errors: NotFound (nothing to roll
+  // back to), as Activate.
+  StatusOr<Swap> Rollback(const std::string& name, const std::string& reason);
+
+  // One loaded version, for /admin/models and /ready.
+  struct Loaded {
+    std::string model, version;
+    std::string role;  // "active", "standby" or "draining"
+    int32_t active_requests = 0, queued_requests = 0;
+  };
+  std::vector<Loaded> LoadedVersions();
+  // Every loaded version's scheduler (the watchdog; Stop() at shutdown).
+  std::vector<std::shared_ptr<scheduler::Scheduler>> Schedulers();
+
+  ModelStore* store() const { return store_; }
+
+ private:
+  // Loads and warms up `v` (does not serve it yet).
+  StatusOr<std::shared_ptr<ServedModel>> LoadVersion(const ModelVersion& v, std::string* warmup)
+      OUTPOST_REQUIRES(op_mu_);
+  StatusOr<Swap> SwitchTo(const ModelVersion& target) OUTPOST_REQUIRES(op_mu_);
+  // Unloads the draining versions nothing uses any more; with `wait`, waits
+  // up to drain_wait_ms for them.
+  void Reap(bool wait) OUTPOST_REQUIRES(op_mu_);
+  void Count(const std::string& model, const std::string& action, const std::string& result);
+  void PublishVersions() OUTPOST_REQUIRES(op_mu_);
+  // Reaper thread: unloads drained versions between operations.
+  void ReapLoop();
+
+  ModelStore* const store_;
+  ServingSet* const serving_;
+  const Loader loader_;
+  const Options options_;
+  telemetry::Family* const swaps_;
+  telemetry::Family* const version_info_;
+  std::mutex op_mu_;  // one operation at a time
+  std::map<std::string, std::shared_ptr<const ServedModel>> standby_ OUTPOST_GUARDED_BY(op_mu_);
+  std::vector<std::shared_ptr<const ServedModel>> draining_ OUTPOST_GUARDED_BY(op_mu_);
+  // Guards the copies the accessors read (LoadedVersions, Schedulers) so
+  // they never wait behind a long operation.
+  mutable std::mutex view_mu_;
+  // Weak: a view never keeps a version loaded.
+  std::vector<std::weak_ptr<const ServedModel>> view_ OUTPOST_GUARDED_BY(view_mu_);
+  std::map<std::string, std::string> roles_ OUTPOST_GUARDED_BY(view_mu_);  // "id@version" → role
+  std::vector<std::vector<std::string>> published_ OUTPOST_GUARDED_BY(op_mu_);  // info series at 1
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool stopping_ OUTPOST_GUARDED_BY(reaper_mu_) = false;
+  std::thread reaper_;
+};
+
+}  // namespace outpost::models

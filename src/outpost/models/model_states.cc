@@ -1,0 +1,86 @@
+// ModelStore: the lifecycle states of versions (see model_store.h).
+#include <sqlite3.h>
+
+#include <ctime>
+
+#include "outpost/models/model_store.h"
+#include "outpost/util/status_macros.h"
+
+namespace outpost::models {
+
+StatusOr<ModelVersion> ModelStore::MarkActive(const std::string& ref) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+    return Status::InvalidArgument(
+        ref + " cannot be activated: it is " + v.state +
+            (v.error.empty() ? "" : " (" + v.error + ")") +
+            "; only a verified version can serve (outpost model verify " + ref + ")",
+        "model");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (v.state == "active") return v;
+  OUTPOST_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  auto step = [&](const char* sql, bool with_time) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+    int i = 1;
+    if (with_time) sqlite3_bind_int64(st, i++, now);
+    sqlite3_bind_text(st, i++, v.name.c_str(), -1, SQLITE_TRANSIENT);
+    if (with_time) sqlite3_bind_text(st, i++, v.version.c_str(), -1, SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE;
+  };
+  const bool ok =
+      step("UPDATE versions SET state = 'standby' WHERE name = ? AND state = 'active'", false) &&
+      step(
+          "UPDATE versions SET state = 'active', error = '', activated = ? WHERE name = ? AND "
+          "version = ?",
+          true);
+  if (!ok) {
+    const std::string why = sqlite3_errmsg(db_);
+    Exec("ROLLBACK");
+    return Status::Internal("model store: activating " + ref + ": " + why);
+  }
+  OUTPOST_RETURN_IF_ERROR(Exec("COMMIT"));
+  v.state = "active";
+  v.error.clear();
+  v.activated_unix = now;
+  return v;
+}
+
+Status ModelStore::MarkRetired(const std::string& ref, const std::string& reason) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  std::lock_guard<std::mutex> lock(mu_);
+  return SetState(v.name, v.version, "retired", reason);
+}
+
+StatusOr<ModelVersion> ModelStore::ActiveOf(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto rows = Query("WHERE name = ? AND state = 'active'", {name});
+  if (rows.empty()) {
+    return Status::NotFound("no active version of '" + name + "' in the store " + dir_ +
+                                " (outpost model activate " + name + ":VERSION)",
+                            "model");
+  }
+  return rows.front();
+}
+
+StatusOr<ModelVersion> ModelStore::PreviousOf(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto rows = Query(
+      "WHERE name = ? AND state = 'standby' AND activated > 0 ORDER BY activated DESC, version "
+      "DESC LIMIT 1",
+      {name});
+  if (rows.empty()) {
+    return Status::NotFound(
+        "nothing to roll '" + name + "' back to: no version of it was active before this one",
+        "model");
+  }
+  return rows.front();
+}
+
+}  // namespace outpost::models

@@ -1,0 +1,238 @@
+"""The model lifecycle as an operator drives it: two real versions of the
+default model in the store (the bootstrap's Q4_1 and a Q8_0 copy made by the
+pinned llama.cpp's llama-quantize), `outpost serve --model NAME` serving the
+active one, a swap to the other under continuous streaming load from the
+official `openai` client (zero failed requests, no stream changing version
+half-way, the longest stall measured), a rollback from hot standby, a damaged
+copy refused at warm-up while the active version keeps serving, a kill -9 and a
+restart serving what the store says is active, and a table of bad admin input."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+from outpost_harness import BIN, MODEL, free_port, serve
+
+KEY = "lifecycle-admin-key-0123456789"
+
+
+def quantize_tool():
+    here = os.path.join(".deps", "llama.cpp-build", "bin", "llama-quantize")
+    assert os.path.exists(here), "scripts/bootstrap builds llama-quantize"
+    return here
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lifecycle")
+    q8 = d / "smollm2-q8_0.gguf"
+    subprocess.run([quantize_tool(), "--allow-requantize", MODEL, str(q8), "Q8_0"], check=True,
+                   capture_output=True, timeout=300)
+    damaged = d / "damaged.gguf"
+    data = bytearray(open(os.path.realpath(MODEL), "rb").read())
+    data[len(data) // 4:] = bytes(len(data) - len(data) // 4)  # weights zeroed: the header is intact
+    damaged.write_bytes(bytes(data))
+    s = d / "models"
+    for f, ref in ((MODEL, "smollm2:1"), (str(q8), "smollm2:2"), (str(damaged), "smollm2:bad")):
+        p = subprocess.run([BIN, "model", "--store", str(s), "import", f, ref], capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    p = subprocess.run([BIN, "model", "--store", str(s), "activate", "smollm2:1"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and "smollm2:1 is active" in p.stdout, p.stderr
+    return s
+
+
+def admin(server, method, path, body=None, key=KEY, timeout=300):
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+    return httpx.request(method, server.base + path, json=body, headers=headers, timeout=timeout)
+
+
+def fingerprint(server):
+    r = httpx.post(server.base + "/v1/chat/completions", timeout=120,
+                   json={"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}],
+                         "max_tokens": 2})
+    assert r.status_code == 200, r.text
+    return r.json()["system_fingerprint"]
+
+
+def stream_load(base, stop, results, clients=3):
+    """Streaming chats until `stop` is set; each result: (ok, fingerprints, gaps, error)."""
+    def worker(i):
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
+        n = 0
+        while not stop.is_set():
+            n += 1
+            fps, gaps, finish = set(), [], None
+            last = time.monotonic()
+            try:
+                stream = client.chat.completions.create(
+                    model="smollm2", stream=True, max_tokens=24, temperature=0,
+                    messages=[{"role": "user", "content": f"Name {2 + (i + n) % 4} fruits."}])
+                for chunk in stream:
+                    now = time.monotonic()
+                    gaps.append(now - last)
+                    last = now
+                    if chunk.system_fingerprint:
+                        fps.add(chunk.system_fingerprint)
+                    if chunk.choices and chunk.choices[0].finish_reason:
+                        finish = chunk.choices[0].finish_reason
+                results.append((finish in ("stop", "length"), fps, gaps, None if finish else "no finish"))
+            except Exception as e:  # noqa: BLE001 - every failure counts
+                results.append((False, fps, gaps, repr(e)))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def test_swap_under_load_rollback_and_refusals(store):
+    with serve("--model-store", str(store), "--parallel", "4", models=["smollm2"],
+               env={"OUTPOST_ADMIN_KEY": KEY}) as s:
+        models = httpx.get(s.base + "/v1/models").json()["data"]
+        assert [m["id"] for m in models] == ["smollm2"]
+        fp1 = fingerprint(s)
+        loaded = admin(s, "GET", "/admin/models").json()["loaded"]
+        assert [(l["version"], l["role"]) for l in loaded] == [("1", "active")]
+
+        # The swap, under load: nothing fails, no stream changes version.
+        stop, results = threading.Event(), []
+        threads = stream_load(s.base, stop, results)
+        time.sleep(3)
+        before = len(results)
+        t0 = time.monotonic()
+        r = admin(s, "POST", "/admin/models/activate", {"model": "smollm2:2"})
+        activate_s = time.monotonic() - t0
+        assert r.status_code == 200, r.text
+        swap = r.json()
+        assert swap["from"] == "1" and swap["to"] == "2" and not swap["from_standby"]
+        assert swap["warmup"].strip(), swap  # the candidate answered before it got traffic
+        time.sleep(4)
+        stop.set()
+        for t in threads:
+            t.join()
+        failures = [x for x in results if not x[0]]
+        assert not failures, failures[:3]
+        assert before >= 1 and len(results) > before, (before, len(results))
+        assert all(len(fps) == 1 for _, fps, _, _ in results), [fps for _, fps, _, _ in results]
+        seen = set().union(*(fps for _, fps, _, _ in results))
+        fp2 = fingerprint(s)
+        assert fp2 != fp1 and seen == {fp1, fp2}, (fp1, fp2, seen)
+        stall = max(g for _, _, gaps, _ in results for g in gaps)
+        print(f"swap under load: {len(results)} streams, 0 failed; activate took {activate_s:.2f} s "
+              f"(load+warm-up {swap['load_s']:.2f} s, switch {swap['switch_ms']:.2f} ms); "
+              f"longest gap between chunks {stall * 1000:.0f} ms")
+
+        # The new version answers sensibly.
+        r = httpx.post(s.base + "/v1/completions", timeout=120,
+                       json={"model": "smollm2", "prompt": "The capital of France is", "temperature": 0,
+                             "max_tokens": 12})
+        assert "Paris" in r.json()["choices"][0]["text"], r.text
+        loaded = {(l["version"], l["role"]) for l in admin(s, "GET", "/admin/models").json()["loaded"]}
+        assert loaded == {("2", "active"), ("1", "standby")}, loaded
+        metrics = httpx.get(s.base + "/metrics").text
+        assert 'outpost_model_version_info{model="smollm2",version="2",role="active"} 1' in metrics
+        assert 'outpost_model_swaps_total{model="smollm2",action="activate",result="ok"} 1' in metrics
+
+        # A damaged copy: refused at warm-up, the active version untouched.
+        r = admin(s, "POST", "/admin/models/activate", {"model": "smollm2:bad"})
+        assert r.status_code == 400 and "warm-up" in r.json()["error"]["message"], r.text
+        assert fingerprint(s) == fp2
+
+        # Rollback from hot standby: well under a second.
+        t0 = time.monotonic()
+        r = admin(s, "POST", "/admin/models/rollback", {"model": "smollm2", "reason": "test"})
+        rollback_s = time.monotonic() - t0
+        assert r.status_code == 200, r.text
+        assert r.json()["from_standby"] and r.json()["to"] == "1"
+        assert rollback_s < 1.0, rollback_s
+        print(f"rollback from hot standby: {rollback_s * 1000:.1f} ms over HTTP "
+              f"(switch {r.json()['switch_ms']:.2f} ms)")
+        assert fingerprint(s) == fp1
+        versions = {v["ref"]: v for v in admin(s, "GET", "/admin/models").json()["versions"]}
+        assert versions["smollm2:1"]["state"] == "active"
+        assert versions["smollm2:2"]["state"] == "retired" and "test" in versions["smollm2:2"]["error"]
+        r = admin(s, "POST", "/admin/models/rollback", {"model": "smollm2"})
+        assert r.status_code == 404 and "nothing to roll" in r.json()["error"]["message"], r.text
+
+        # The CLI against the running server; the store itself is held by it.
+        env = {**os.environ, "OUTPOST_ADMIN_KEY": KEY}
+        p = subprocess.run([BIN, "model", "--server", s.base, "activate", "smollm2:2"], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "smollm2 now serves version 2 (was 1)" in p.stdout, p.stderr
+        p = subprocess.run([BIN, "model", "--store", str(store), "list"], capture_output=True, text=True)
+        assert p.returncode == 1 and "--server" in p.stderr, p.stderr
+        assert "lifecycle-admin-key" not in s.log()  # the key is never logged
+
+
+BAD_ADMIN = [
+    # (method, path, body, key, status, words in the message, param)
+    ("GET", "/admin/models", None, None, 401, "needs 'Authorization: Bearer", None),
+    ("GET", "/admin/models", None, "wrong-key-wrong-key", 401, "not valid", None),
+    ("GET", "/admin/models", None, "api-key-for-v1-only", 401, "not valid", None),
+    ("POST", "/admin/models/activate", "not json", KEY, 400, "JSON object", None),
+    ("POST", "/admin/models/activate", {}, KEY, 400, "'model' is required", "model"),
+    ("POST", "/admin/models/activate", {"model": 5}, KEY, 400, "must be a string", "model"),
+    ("POST", "/admin/models/activate", {"model": "smollm2:2", "force": "yes"}, KEY, 400,
+     "unknown field 'force'", "force"),
+    ("POST", "/admin/models/activate", {"model": "smollm2"}, KEY, 400, "NAME:VERSION", "model"),
+    ("POST", "/admin/models/activate", {"model": "Bad Name:1"}, KEY, 400, "lowercase", "model"),
+    ("POST", "/admin/models/activate", {"model": "smollm2:9"}, KEY, 404, "smollm2:9", None),
+    ("POST", "/admin/models/activate", {"model": "smollm2:1"}, KEY, 400, "already the served", "model"),
+    ("POST", "/admin/models/rollback", {"model": "smollm2:1"}, KEY, 400, "not a version", "model"),
+    ("GET", "/admin/models/activate", None, KEY, 400, "use POST", "method"),
+    ("DELETE", "/admin/models/smollm2:1", None, KEY, 400, "is loaded", "model"),
+    ("PUT", "/admin/models/smollm2:1", None, KEY, 400, "not allowed", "method"),
+    ("GET", "/admin/nothing", None, KEY, 404, "no admin route", None),
+]
+
+
+def test_admin_bad_input_table_and_restart(store):
+    port = free_port()
+    env = {"OUTPOST_ADMIN_KEY": KEY, "OUTPOST_API_KEY": "api-key-for-v1-only"}
+    with serve("--model-store", str(store), models=["smollm2:1"], port=port, env=env) as s:
+        for method, path, body, key, status, words, param in BAD_ADMIN:
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            if isinstance(body, str):
+                r = httpx.request(method, s.base + path, content=body, headers=headers, timeout=60)
+            else:
+                r = httpx.request(method, s.base + path, json=body, headers=headers, timeout=60)
+            assert r.status_code == status, (method, path, body, r.status_code, r.text)
+            err = r.json()["error"]
+            assert words in err["message"], (path, body, err)
+            assert err.get("param") == param, (path, body, err)
+        # Still serving, and the API key still works for /v1 (and only there).
+        r = httpx.post(s.base + "/v1/chat/completions", headers={"Authorization": "Bearer api-key-for-v1-only"},
+                       json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}, timeout=60)
+        assert r.status_code == 200, r.text
+        # Activate, then kill -9 right after: the store names the version that serves.
+        assert admin(s, "POST", "/admin/models/activate", {"model": "smollm2:2"}).status_code == 200
+        fp2 = httpx.post(s.base + "/v1/chat/completions", headers={"Authorization": "Bearer api-key-for-v1-only"},
+                         json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2},
+                         timeout=60).json()["system_fingerprint"]
+        s.proc.send_signal(signal.SIGKILL)
+        s.proc.wait()
+    with serve("--model-store", str(store), models=["smollm2"], env=env) as s:
+        r = httpx.post(s.base + "/v1/chat/completions", headers={"Authorization": "Bearer api-key-for-v1-only"},
+                       json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}, timeout=60)
+        assert r.json()["system_fingerprint"] == fp2
+        loaded = admin(s, "GET", "/admin/models").json()["loaded"]
+        assert [(l["version"], l["role"]) for l in loaded] == [("2", "active")]
+    # Without an admin key, /admin/ is off (403), whatever is presented.
+    with serve("--model-store", str(store), models=["smollm2"]) as s:
+        r = admin(s, "GET", "/admin/models")
+        assert r.status_code == 403 and "admin API is off" in r.json()["error"]["message"], r.text
+
+
+def test_serve_refuses_a_store_reference_it_cannot_serve(tmp_path):
+    for ref, words in (("nosuch", "no active version of 'nosuch'"), ("nosuch:1", "nosuch:1")):
+        p = subprocess.run([BIN, "serve", "--model", ref, "--model-store", str(tmp_path / "m"),
+                            "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and words in p.stderr + p.stdout, p.stderr + p.stdout

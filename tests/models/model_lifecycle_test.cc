@@ -1,0 +1,192 @@
+// ModelLifecycle on a real store (the default model imported under several
+// versions) with versions that run on the FakeEngine: each version answers
+// its own reply, so a test sees which one serves without loading weights.
+#include "outpost/models/model_lifecycle.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "mocks/fake_engine.h"
+#include "mocks/test_model.h"
+#include "outpost/scheduler/scheduler.h"
+
+namespace outpost::models {
+namespace {
+
+using outpost::testing::FakeEngine;
+
+class Lifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("outpost_lifecycle_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    auto s = ModelStore::Open(dir_.string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    store_ = std::move(s).value();
+    for (const char* ref : {"m:1", "m:2", "m:bad"}) {
+      auto v = store_->Import(outpost::testing::ModelPath(), ref);
+      ASSERT_TRUE(v.ok()) << v.status().message();
+    }
+  }
+  void TearDown() override {
+    lifecycle_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Versions answer "v<version>"; "bad" answers nothing. With a limit, a
+  // load refuses (ResourceExhausted) while `limit` versions are loaded.
+  void Make(bool hot_standby, int limit = 0) {
+    auto loader = [this, limit](
+                      const std::string& path, const std::string& id,
+                      const std::string& version) -> StatusOr<std::shared_ptr<ServedModel>> {
+      EXPECT_TRUE(std::filesystem::exists(path)) << path;
+      ++loads_[version];
+      if (limit > 0) {
+        int live = 0;
+        for (auto& w : made_) live += w.expired() ? 0 : 1;
+        if (live >= limit) return Status::ResourceExhausted("no room for " + version);
+      }
+      auto m = std::make_shared<ServedModel>();
+      m->id = id;
+      m->version = version;
+      scheduler::SchedulerOptions o;
+      o.sessions = 2;
+      o.batch_size = 64;
+      m->scheduler = std::make_shared<scheduler::Scheduler>(
+          std::make_unique<FakeEngine>(2, 64, version == "bad" ? "" : "v" + version), o,
+          scheduler::SchedulerStats::Register(registry_, {"model"}, {id}));
+      m->scheduler->Start();
+      made_.push_back(m);
+      return m;
+    };
+    ModelLifecycle::Options lo;
+    lo.hot_standby = hot_standby;
+    lo.drain_wait_ms = 2000;
+    lifecycle_ = std::make_unique<ModelLifecycle>(store_.get(), &serving_, loader, &registry_, lo);
+  }
+
+  std::string Served() {
+    auto m = serving_.Find("m");
+    return m == nullptr ? "" : m->version;
+  }
+  std::map<std::string, std::string> Roles() {
+    std::map<std::string, std::string> out;
+    for (const auto& l : lifecycle_->LoadedVersions()) out[l.version] = l.role;
+    return out;
+  }
+  std::string State(const std::string& ref) { return store_->Get(ref)->state; }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<ModelStore> store_;
+  telemetry::StatRegistry registry_;
+  ServingSet serving_;
+  std::unique_ptr<ModelLifecycle> lifecycle_;
+  std::map<std::string, int> loads_;
+  std::vector<std::weak_ptr<ServedModel>> made_;
+};
+
+TEST_F(Lifecycle, StartNeedsAnActiveVersionOrNamesOne) {
+  Make(true);
+  auto none = lifecycle_->Start("m");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("no active version of 'm'"), std::string::npos);
+  auto started = lifecycle_->Start("m:1");
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(State("m:1"), "active");
+}
+
+TEST_F(Lifecycle, ActivateKeepsTheOldVersionHotAndRollbackIsASwitch) {
+  Make(true);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  auto swap = lifecycle_->Activate("m:2");
+  ASSERT_TRUE(swap.ok()) << swap.status().message();
+  EXPECT_EQ(swap->from, "1");
+  EXPECT_EQ(swap->to, "2");
+  EXPECT_FALSE(swap->from_standby);
+  EXPECT_EQ(swap->warmup, "v2");  // the candidate answered before it got traffic
+  EXPECT_EQ(Served(), "2");
+  EXPECT_EQ(State("m:1"), "standby");
+  EXPECT_EQ(State("m:2"), "active");
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "standby"}, {"2", "active"}}));
+
+  auto back = lifecycle_->Rollback("m", "too slow");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->from_standby);
+  EXPECT_EQ(back->to, "1");
+  EXPECT_EQ(loads_["1"], 1);  // not loaded again
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(State("m:2"), "retired");
+  EXPECT_NE(store_->Get("m:2")->error.find("too slow"), std::string::npos);
+  // The version rolled back from unloads (nothing uses it).
+  for (int i = 0; i < 100 && Roles().size() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "active"}}));
+  // Nothing further back: a retired version is no rollback target.
+  auto again = lifecycle_->Rollback("m", "again");
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(Lifecycle, AFailingCandidateLeavesServingAndStandbyAlone) {
+  Make(true);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  ASSERT_TRUE(lifecycle_->Activate("m:2").ok());
+  auto bad = lifecycle_->Activate("m:bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("answered nothing"), std::string::npos)
+      << bad.status().message();
+  EXPECT_EQ(Served(), "2");
+  EXPECT_EQ(State("m:2"), "active");
+  EXPECT_EQ(State("m:bad"), "verified");  // the file is fine; the model is not
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "standby"}, {"2", "active"}}));
+  EXPECT_FALSE(lifecycle_->Activate("m:2").ok());  // already served
+  EXPECT_EQ(lifecycle_->Activate("m:9").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(Lifecycle, WithoutRoomTheStandbyGivesWayForTheCandidate) {
+  Make(true, /*limit=*/2);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  ASSERT_TRUE(lifecycle_->Activate("m:2").ok());  // 1 (standby) + 2 loaded
+  auto third = lifecycle_->Activate("m:1");       // from standby: no load
+  ASSERT_TRUE(third.ok());
+  EXPECT_TRUE(third->from_standby);
+  // A fresh version needs room: the standby (2) is unloaded first.
+  ASSERT_TRUE(store_->Import(outpost::testing::ModelPath(), "m:3").ok());
+  auto fresh = lifecycle_->Activate("m:3");
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+  EXPECT_EQ(Served(), "3");
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "standby"}, {"3", "active"}}));
+}
+
+TEST_F(Lifecycle, AnOldVersionStaysLoadedWhileARequestHoldsIt) {
+  Make(/*hot_standby=*/false);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  auto held = serving_.Find("m");  // as a request in flight holds it
+  ASSERT_TRUE(lifecycle_->Activate("m:2").ok());
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "draining"}, {"2", "active"}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // two reaper passes
+  EXPECT_EQ(Roles()["1"], "draining");
+  EXPECT_FALSE(made_[0].expired());
+  held.reset();
+  for (int i = 0; i < 100 && !made_[0].expired(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(made_[0].expired());
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"2", "active"}}));
+}
+
+}  // namespace
+}  // namespace outpost::models
