@@ -236,3 +236,78 @@ def test_serve_refuses_a_store_reference_it_cannot_serve(tmp_path):
         p = subprocess.run([BIN, "serve", "--model", ref, "--model-store", str(tmp_path / "m"),
                             "--port", str(free_port())], capture_output=True, text=True, timeout=60)
         assert p.returncode == 1 and words in p.stderr + p.stdout, p.stderr + p.stdout
+
+
+def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
+    with serve("--model-store", str(store), "--parallel", "4", models=["smollm2:1"],
+               env={"OUTPOST_ADMIN_KEY": KEY}) as s:
+        fp1 = fingerprint(s)
+        env = {**os.environ, "OUTPOST_ADMIN_KEY": KEY}
+        p = subprocess.run([BIN, "model", "--server", s.base, "canary", "smollm2:2", "--steps", "50",
+                            "--bake", "2s", "--min-requests", "8", "--max-ttft-ratio", "100", "--json"], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        c = json.loads(p.stdout)
+        assert (c["version"], c["baseline"], c["percent"]) == ("2", "1", 50), c
+        # The share is raised only once min_requests is met; meanwhile the
+        # evaluation may not promote on too little traffic. The TTFT margin
+        # is wide here: this checks the flow, not the two models' speeds.
+        r = admin(s, "GET", "/admin/models").json()
+        assert r["canaries"][0]["version"] == "2"
+        assert {(l["version"], l["role"]) for l in r["loaded"]} == {("1", "active"), ("2", "canary")}
+        seen = {}
+        for round_ in range(2):
+            for u in range(12):
+                r = httpx.post(s.base + "/v1/chat/completions", timeout=120,
+                               json={"model": "smollm2", "user": f"user-{u}", "max_tokens": 2,
+                                     "messages": [{"role": "user", "content": "Hi"}]})
+                assert r.status_code == 200, r.text
+                seen.setdefault(u, set()).add(r.json()["system_fingerprint"])
+        assert all(len(fps) == 1 for fps in seen.values()), seen  # one user, one version
+        versions = {next(iter(fps)) for fps in seen.values()}
+        assert len(versions) == 2 and fp1 in versions, versions  # both got a share
+        fp2 = (versions - {fp1}).pop()
+        # A session id wins over the user field: same session, same version.
+        by_session = {httpx.post(s.base + "/v1/chat/completions", timeout=120,
+                                 headers={"X-Session-Id": "session-42"},
+                                 json={"model": "smollm2", "user": f"user-{u}", "max_tokens": 2,
+                                       "messages": [{"role": "user", "content": "Hi"}]}).json()["system_fingerprint"]
+                      for u in range(6)}
+        assert len(by_session) == 1, by_session
+        deadline = time.time() + 60
+        while time.time() < deadline and admin(s, "GET", "/admin/models").json()["canaries"]:
+            time.sleep(0.5)
+        r = admin(s, "GET", "/admin/models").json()
+        assert r["canaries"] == [], r["canaries"]
+        assert {(l["version"], l["role"]) for l in r["loaded"]} == {("2", "active"), ("1", "standby")}, r
+        assert fingerprint(s) == fp2
+        metrics = httpx.get(s.base + "/metrics").text
+        assert 'outpost_canary_decisions_total{model="smollm2",decision="promote"} 1' in metrics, metrics
+
+        # Another canary (the old version, from standby), ended by a rollback:
+        # no request fails, the active version serves everything again.
+        r = admin(s, "POST", "/admin/models/canary", {"model": "smollm2:1", "steps": [50], "bake": "10m"})
+        assert r.status_code == 200, r.text
+        r = admin(s, "POST", "/admin/models/activate", {"model": "smollm2:1"})
+        assert r.status_code == 400 and "canary" in r.json()["error"]["message"], r.text
+        r = admin(s, "POST", "/admin/models/rollback", {"model": "smollm2", "reason": "seen enough"})
+        assert r.status_code == 200 and (r.json()["from"], r.json()["to"]) == ("1", "2"), r.text
+        for u in range(6):
+            r = httpx.post(s.base + "/v1/chat/completions", timeout=120,
+                           json={"model": "smollm2", "user": f"user-{u}", "max_tokens": 2,
+                                 "messages": [{"role": "user", "content": "Hi"}]})
+            assert r.status_code == 200 and r.json()["system_fingerprint"] == fp2, r.text
+        versions = {v["ref"]: v for v in admin(s, "GET", "/admin/models").json()["versions"]}
+        assert versions["smollm2:1"]["state"] == "retired"
+        assert "canary aborted: seen enough" in versions["smollm2:1"]["error"]
+        # Bad canary input names the field.
+        for body, param in (({"model": "smollm2:1", "steps": [0]}, "steps"),
+                            ({"model": "smollm2:1", "steps": "5"}, "steps"),
+                            ({"model": "smollm2:1", "bake": "soon"}, "bake"),
+                            ({"model": "smollm2:1", "min_requests": 0}, "min_requests"),
+                            ({"model": "smollm2:1", "max_ttft_ratio": 0.5}, "max_ttft_ratio"),
+                            ({"model": "smollm2:2"}, "model")):
+            r = admin(s, "POST", "/admin/models/canary", body)
+            assert r.status_code == 400 and r.json()["error"]["param"] == param, (body, r.text)
+        r = admin(s, "POST", "/admin/models/promote", {"model": "smollm2"})
+        assert r.status_code == 404 and "no canary" in r.json()["error"]["message"], r.text

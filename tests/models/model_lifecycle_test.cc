@@ -190,3 +190,140 @@ TEST_F(Lifecycle, AnOldVersionStaysLoadedWhileARequestHoldsIt) {
 
 }  // namespace
 }  // namespace outpost::models
+
+namespace outpost::models {
+namespace {
+
+class Canary : public Lifecycle {
+ protected:
+  // Starts m:1, then a canary of m:2 with 1 s steps.
+  void StartCanary(std::vector<int32_t> steps, int64_t min_requests, double ttft_ratio = 1.5) {
+    Make(true);
+    ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+    ModelLifecycle::CanaryPlan plan;
+    plan.steps = std::move(steps);
+    plan.bake_ms = 1000;
+    plan.min_requests = min_requests;
+    plan.max_ttft_ratio = ttft_ratio;
+    auto c = lifecycle_->StartCanary("m:2", plan);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->percent, plan.steps[0]);
+    canary_ = made_.back().lock();
+    active_ = serving_.Find("m");
+  }
+  // n requests on each version, as the router's local target records them.
+  void Traffic(int n, double canary_ttft, double active_ttft, bool canary_errors = false) {
+    for (int i = 0; i < n; ++i) {
+      canary_->outcomes->Record(canary_errors, false, false, 10, canary_ttft);
+      active_->outcomes->Record(false, false, false, 10, active_ttft);
+    }
+  }
+  // Waits up to `s` seconds for `pred`.
+  template <typename F>
+  bool Within(double s, F pred) {
+    for (int i = 0; i < s * 50; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+  }
+  std::shared_ptr<ServedModel> canary_;
+  std::shared_ptr<const ServedModel> active_;
+};
+
+TEST_F(Canary, StickyShareThenStepsThenPromotion) {
+  StartCanary({10, 50}, 5);
+  EXPECT_EQ(State("m:2"), "canary");
+  // Sticky: one key, one version, every time; about the share of keys.
+  int to_canary = 0;
+  for (int k = 0; k < 2000; ++k) {
+    const std::string key = "conversation-" + std::to_string(k);
+    const auto first = serving_.Find("m", key);
+    for (int again = 0; again < 3; ++again) EXPECT_EQ(serving_.Find("m", key), first);
+    to_canary += first->version == "2" ? 1 : 0;
+  }
+  EXPECT_GT(to_canary, 2000 * 0.06);
+  EXPECT_LT(to_canary, 2000 * 0.14);
+  EXPECT_EQ(serving_.Find("m")->version, "1");  // no key, no canary lookup: the active one
+  Traffic(5, 0.1, 0.1);
+  ASSERT_TRUE(Within(3, [&] {
+    auto c = lifecycle_->Canaries();
+    return !c.empty() && c[0].percent == 50;
+  }));
+  Traffic(5, 0.1, 0.1);
+  ASSERT_TRUE(Within(3, [&] { return Served() == "2"; }));  // promoted after the last step
+  EXPECT_EQ(State("m:2"), "active");
+  EXPECT_EQ(State("m:1"), "standby");
+  EXPECT_TRUE(lifecycle_->Canaries().empty());
+  EXPECT_EQ(serving_.Find("m", "conversation-1")->version, "2");
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "standby"}, {"2", "active"}}));
+}
+
+TEST_F(Canary, TooLittleTrafficExtendsNeverPromotes) {
+  StartCanary({50}, 100);
+  Traffic(10, 0.1, 0.1);
+  ASSERT_TRUE(Within(3, [&] {
+    auto c = lifecycle_->Canaries();
+    return !c.empty() && c[0].last_decision.find("extended") != std::string::npos;
+  }));
+  EXPECT_NE(lifecycle_->Canaries()[0].last_decision.find("10 of 100 requests"), std::string::npos)
+      << lifecycle_->Canaries()[0].last_decision;
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(State("m:2"), "canary");
+}
+
+TEST_F(Canary, SlowerThanTheActiveVersionIsAborted) {
+  StartCanary({50}, 5, /*ttft_ratio=*/1.5);
+  Traffic(10, 0.5, 0.1);
+  ASSERT_TRUE(Within(3, [&] { return State("m:2") == "retired"; }));
+  EXPECT_NE(store_->Get("m:2")->error.find("TTFT p95 500 ms"), std::string::npos)
+      << store_->Get("m:2")->error;
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(serving_.Find("m", "any-key")->version, "1");
+  EXPECT_TRUE(lifecycle_->Canaries().empty());
+}
+
+TEST_F(Canary, AnErrorBurstAbortsAtOnceAndRollbackEndsACanary) {
+  StartCanary({50}, 1000);  // a verdict would need far more traffic: the burst does not wait
+  Traffic(3, 0.1, 0.1, /*canary_errors=*/true);
+  ASSERT_TRUE(Within(2, [&] { return State("m:2") == "retired"; }));
+  EXPECT_NE(store_->Get("m:2")->error.find("error burst: 3 of 3"), std::string::npos);
+  // A second canary, ended by hand: the active version was never touched.
+  ModelLifecycle::CanaryPlan plan;
+  plan.bake_ms = 60'000;
+  ASSERT_TRUE(store_->Import(outpost::testing::ModelPath(), "m:3").ok());
+  ASSERT_TRUE(lifecycle_->StartCanary("m:3", plan).ok());
+  EXPECT_FALSE(lifecycle_->Activate("m:2").ok());  // not while a canary runs
+  auto back = lifecycle_->Rollback("m", "by hand");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->from, "3");
+  EXPECT_EQ(back->to, "1");
+  EXPECT_EQ(State("m:3"), "retired");
+  EXPECT_EQ(State("m:1"), "active");
+  EXPECT_EQ(Served(), "1");
+}
+
+TEST_F(Canary, BadPlansNameTheField) {
+  Make(true);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  struct Bad {
+    std::vector<int32_t> steps;
+    int64_t bake_ms, min_requests;
+    const char* param;
+  } bad[] = {{{}, 1000, 5, "steps"},      {{0}, 1000, 5, "steps"}, {{100}, 1000, 5, "steps"},
+             {{25, 5}, 1000, 5, "steps"}, {{5}, 10, 5, "bake"},    {{5}, 1000, 0, "min_requests"}};
+  for (const auto& b : bad) {
+    ModelLifecycle::CanaryPlan plan;
+    plan.steps = b.steps;
+    plan.bake_ms = b.bake_ms;
+    plan.min_requests = b.min_requests;
+    auto c = lifecycle_->StartCanary("m:2", plan);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().param(), b.param) << c.status().message();
+  }
+  EXPECT_EQ(lifecycle_->StartCanary("m:1", {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(lifecycle_->Promote("m").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace outpost::models

@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 #include "outpost/api/errors.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/util/status_macros.h"
+#include "outpost/util/units.h"
 
 namespace outpost::api {
 namespace {
@@ -38,10 +40,34 @@ json SwapJson(const models::ModelLifecycle::Swap& s) {
           {"warmup", s.warmup}};
 }
 
-// The body as an object with only `allowed` fields, each a string; the
-// `required` ones present and non-empty.
+json CanaryJson(const models::ModelLifecycle::CanaryStatus& c) {
+  auto outcomes = [](const models::VersionOutcomes::Snapshot& o, double ttft_p95) {
+    json j = {{"requests", o.requests},
+              {"errors", o.errors},
+              {"cancelled", o.cancelled},
+              {"empty", o.empty},
+              {"tokens", o.tokens}};
+    j["ttft_p95_s"] = ttft_p95 >= 0 ? json(ttft_p95) : json(nullptr);
+    return j;
+  };
+  return {{"model", c.model},
+          {"version", c.version},
+          {"baseline", c.baseline},
+          {"percent", c.percent},
+          {"step", c.step},
+          {"steps", c.steps},
+          {"step_age_s", c.step_age_s},
+          {"canary", outcomes(c.canary, c.canary_ttft_p95_s)},
+          {"active", outcomes(c.active, c.active_ttft_p95_s)},
+          {"last_decision", c.last_decision}};
+}
+
+// The body as an object with only `allowed` fields, each a string unless
+// named in `typed` (checked by the caller); the `required` ones present and
+// non-empty.
 StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& allowed,
-                         const std::set<std::string>& required) {
+                         const std::set<std::string>& required,
+                         const std::set<std::string>& typed = {}) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("the body must be a JSON object");
@@ -52,7 +78,9 @@ StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& a
       for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
       return Status::InvalidArgument("unknown field '" + k + "' (allowed: " + names + ")", k);
     }
-    if (!v.is_string()) return Status::InvalidArgument("'" + k + "' must be a string", k);
+    if (typed.count(k) == 0 && !v.is_string()) {
+      return Status::InvalidArgument("'" + k + "' must be a string", k);
+    }
   }
   for (const auto& k : required) {
     if (!j.contains(k) || j[k].get<std::string>().empty()) {
@@ -65,8 +93,9 @@ StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& a
 }  // namespace
 
 std::string AdminRouteLabel(const std::string& path) {
-  for (const char* r : {"/admin/models", "/admin/models/import", "/admin/models/verify",
-                        "/admin/models/activate", "/admin/models/rollback"}) {
+  for (const char* r :
+       {"/admin/models", "/admin/models/import", "/admin/models/verify", "/admin/models/activate",
+        "/admin/models/rollback", "/admin/models/canary", "/admin/models/promote"}) {
     if (path == r) return path;
   }
   if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{ref}";
@@ -128,10 +157,16 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
                         {"active_requests", l.active_requests},
                         {"queued_requests", l.queued_requests}});
     }
-    return json{{"store", store->dir()}, {"versions", versions}, {"loaded", loaded}};
+    json canaries = json::array();
+    for (const auto& c : lifecycle_->Canaries()) canaries.push_back(CanaryJson(c));
+    return json{{"store", store->dir()},
+                {"versions", versions},
+                {"loaded", loaded},
+                {"canaries", canaries}};
   }
   const bool op = path == "/admin/models/import" || path == "/admin/models/verify" ||
-                  path == "/admin/models/activate" || path == "/admin/models/rollback";
+                  path == "/admin/models/activate" || path == "/admin/models/rollback" ||
+                  path == "/admin/models/canary" || path == "/admin/models/promote";
   if (op) {
     if (!post) {
       return Status::InvalidArgument("use POST for " + path, "method");
@@ -166,6 +201,69 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       }
       models::ModelLifecycle::Swap swap;
       OUTPOST_ASSIGN_OR_RETURN(swap, lifecycle_->Activate(*target));
+      return SwapJson(swap);
+    }
+    if (*action == "canary") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(
+          b, ParseBody(
+                 req.body,
+                 {"model", "steps", "bake", "min_requests", "max_ttft_ratio", "max_error_increase"},
+                 {"model"}, {"steps", "min_requests", "max_ttft_ratio", "max_error_increase"}));
+      *target = b["model"].get<std::string>();
+      std::string name, version;
+      if (Status st = models::ParseModelRef(*target, &name, &version); !st.ok()) {
+        return Status::InvalidArgument(st.message(), "model");
+      }
+      models::ModelLifecycle::CanaryPlan plan;
+      if (b.contains("steps")) {
+        const json& steps = b["steps"];
+        if (!steps.is_array()) {
+          return Status::InvalidArgument("'steps' must be an array of percentages", "steps");
+        }
+        plan.steps.clear();
+        for (const auto& x : steps) {
+          if (!x.is_number_integer()) {
+            return Status::InvalidArgument("'steps' must hold whole percentages", "steps");
+          }
+          plan.steps.push_back(
+              static_cast<int32_t>(std::clamp<int64_t>(x.get<int64_t>(), -1, 1000)));
+        }
+      }
+      if (b.contains("bake")) {
+        auto ms = util::ParseDurationMs(b["bake"].get<std::string>());
+        if (!ms.ok()) {
+          return Status::InvalidArgument("'bake' must be a duration such as 30s or 10m", "bake");
+        }
+        plan.bake_ms = *ms;
+      }
+      if (b.contains("min_requests")) {
+        if (!b["min_requests"].is_number_integer()) {
+          return Status::InvalidArgument("'min_requests' must be a whole number", "min_requests");
+        }
+        plan.min_requests = b["min_requests"].get<int64_t>();
+      }
+      for (const char* k : {"max_ttft_ratio", "max_error_increase"}) {
+        if (!b.contains(k)) continue;
+        const bool ratio = std::string(k) == "max_ttft_ratio";
+        const double lo = ratio ? 1.0 : 0.0, hi = ratio ? 100.0 : 1.0;
+        if (!b[k].is_number() || b[k].get<double>() < lo || b[k].get<double>() > hi) {
+          return Status::InvalidArgument(
+              "'" + std::string(k) + "' must be a number from " + (ratio ? "1 to 100" : "0 to 1"),
+              k);
+        }
+        (ratio ? plan.max_ttft_ratio : plan.max_error_increase) = b[k].get<double>();
+      }
+      models::ModelLifecycle::CanaryStatus c;
+      OUTPOST_ASSIGN_OR_RETURN(c, lifecycle_->StartCanary(*target, plan));
+      return CanaryJson(c);
+    }
+    if (*action == "promote") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model"}, {"model"}));
+      *target = b["model"].get<std::string>();
+      models::ModelLifecycle::Swap swap;
+      OUTPOST_ASSIGN_OR_RETURN(swap, lifecycle_->Promote(*target));
       return SwapJson(swap);
     }
     json b;

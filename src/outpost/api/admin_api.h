@@ -8,7 +8,11 @@
 //   POST   /admin/models/import          {"path", "model", "sha256"?}: a file on the box
 //   POST   /admin/models/verify          {"model": "name:version"}
 //   POST   /admin/models/activate        {"model": "name:version"}
-//   POST   /admin/models/rollback        {"model": "name", "reason"?}
+//   POST   /admin/models/rollback        {"model": "name", "reason"?} (ends a canary)
+//   POST   /admin/models/canary          {"model": "name:version", "steps"?: [5, 25, 50],
+//                                         "bake"?: "10m", "min_requests"?: 50,
+//                                         "max_ttft_ratio"?: 1.5, "max_error_increase"?: 0.05}
+//   POST   /admin/models/promote         {"model": "name"}: the canary now
 //   DELETE /admin/models/{name:version}
 //
 // Access: "Authorization: Bearer <admin key>". With no admin key configured

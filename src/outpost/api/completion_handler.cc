@@ -77,6 +77,11 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
     call.api_key = std::move(bearer);
     call.forwarded = req.has_header(router::kForwardedHeader);
   }
+  call.session_id = req.header("X-Session-Id");
+  if (call.api_key.empty()) {
+    std::string bearer = req.header("Authorization");
+    if (bearer.rfind("Bearer ", 0) == 0) call.api_key = bearer.substr(7);
+  }
   call.body = req.body;
   call.id = NewId(chat ? "chatcmpl-" : "cmpl-", *random_);
   if (!call.request.batch_prompts.empty()) return HandlePromptBatch(std::move(call), req, res);

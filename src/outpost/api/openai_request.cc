@@ -471,6 +471,13 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
     OUTPOST_RETURN_IF_ERROR(GetBool(j, "echo", "echo", &r.echo));
   }
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "stream", "stream", &r.stream));
+  if (auto it = j.find("user"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("user", "a string", *it);
+    r.user = it->get<std::string>();
+    if (r.user.size() > 256) {
+      return Status::InvalidArgument("'user' must be at most 256 characters", "user");
+    }
+  }
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "ignore_eos", "ignore_eos", &r.ignore_eos));
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "cache_prompt", "cache_prompt", &r.cache_prompt));
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {

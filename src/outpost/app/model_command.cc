@@ -85,6 +85,17 @@ int RunRemote(const ModelFlags& f) {
   } else if (f.export_->parsed()) {
     std::fprintf(stderr, "outpost model export: run it on the box, against --store\n");
     return 2;
+  } else if (f.canary->parsed()) {
+    path = "/admin/models/canary";
+    nlohmann::json b = {{"model", f.ref}};
+    if (!f.steps.empty()) b["steps"] = f.steps;
+    if (!f.bake.empty()) b["bake"] = f.bake;
+    if (f.min_requests > 0) b["min_requests"] = f.min_requests;
+    if (f.max_ttft_ratio > 0) b["max_ttft_ratio"] = f.max_ttft_ratio;
+    body = b.dump();
+  } else if (f.promote->parsed()) {
+    path = "/admin/models/promote";
+    body = nlohmann::json{{"model", f.ref}}.dump();
   } else {
     path = f.verify->parsed()     ? "/admin/models/verify"
            : f.activate->parsed() ? "/admin/models/activate"
@@ -107,7 +118,17 @@ int RunRemote(const ModelFlags& f) {
                  msg.c_str());
     return 1;
   }
-  if (!f.json && (f.activate->parsed() || f.rollback->parsed()) && j.is_object()) {
+  if (!f.json && f.canary->parsed() && j.is_object()) {
+    std::printf(
+        "canary %s:%s against %s: %d%% of conversations (step %d of %d); watch it with "
+        "`outpost model --server %s list`\n",
+        j.value("model", "").c_str(), j.value("version", "").c_str(),
+        j.value("baseline", "").c_str(), j.value("percent", 0), j.value("step", 0),
+        j.value("steps", 0), f.server.c_str());
+    return 0;
+  }
+  if (!f.json && (f.activate->parsed() || f.rollback->parsed() || f.promote->parsed()) &&
+      j.is_object()) {
     char how[64] = "from hot standby";
     if (!j.value("from_standby", false)) {
       std::snprintf(how, sizeof how, "loaded and warmed up in %.1f s", j.value("load_s", 0.0));
@@ -171,6 +192,25 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->rollback->add_option("name", f->ref, "NAME")->required();
   f->rollback->add_option("--reason", f->reason, "why (kept with the retired version)");
   f->rollback->add_flag("--json", f->json, "print the answer as JSON");
+  f->canary = model->add_subcommand(
+      "canary",
+      "with --server: load NAME:VERSION beside the active version and give it a share of "
+      "conversations (sticky per X-Session-Id, user or API key), raised step by step while it "
+      "does as well as the active version, then promoted; aborted (rolled back) when worse");
+  f->canary->add_option("ref", f->ref, "NAME:VERSION")->required();
+  f->canary->add_option("--steps", f->steps, "rising shares in percent (default 5,25,50)")
+      ->delimiter(',');
+  f->canary->add_option("--bake", f->bake, "each step lasts at least this (default 10m)");
+  f->canary->add_option("--min-requests", f->min_requests,
+                        "canary requests a step needs before it can pass (default 50)");
+  f->canary->add_option("--max-ttft-ratio", f->max_ttft_ratio,
+                        "abort when the canary's TTFT p95 is above the active version's times "
+                        "this (default 1.5)");
+  f->canary->add_flag("--json", f->json, "print the answer as JSON");
+  f->promote = model->add_subcommand(
+      "promote", "with --server: make the running canary of NAME the active version now");
+  f->promote->add_option("name", f->ref, "NAME")->required();
+  f->promote->add_flag("--json", f->json, "print the answer as JSON");
   f->remove = model->add_subcommand("remove", "remove a version (not an active one)");
   f->remove->add_option("ref", f->ref, "NAME:VERSION")->required();
   return model;
@@ -178,6 +218,13 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
 
 int RunModel(const ModelFlags& f) {
   if (!f.server.empty()) return RunRemote(f);
+  if (f.canary->parsed() || f.promote->parsed()) {
+    std::fprintf(stderr,
+                 "outpost model %s: a canary runs in a serving process: add --server "
+                 "http://HOST:PORT\n",
+                 f.canary->parsed() ? "canary" : "promote");
+    return 2;
+  }
   ServeConfig cfg;
   const std::string dir = f.store.empty() ? StateDir(cfg) + "/models" : f.store;
   auto store = models::ModelStore::Open(dir);

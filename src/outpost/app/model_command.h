@@ -10,12 +10,18 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace outpost::app {
 
 struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
-           *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr;
+           *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr,
+           *canary = nullptr, *promote = nullptr;
+  std::vector<int> steps;  // canary shares, percent
+  std::string bake;        // canary step duration ("10m")
+  int64_t min_requests = 0;
+  double max_ttft_ratio = 0;   // 0: the server's default (1.5)
   std::string server;          // http(s)://host:port of a running outpost
   std::string admin_key_file;  // else $OUTPOST_ADMIN_KEY
   std::string ca_file;         // for an https server with its own CA

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <thread>
 
 #include "outpost/util/status_macros.h"
@@ -85,6 +86,18 @@ ModelLifecycle::ModelLifecycle(ModelStore* store, ServingSet* serving, Loader lo
                                       "role (active, standby, draining).",
                                       telemetry::StatType::kGauge,
                                       {"model", "version", "role"},
+                                      {}})),
+      canary_decisions_(&stats->Register({"outpost_canary_decisions_total",
+                                          "Canary steps by decision: start, advance, extend "
+                                          "(too little traffic for a verdict), promote, abort.",
+                                          telemetry::StatType::kCounter,
+                                          {"model", "decision"},
+                                          {}})),
+      canary_share_(&stats->Register({"outpost_canary_share_percent",
+                                      "The share of conversations a running canary gets (0: "
+                                      "none).",
+                                      telemetry::StatType::kGauge,
+                                      {"model"},
                                       {}})) {
   reaper_ = std::thread([this] { ReapLoop(); });
 }
@@ -102,7 +115,9 @@ void ModelLifecycle::ReapLoop() {
   std::unique_lock<std::mutex> lock(reaper_mu_);
   while (!reaper_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_; })) {
     std::unique_lock<std::mutex> op(op_mu_, std::try_to_lock);
-    if (!op.owns_lock() || draining_.empty()) continue;  // an operation reaps for itself
+    if (!op.owns_lock()) continue;  // an operation runs: it reaps for itself
+    if (!canaries_.empty()) EvaluateCanaries();
+    if (draining_.empty()) continue;
     Reap(/*wait=*/false);
     PublishVersions();
   }
@@ -150,6 +165,12 @@ StatusOr<std::shared_ptr<ServedModel>> ModelLifecycle::LoadVersion(const ModelVe
 
 StatusOr<std::shared_ptr<const ServedModel>> ModelLifecycle::Start(const std::string& ref) {
   std::lock_guard<std::mutex> lock(op_mu_);
+  if (const int n = store_->ResetCanaries(ref.substr(0, ref.find(':'))); n > 0) {
+    spdlog::warn(
+        "lifecycle: {} canary version(s) of {} interrupted by the restart: back to "
+        "verified",
+        n, ref.substr(0, ref.find(':')));
+  }
   ModelVersion v;
   if (ref.find(':') != std::string::npos) {
     OUTPOST_ASSIGN_OR_RETURN(v, store_->Get(ref));
@@ -165,7 +186,8 @@ StatusOr<std::shared_ptr<const ServedModel>> ModelLifecycle::Start(const std::st
   return std::shared_ptr<const ServedModel>(m);
 }
 
-StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(const ModelVersion& target) {
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(
+    const ModelVersion& target, std::shared_ptr<const ServedModel> preloaded) {
   const auto start = Steady::now();
   Swap swap;
   swap.model = target.name;
@@ -177,7 +199,9 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(const ModelVersion& targ
   }
   std::shared_ptr<const ServedModel> next;
   auto standby = standby_.find(target.name);
-  if (standby != standby_.end() && standby->second->version == target.version) {
+  if (preloaded != nullptr) {
+    next = std::move(preloaded);
+  } else if (standby != standby_.end() && standby->second->version == target.version) {
     next = standby->second;  // hot standby: no load
     standby_.erase(standby);
     swap.from_standby = true;
@@ -211,6 +235,10 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(const ModelVersion& targ
   swap.switch_ms = SecondsSince(decided) * 1000;
   if (old != nullptr) {
     if (options_.hot_standby) {
+      // A standby it replaces may still finish requests from when it served.
+      if (auto prev = standby_.find(target.name); prev != standby_.end()) {
+        draining_.push_back(std::move(prev->second));
+      }
       standby_[target.name] = std::move(old);
     } else {
       draining_.push_back(std::move(old));
@@ -234,6 +262,12 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref) 
                                    "model");
     }
   }
+  if (st.ok() && canaries_.count(v.name) > 0) {
+    st = Status::InvalidArgument("a canary of " + v.name + " is running (" +
+                                     canaries_.at(v.name).model->version +
+                                     "); promote it or roll it back first",
+                                 "model");
+  }
   StatusOr<Swap> swap = st.ok() ? SwitchTo(v) : StatusOr<Swap>(st);
   const std::string name = st.ok() ? v.name : ref.substr(0, ref.rfind(':'));
   if (!swap.ok()) {
@@ -252,6 +286,20 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref) 
 StatusOr<ModelLifecycle::Swap> ModelLifecycle::Rollback(const std::string& name,
                                                         const std::string& reason) {
   std::lock_guard<std::mutex> lock(op_mu_);
+  if (auto c = canaries_.find(name); c != canaries_.end()) {
+    // During a canary, rolling back means ending it: the active version
+    // never stopped serving.
+    Swap swap;
+    swap.model = name;
+    swap.from = c->second.model->version;
+    swap.to = c->second.baseline;
+    swap.from_standby = true;
+    const auto t0 = Steady::now();
+    AbortCanary(name, reason);
+    swap.switch_ms = SecondsSince(t0) * 1000;
+    Count(name, "rollback", "ok");
+    return swap;
+  }
   auto previous = store_->PreviousOf(name);
   if (!previous.ok()) {
     Count(name, "rollback", "failed");
@@ -286,6 +334,245 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Rollback(const std::string& name,
   Count(name, "rollback", "ok");
   PublishVersions();
   return swap;
+}
+
+StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::string& ref,
+                                                                   const CanaryPlan& plan) {
+  if (plan.steps.empty() || plan.steps.size() > 10) {
+    return Status::InvalidArgument("'steps' must list 1 to 10 shares", "steps");
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i] < 1 || plan.steps[i] > 99 || (i > 0 && plan.steps[i] <= plan.steps[i - 1])) {
+      return Status::InvalidArgument(
+          "'steps' must be rising percentages from 1 to 99 (the last step is followed by the "
+          "promotion)",
+          "steps");
+    }
+  }
+  if (plan.bake_ms < 1000 || plan.bake_ms > 7 * 86'400'000LL) {
+    return Status::InvalidArgument("'bake' must be between 1 s and 7 days", "bake");
+  }
+  if (plan.min_requests < 1 || plan.min_requests > 1'000'000) {
+    return Status::InvalidArgument("'min_requests' must be between 1 and 1000000", "min_requests");
+  }
+  std::lock_guard<std::mutex> lock(op_mu_);
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, store_->Get(ref));
+  if (canaries_.count(v.name) > 0) {
+    return Status::InvalidArgument("a canary of " + v.name + " is running already (" +
+                                       canaries_.at(v.name).model->version + ")",
+                                   "model");
+  }
+  const auto active = serving_->Find(v.name);
+  if (active == nullptr || active->id != v.name || active->version.empty()) {
+    return Status::InvalidArgument(
+        "no stored version of " + v.name + " serves here to compare a canary with", "model");
+  }
+  if (active->version == v.version) {
+    return Status::InvalidArgument(ref + " is already the served version", "model");
+  }
+  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+    return Status::InvalidArgument(ref + " cannot be a canary: it is " + v.state, "model");
+  }
+  std::string warmup;
+  std::shared_ptr<ServedModel> loaded;
+  auto standby = standby_.find(v.name);
+  if (standby != standby_.end() && standby->second->version == v.version) {
+    auto m = std::const_pointer_cast<ServedModel>(standby->second);
+    standby_.erase(standby);
+    loaded = std::move(m);
+  } else {
+    Reap(/*wait=*/true);
+    auto l = LoadVersion(v, &warmup);
+    if (!l.ok()) {
+      canary_decisions_->CounterWith({v.name, "failed"}).Add();
+      return l.status();
+    }
+    loaded = std::move(l).value();
+  }
+  OUTPOST_RETURN_IF_ERROR(store_->MarkCanary(ref));
+  CanaryRun run;
+  run.model = loaded;
+  run.baseline = active->version;
+  run.plan = plan;
+  auto& r = canaries_[v.name] = std::move(run);
+  StartStep(&r, 0);
+  r.last_decision = "started at " + std::to_string(plan.steps[0]) + "%";
+  canary_decisions_->CounterWith({v.name, "start"}).Add();
+  spdlog::info(
+      "lifecycle: canary {} against {}: {}% of conversations, steps of {} s, at least {} "
+      "requests each",
+      ref, active->version, plan.steps[0], plan.bake_ms / 1000, plan.min_requests);
+  PublishVersions();
+  CanaryStatus status = StatusOf(v.name, r);
+  std::lock_guard<std::mutex> view_lock(view_mu_);
+  std::erase_if(canary_view_, [&](const CanaryStatus& c) { return c.model == v.name; });
+  canary_view_.push_back(status);
+  return status;
+}
+
+void ModelLifecycle::StartStep(CanaryRun* run, size_t step) {
+  run->step = step;
+  run->step_start = Steady::now();
+  run->next_verdict = run->step_start + std::chrono::milliseconds(run->plan.bake_ms);
+  run->canary0 = run->model->outcomes->Take();
+  if (const auto active = serving_->Find(run->model->id)) {
+    run->active0 = active->outcomes->Take();
+  }
+  serving_->SetCanary(run->model, run->plan.steps[step] * 100);
+  canary_share_->GaugeWith({run->model->id}).Set(run->plan.steps[step]);
+}
+
+ModelLifecycle::CanaryStatus ModelLifecycle::StatusOf(const std::string& name,
+                                                      const CanaryRun& run) const {
+  CanaryStatus s;
+  s.model = name;
+  s.version = run.model->version;
+  s.baseline = run.baseline;
+  s.percent = run.plan.steps[run.step];
+  s.step = run.step + 1;
+  s.steps = run.plan.steps.size();
+  s.step_age_s = SecondsSince(run.step_start);
+  auto diff = [](VersionOutcomes::Snapshot a, const VersionOutcomes::Snapshot& b) {
+    a.requests -= b.requests;
+    a.errors -= b.errors;
+    a.cancelled -= b.cancelled;
+    a.empty -= b.empty;
+    a.tokens -= b.tokens;
+    return a;
+  };
+  s.canary = diff(run.model->outcomes->Take(), run.canary0);
+  s.canary_ttft_p95_s = run.model->outcomes->TtftP95Since(run.canary0);
+  if (const auto active = serving_->Find(name)) {
+    s.active = diff(active->outcomes->Take(), run.active0);
+    s.active_ttft_p95_s = active->outcomes->TtftP95Since(run.active0);
+  }
+  s.last_decision = run.last_decision;
+  return s;
+}
+
+void ModelLifecycle::EvaluateCanaries() {
+  std::vector<std::pair<std::string, std::string>> aborts;  // name, reason
+  std::vector<std::string> promotions;
+  for (auto& [name, run] : canaries_) {
+    const CanaryStatus s = StatusOf(name, run);
+    const auto& c = s.canary;
+    const auto& a = s.active;
+    auto rate = [](int64_t n, int64_t of) {
+      return of > 0 ? static_cast<double>(n) / static_cast<double>(of) : 0.0;
+    };
+    // A hard failure: an error burst, whatever the step's age.
+    if (c.errors >= 3 && 2 * c.errors >= c.requests) {
+      aborts.emplace_back(name, "error burst: " + std::to_string(c.errors) + " of " +
+                                    std::to_string(c.requests) + " requests failed");
+      continue;
+    }
+    if (Steady::now() < run.next_verdict) continue;
+    if (c.requests < run.plan.min_requests) {
+      run.last_decision = "extended at " + std::to_string(s.percent) +
+                          "%: " + std::to_string(c.requests) + " of " +
+                          std::to_string(run.plan.min_requests) + " requests needed for a verdict";
+      run.next_verdict = Steady::now() + std::chrono::milliseconds(run.plan.bake_ms);
+      canary_decisions_->CounterWith({name, "extend"}).Add();
+      spdlog::info("lifecycle: canary {}:{} {}", name, s.version, run.last_decision);
+      continue;
+    }
+    const double ce = rate(c.errors, c.requests), ae = rate(a.errors, a.requests);
+    const double cm = rate(c.empty, c.requests), am = rate(a.empty, a.requests);
+    char why[256] = "";
+    if (ce > ae + run.plan.max_error_increase) {
+      std::snprintf(why, sizeof why, "error rate %.1f%% against the active version's %.1f%%",
+                    100 * ce, 100 * ae);
+    } else if (cm > am + run.plan.max_error_increase) {
+      std::snprintf(why, sizeof why, "empty answers %.1f%% against the active version's %.1f%%",
+                    100 * cm, 100 * am);
+    } else if (s.canary_ttft_p95_s > 0 && s.active_ttft_p95_s > 0 &&
+               s.canary_ttft_p95_s > run.plan.max_ttft_ratio * s.active_ttft_p95_s) {
+      std::snprintf(why, sizeof why, "TTFT p95 %.0f ms against the active version's %.0f ms",
+                    1000 * s.canary_ttft_p95_s, 1000 * s.active_ttft_p95_s);
+    }
+    if (why[0] != '\0') {
+      aborts.emplace_back(name, why);
+      continue;
+    }
+    if (run.step + 1 >= run.plan.steps.size()) {
+      promotions.push_back(name);
+      continue;
+    }
+    StartStep(&run, run.step + 1);
+    run.last_decision = "advanced to " + std::to_string(run.plan.steps[run.step]) + "% after " +
+                        std::to_string(c.requests) + " requests (errors " +
+                        std::to_string(c.errors) + ", active " + std::to_string(a.errors) + " of " +
+                        std::to_string(a.requests) + ")";
+    canary_decisions_->CounterWith({name, "advance"}).Add();
+    spdlog::info("lifecycle: canary {}:{} {}", name, s.version, run.last_decision);
+  }
+  for (const auto& [name, reason] : aborts) AbortCanary(name, reason);
+  for (const auto& name : promotions) {
+    if (auto p = PromoteLocked(name); !p.ok()) {
+      spdlog::error("lifecycle: promoting the canary of {}: {}", name, p.status().message());
+    }
+  }
+  std::vector<CanaryStatus> view;
+  for (const auto& [name, run] : canaries_) view.push_back(StatusOf(name, run));
+  std::lock_guard<std::mutex> lock(view_mu_);
+  canary_view_ = std::move(view);
+}
+
+void ModelLifecycle::AbortCanary(const std::string& name, const std::string& reason) {
+  auto it = canaries_.find(name);
+  if (it == canaries_.end()) return;
+  auto model = serving_->ClearCanary(name);
+  const std::string ref = name + ":" + it->second.model->version;
+  if (Status st = store_->MarkRetired(ref, "canary aborted: " + reason); !st.ok()) {
+    spdlog::error("lifecycle: marking {} retired: {}", ref, st.message());
+  }
+  spdlog::warn("lifecycle: canary {} aborted ({}); {} serves everything", ref, reason,
+               it->second.baseline);
+  draining_.push_back(std::move(it->second.model));
+  canaries_.erase(it);
+  canary_decisions_->CounterWith({name, "abort"}).Add();
+  canary_share_->GaugeWith({name}).Set(0);
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    std::erase_if(canary_view_, [&](const CanaryStatus& s) { return s.model == name; });
+  }
+  Reap(/*wait=*/false);
+  PublishVersions();
+}
+
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::PromoteLocked(const std::string& name) {
+  auto it = canaries_.find(name);
+  if (it == canaries_.end()) {
+    return Status::NotFound("no canary of '" + name + "' is running", "model");
+  }
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, store_->Get(name + ":" + it->second.model->version));
+  auto model = it->second.model;
+  auto swap = SwitchTo(v, model);
+  if (!swap.ok()) return swap.status();
+  serving_->ClearCanary(name);
+  canaries_.erase(it);
+  canary_decisions_->CounterWith({name, "promote"}).Add();
+  canary_share_->GaugeWith({name}).Set(0);
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    std::erase_if(canary_view_, [&](const CanaryStatus& s) { return s.model == name; });
+  }
+  spdlog::info("lifecycle: canary {}:{} promoted; {} is the standby", name, v.version, swap->from);
+  Count(name, "promote", "ok");
+  PublishVersions();
+  return swap;
+}
+
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::Promote(const std::string& name) {
+  std::lock_guard<std::mutex> lock(op_mu_);
+  return PromoteLocked(name);
+}
+
+std::vector<ModelLifecycle::CanaryStatus> ModelLifecycle::Canaries() {
+  std::lock_guard<std::mutex> lock(view_mu_);
+  return canary_view_;
 }
 
 void ModelLifecycle::Reap(bool wait) {
@@ -324,6 +611,10 @@ void ModelLifecycle::PublishVersions() {
   for (const auto& [name, m] : standby_) {
     view.push_back(m);
     roles[Key(*m)] = "standby";
+  }
+  for (const auto& [name, run] : canaries_) {
+    view.push_back(run.model);
+    roles[Key(*run.model)] = "canary";
   }
   for (const auto& m : draining_) {
     view.push_back(m);

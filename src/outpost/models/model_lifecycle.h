@@ -14,6 +14,18 @@
 // recent standby): from hot standby at once, else loaded from disk like an
 // activation. The version rolled back from is retired with the reason.
 //
+// Canary: the candidate is loaded and warmed up as for an activation, then
+// gets a share of conversations (sticky: ServingSet::Find with the call's
+// session id, user or API key), raised step by step (e.g. 5 → 25 → 50%)
+// after each bake time, then promoted. At each step's end it is compared
+// with the active version over the same window: its error rate, its rate of
+// empty answers and its TTFT p95. Fewer than min_requests canary requests
+// is no verdict: the step is extended, never passed. Worse than the active
+// version past the plan's margins, or an error burst at any time (3 errors
+// that are half its requests), aborts it: the canary is retired with the
+// reason and the active version, never touched, serves everything.
+// `Rollback` during a canary aborts it; `Promote` ends it early.
+//
 // Store states follow each step (model_store.h): the target becomes
 // "active", the one it replaced "standby", a rolled-back one "retired". A
 // crash between steps leaves the store naming the version that serves after
@@ -25,6 +37,7 @@
 // the lifecycle.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -95,6 +108,30 @@ class ModelLifecycle {
   // back to), as Activate.
   StatusOr<Swap> Rollback(const std::string& name, const std::string& reason);
 
+  struct CanaryPlan {
+    std::vector<int32_t> steps = {5, 25, 50};  // percent of conversations, rising, < 100
+    int64_t bake_ms = 600'000;                 // each step lasts at least this
+    int64_t min_requests = 50;                 // canary requests a step needs for a verdict
+    double max_error_increase = 0.05;          // error or empty rate above the active's + this
+    double max_ttft_ratio = 1.5;               // TTFT p95 above the active's × this
+  };
+  struct CanaryStatus {
+    std::string model, version, baseline;  // baseline: the active version
+    int32_t percent = 0;
+    size_t step = 0, steps = 0;
+    double step_age_s = 0;
+    VersionOutcomes::Snapshot canary, active;  // in this step
+    double canary_ttft_p95_s = -1, active_ttft_p95_s = -1;
+    std::string last_decision;  // what the last evaluation said, and why
+  };
+  // Starts a canary of NAME:VERSION. Errors: as Activate; InvalidArgument
+  // for a plan out of range (naming the field) or a canary already running.
+  StatusOr<CanaryStatus> StartCanary(const std::string& ref, const CanaryPlan& plan);
+  // The canary of NAME becomes the active version now. Errors: NotFound (no
+  // canary running).
+  StatusOr<Swap> Promote(const std::string& name);
+  std::vector<CanaryStatus> Canaries();
+
   // One loaded version, for /admin/models and /ready.
   struct Loaded {
     std::string model, version;
@@ -111,14 +148,33 @@ class ModelLifecycle {
   // Loads and warms up `v` (does not serve it yet).
   StatusOr<std::shared_ptr<ServedModel>> LoadVersion(const ModelVersion& v, std::string* warmup)
       OUTPOST_REQUIRES(op_mu_);
-  StatusOr<Swap> SwitchTo(const ModelVersion& target) OUTPOST_REQUIRES(op_mu_);
+  // `preloaded`: the target already loaded and warm (a promoted canary).
+  StatusOr<Swap> SwitchTo(const ModelVersion& target,
+                          std::shared_ptr<const ServedModel> preloaded = nullptr)
+      OUTPOST_REQUIRES(op_mu_);
   // Unloads the draining versions nothing uses any more; with `wait`, waits
   // up to drain_wait_ms for them.
   void Reap(bool wait) OUTPOST_REQUIRES(op_mu_);
   void Count(const std::string& model, const std::string& action, const std::string& result);
   void PublishVersions() OUTPOST_REQUIRES(op_mu_);
-  // Reaper thread: unloads drained versions between operations.
+  // Reaper thread: unloads drained versions between operations and
+  // evaluates the canaries.
   void ReapLoop();
+  struct CanaryRun {
+    std::shared_ptr<const ServedModel> model;
+    std::string baseline;  // the active version when it started
+    CanaryPlan plan;
+    size_t step = 0;
+    std::chrono::steady_clock::time_point step_start, next_verdict;
+    VersionOutcomes::Snapshot canary0, active0;  // at the step's start
+    std::string last_decision;
+  };
+  void EvaluateCanaries() OUTPOST_REQUIRES(op_mu_);
+  void StartStep(CanaryRun* run, size_t step) OUTPOST_REQUIRES(op_mu_);
+  // Ends the canary of `name`, retiring its version with `reason`.
+  void AbortCanary(const std::string& name, const std::string& reason) OUTPOST_REQUIRES(op_mu_);
+  StatusOr<Swap> PromoteLocked(const std::string& name) OUTPOST_REQUIRES(op_mu_);
+  CanaryStatus StatusOf(const std::string& name, const CanaryRun& run) const;
 
   ModelStore* const store_;
   ServingSet* const serving_;
@@ -126,6 +182,9 @@ class ModelLifecycle {
   const Options options_;
   telemetry::Family* const swaps_;
   telemetry::Family* const version_info_;
+  telemetry::Family* const canary_decisions_;
+  telemetry::Family* const canary_share_;
+  std::map<std::string, CanaryRun> canaries_ OUTPOST_GUARDED_BY(op_mu_);
   std::mutex op_mu_;  // one operation at a time
   std::map<std::string, std::shared_ptr<const ServedModel>> standby_ OUTPOST_GUARDED_BY(op_mu_);
   std::vector<std::shared_ptr<const ServedModel>> draining_ OUTPOST_GUARDED_BY(op_mu_);
@@ -135,6 +194,7 @@ class ModelLifecycle {
   // Weak: a view never keeps a version loaded.
   std::vector<std::weak_ptr<const ServedModel>> view_ OUTPOST_GUARDED_BY(view_mu_);
   std::map<std::string, std::string> roles_ OUTPOST_GUARDED_BY(view_mu_);  // "id@version" → role
+  std::vector<CanaryStatus> canary_view_ OUTPOST_GUARDED_BY(view_mu_);
   std::vector<std::vector<std::string>> published_ OUTPOST_GUARDED_BY(op_mu_);  // info series at 1
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

@@ -58,6 +58,29 @@ Status ModelStore::MarkRetired(const std::string& ref, const std::string& reason
   return SetState(v.name, v.version, "retired", reason);
 }
 
+Status ModelStore::MarkCanary(const std::string& ref) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed" || v.state == "active") {
+    return Status::InvalidArgument(ref + " cannot be a canary: it is " + v.state, "model");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return SetState(v.name, v.version, "canary", "");
+}
+
+int ModelStore::ResetCanaries(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_,
+                     "UPDATE versions SET state = 'verified', error = 'canary interrupted by a "
+                     "restart' WHERE name = ? AND state = 'canary'",
+                     -1, &st, nullptr);
+  sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_step(st);
+  sqlite3_finalize(st);
+  return sqlite3_changes(db_);
+}
+
 StatusOr<ModelVersion> ModelStore::ActiveOf(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto rows = Query("WHERE name = ? AND state = 'active'", {name});

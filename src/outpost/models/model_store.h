@@ -119,6 +119,12 @@ class ModelStore {
   // MarkRetired: "retired" with the reason (rolled back, replaced). Errors:
   // NotFound.
   Status MarkRetired(const std::string& ref, const std::string& reason);
+  // MarkCanary: "canary" (a share of traffic, being compared). Errors:
+  // NotFound; InvalidArgument as MarkActive.
+  Status MarkCanary(const std::string& ref);
+  // A canary of `name` that a restart interrupted goes back to "verified",
+  // with a note. Returns how many.
+  int ResetCanaries(const std::string& name);
   // The name's active version. Errors: NotFound.
   StatusOr<ModelVersion> ActiveOf(const std::string& name);
   // What a rollback of `name` returns to: the standby version that was

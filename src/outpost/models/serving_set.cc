@@ -29,6 +29,61 @@ std::shared_ptr<const ServedModel> ServingSet::Find(const std::string& id) const
   return nullptr;
 }
 
+namespace {
+
+uint32_t Fnv1a(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::shared_ptr<const ServedModel> ServingSet::Find(const std::string& id,
+                                                    const std::string& sticky_key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (models_.empty()) return nullptr;
+  std::shared_ptr<const ServedModel> base = id.empty() ? models_.front() : nullptr;
+  for (size_t i = 0; base == nullptr && i < models_.size(); ++i) {
+    if (models_[i]->id == id) base = models_[i];
+  }
+  if (base == nullptr) return nullptr;
+  for (const auto& c : canaries_) {
+    if (c.model->id != base->id) continue;
+    const uint32_t bucket = sticky_key.empty()
+                                ? static_cast<uint32_t>((unkeyed_++ * 7919u) % 10000u)
+                                : Fnv1a(sticky_key) % 10000u;
+    if (bucket < static_cast<uint32_t>(c.share_bp)) return c.model;
+  }
+  return base;
+}
+
+void ServingSet::SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& c : canaries_) {
+    if (c.model->id == m->id) {
+      c = {std::move(m), share_bp};
+      return;
+    }
+  }
+  canaries_.push_back({std::move(m), share_bp});
+}
+
+std::shared_ptr<const ServedModel> ServingSet::ClearCanary(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = canaries_.begin(); it != canaries_.end(); ++it) {
+    if (it->model->id == id) {
+      auto m = std::move(it->model);
+      canaries_.erase(it);
+      return m;
+    }
+  }
+  return nullptr;
+}
+
 std::vector<std::shared_ptr<const ServedModel>> ServingSet::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   return models_;

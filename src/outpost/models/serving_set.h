@@ -15,6 +15,7 @@
 #include "outpost/engine/model_info.h"
 #include "outpost/models/embedding_service.h"
 #include "outpost/models/memory_ledger.h"
+#include "outpost/models/version_outcomes.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/util/thread_annotations.h"
@@ -34,6 +35,8 @@ struct ServedModel {
   std::shared_ptr<scheduler::Scheduler> scheduler;  // holds the engine for this model
   std::shared_ptr<EmbeddingService> embeddings;     // null unless loaded for embeddings
   scheduler::CapacityPlan plan;
+  // What its requests came to (the canary compares versions by it).
+  std::shared_ptr<VersionOutcomes> outcomes = std::make_shared<VersionOutcomes>();
 };
 
 class ServingSet {
@@ -50,6 +53,16 @@ class ServingSet {
   std::shared_ptr<const ServedModel> Replace(std::shared_ptr<const ServedModel> m);
   // Empty id: the first (default) model. Null when unknown.
   std::shared_ptr<const ServedModel> Find(const std::string& id) const;
+  // As Find, but during a canary of that model a share of sticky keys gets
+  // the canary: bucket = FNV-1a(key) mod 10000 < share (basis points), so
+  // one key (a conversation) always gets the same version. An empty key
+  // draws its bucket from a counter.
+  std::shared_ptr<const ServedModel> Find(const std::string& id,
+                                          const std::string& sticky_key) const;
+  // Starts (or changes the share of) a canary for m->id; share_bp 0-10000.
+  void SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp);
+  // Ends the canary of `id`; returns its model (null when there was none).
+  std::shared_ptr<const ServedModel> ClearCanary(const std::string& id);
   std::vector<std::shared_ptr<const ServedModel>> List() const;
   // Not ready while models load and once shutdown begins (/ready, 503s).
   void SetReady(bool ready);
@@ -59,6 +72,12 @@ class ServingSet {
   const MemoryLedger* const ledger_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<const ServedModel>> models_ OUTPOST_GUARDED_BY(mu_);
+  struct Canary {
+    std::shared_ptr<const ServedModel> model;
+    int32_t share_bp = 0;
+  };
+  std::vector<Canary> canaries_ OUTPOST_GUARDED_BY(mu_);
+  mutable uint64_t unkeyed_ OUTPOST_GUARDED_BY(mu_) = 0;
   bool ready_ OUTPOST_GUARDED_BY(mu_) = false;
 };
 

@@ -48,6 +48,7 @@ struct CompletionRequest {
   // when a cached prefix exists (results independent of what ran before).
   bool cache_prompt = true;
   ToolSpec tools;
+  std::string user;  // OpenAI's end-user id (a canary keeps one user on one version)
 };
 
 struct CompletionCall {
@@ -61,6 +62,13 @@ struct CompletionCall {
   Tier tier = Tier::kAny;                    // X-Outpost-Tier
   std::optional<int64_t> latency_budget_ms;  // X-Latency-Budget-Ms: overrides the tenant's
   bool forwarded = false;                    // another Outpost sent it: never forward again
+  std::string session_id;                    // X-Session-Id: a conversation, for sticky canaries
+
+  // What keeps a conversation on one model version during a canary: the
+  // session id, else the user field, else the API key ("" = none: any).
+  const std::string& sticky_key() const {
+    return !session_id.empty() ? session_id : !request.user.empty() ? request.user : api_key;
+  }
 };
 
 }  // namespace outpost::router

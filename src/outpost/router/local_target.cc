@@ -1,9 +1,45 @@
 #include "outpost/router/local_target.h"
 
+#include <chrono>
+
 #include "outpost/router/tool_calls.h"
 #include "outpost/scheduler/scheduler.h"
 
 namespace outpost::router {
+namespace {
+
+// Passes everything on to the client's sink and records how the request
+// ended in its version's outcomes (errors, cut, empty, tokens, TTFT).
+class OutcomeSink final : public scheduler::GenerationSink {
+ public:
+  OutcomeSink(std::shared_ptr<ResponseSink> sink, std::shared_ptr<models::VersionOutcomes> out)
+      : sink_(std::move(sink)), out_(std::move(out)), start_(std::chrono::steady_clock::now()) {}
+
+  void OnText(int choice, std::string text) override {
+    if (ttft_s_ < 0) {
+      ttft_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+    sink_->OnText(choice, std::move(text));
+  }
+  void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override {
+    sink_->OnLogprobs(choice, std::move(tokens));
+  }
+  void OnDone(scheduler::GenerationResult result) override {
+    const bool error = result.finish == scheduler::FinishReason::kError;
+    const bool cancelled = result.finish == scheduler::FinishReason::kCancelled;
+    out_->Record(error, cancelled, ttft_s_ < 0, result.usage.completion_tokens, ttft_s_);
+    sink_->OnDone(std::move(result));
+  }
+  bool Cancelled() override { return sink_->Cancelled(); }
+
+ private:
+  const std::shared_ptr<ResponseSink> sink_;
+  const std::shared_ptr<models::VersionOutcomes> out_;
+  const std::chrono::steady_clock::time_point start_;
+  double ttft_s_ = -1;  // engine thread only
+};
+
+}  // namespace
 
 Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCall& call,
                             scheduler::GenerationRequest* gen) {
@@ -51,7 +87,8 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
 void LocalTarget::Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
                       const std::shared_ptr<ResponseSink>& sink) {
   sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint, gen.answer_parser});
-  if (Status st = model.scheduler->Submit(std::move(gen), sink); !st.ok()) sink->OnError(st);
+  auto counted = std::make_shared<OutcomeSink>(sink, model.outcomes);
+  if (Status st = model.scheduler->Submit(std::move(gen), counted); !st.ok()) sink->OnError(st);
 }
 
 }  // namespace outpost::router

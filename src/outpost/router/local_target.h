@@ -18,9 +18,10 @@ class LocalTarget {
  public:
   explicit LocalTarget(const models::ServingSet* serving) : serving_(serving) {}
 
-  // The model `call` names, or null when this node does not serve it.
+  // The model `call` names (during a canary, the version its sticky key
+  // draws), or null when this node does not serve it.
   std::shared_ptr<const models::ServedModel> Find(const CompletionCall& call) const {
-    return serving_->Find(call.request.model);
+    return serving_->Find(call.request.model, call.sticky_key());
   }
 
   // Builds the generation request: prompt tokens, sampling, stops, priority.
@@ -31,7 +32,7 @@ class LocalTarget {
 
   // Hands `gen` to the model's scheduler; the answer goes to `sink`
   // (OnLocalStart, then OnText/OnDone from the engine thread, or OnError when
-  // the scheduler refuses it).
+  // the scheduler refuses it). How it ended is recorded in model.outcomes.
   static void Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
                   const std::shared_ptr<ResponseSink>& sink);
 

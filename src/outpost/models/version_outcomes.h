@@ -1,0 +1,42 @@
+// VersionOutcomes — what the requests one loaded model version served came
+// to, for the canary's comparison of a candidate against the active version.
+// Recorded by the router's local target as each request ends; read by the
+// lifecycle as snapshots, compared as differences between two of them.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+#include "outpost/util/thread_annotations.h"
+
+namespace outpost::models {
+
+class VersionOutcomes {
+ public:
+  // One finished request: whether it failed (an error answer), was cut
+  // (cancelled by a client), answered nothing, its generated tokens and its
+  // time to first token (< 0: none came).
+  void Record(bool error, bool cancelled, bool empty, int64_t tokens, double ttft_s);
+
+  struct Snapshot {
+    int64_t requests = 0;  // finished, of any outcome
+    int64_t errors = 0;
+    int64_t cancelled = 0;
+    int64_t empty = 0;  // ended without error and without output
+    int64_t tokens = 0;
+    uint64_t ttft_seq = 0;  // TTFT samples recorded so far (for TtftP95Since)
+  };
+  Snapshot Take() const;
+  // p95 of the TTFTs recorded after `since` (of the last 4096 kept); < 0
+  // when there are none.
+  double TtftP95Since(const Snapshot& since) const;
+
+ private:
+  mutable std::mutex mu_;
+  Snapshot totals_ OUTPOST_GUARDED_BY(mu_);
+  std::deque<double> ttft_ OUTPOST_GUARDED_BY(mu_);  // the newest 4096
+};
+
+}  // namespace outpost::models
