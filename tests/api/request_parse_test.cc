@@ -204,6 +204,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"max_tokens": 0, )" MSGS "}", "max_tokens", "between 1"},
         BadCase{kChat, R"({"max_tokens": 1.5, )" MSGS "}", "max_tokens", "must be an integer"},
         BadCase{kChat, R"({"n": 0, )" MSGS "}", "n", "between 1 and 128"},
+        BadCase{kChat, R"({"user": 5, )" MSGS "}", "user", "a string"},
         BadCase{kChat, R"({"stop": 5, )" MSGS "}", "stop", "string or an array"},
         BadCase{kChat, R"({"stop": ["a", 1], )" MSGS "}", "stop[1]", "must be a string"},
         BadCase{kChat, R"({"logit_bias": {"abc": 1}, )" MSGS "}", "logit_bias", "not a token id"},
