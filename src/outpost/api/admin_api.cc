@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "outpost/api/errors.h"
 #include "outpost/audit/audit_log.h"
+#include "outpost/router/http_blob_source.h"
 #include "outpost/util/status_macros.h"
 #include "outpost/util/units.h"
 
@@ -93,9 +95,9 @@ StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& a
 }  // namespace
 
 std::string AdminRouteLabel(const std::string& path) {
-  for (const char* r :
-       {"/admin/models", "/admin/models/import", "/admin/models/verify", "/admin/models/activate",
-        "/admin/models/rollback", "/admin/models/canary", "/admin/models/promote"}) {
+  for (const char* r : {"/admin/models", "/admin/models/import", "/admin/models/verify",
+                        "/admin/models/activate", "/admin/models/rollback", "/admin/models/canary",
+                        "/admin/models/promote", "/admin/models/pull"}) {
     if (path == r) return path;
   }
   if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{ref}";
@@ -166,7 +168,8 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
   }
   const bool op = path == "/admin/models/import" || path == "/admin/models/verify" ||
                   path == "/admin/models/activate" || path == "/admin/models/rollback" ||
-                  path == "/admin/models/canary" || path == "/admin/models/promote";
+                  path == "/admin/models/canary" || path == "/admin/models/promote" ||
+                  path == "/admin/models/pull";
   if (op) {
     if (!post) {
       return Status::InvalidArgument("use POST for " + path, "method");
@@ -180,6 +183,28 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(
           v, store->Import(b["path"].get<std::string>(), *target, b.value("sha256", "")));
+      return VersionJson(v);
+    }
+    if (*action == "pull") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"url", "model", "sha256", "max_rate"},
+                                            {"url", "model", "sha256"}));
+      *target = b["model"].get<std::string>();
+      models::ModelStore::PullOptions po;
+      if (b.contains("max_rate")) {
+        auto rate = util::ParseBytes(b["max_rate"].get<std::string>());
+        if (!rate.ok() || *rate == 0) {
+          return Status::InvalidArgument("'max_rate' must be a size per second such as 2MiB",
+                                         "max_rate");
+        }
+        po.max_bytes_per_s = *rate;
+      }
+      router::BlobSourceOptions so;
+      if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) so.bearer_token = t;
+      router::HttpBlobSource source(so);
+      models::ModelVersion v;
+      OUTPOST_ASSIGN_OR_RETURN(v, store->Pull(b["url"].get<std::string>(), *target,
+                                              b["sha256"].get<std::string>(), &source, po));
       return VersionJson(v);
     }
     if (*action == "verify") {

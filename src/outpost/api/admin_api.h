@@ -6,6 +6,7 @@
 //   GET    /admin/models                 every stored version, and what is loaded
 //   GET    /admin/models/{name:version}  one version
 //   POST   /admin/models/import          {"path", "model", "sha256"?}: a file on the box
+//   POST   /admin/models/pull            {"url", "model", "sha256", "max_rate"?}: resumable
 //   POST   /admin/models/verify          {"model": "name:version"}
 //   POST   /admin/models/activate        {"model": "name:version"}
 //   POST   /admin/models/rollback        {"model": "name", "reason"?} (ends a canary)

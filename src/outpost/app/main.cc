@@ -89,10 +89,11 @@ int main(int argc, char** argv) {
       }
       if (a.rfind("-", 0) == 0) continue;
       if (a != "import" && a != "export" && a != "list" && a != "show" && a != "verify" &&
-          a != "remove" && a != "activate" && a != "rollback" && a != "canary" && a != "promote") {
+          a != "remove" && a != "activate" && a != "rollback" && a != "canary" && a != "promote" &&
+          a != "pull") {
         std::fprintf(stderr,
                      "outpost model: unknown subcommand '%s' (import, export, list, show, verify, "
-                     "activate, canary, promote, rollback, remove)\n",
+                     "pull, activate, canary, promote, rollback, remove)\n",
                      a.c_str());
         return 2;
       }

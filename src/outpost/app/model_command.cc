@@ -11,6 +11,7 @@
 #include "outpost/app/config.h"
 #include "outpost/models/model_store.h"
 #include "outpost/router/admin_client.h"
+#include "outpost/router/http_blob_source.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -85,6 +86,11 @@ int RunRemote(const ModelFlags& f) {
   } else if (f.export_->parsed()) {
     std::fprintf(stderr, "outpost model export: run it on the box, against --store\n");
     return 2;
+  } else if (f.pull->parsed()) {
+    path = "/admin/models/pull";
+    nlohmann::json b = {{"url", f.url}, {"model", f.ref}, {"sha256", f.sha256}};
+    if (!f.max_rate.empty()) b["max_rate"] = f.max_rate;
+    body = b.dump();
   } else if (f.canary->parsed()) {
     path = "/admin/models/canary";
     nlohmann::json b = {{"model", f.ref}};
@@ -192,6 +198,24 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->rollback->add_option("name", f->ref, "NAME")->required();
   f->rollback->add_option("--reason", f->reason, "why (kept with the retired version)");
   f->rollback->add_flag("--json", f->json, "print the answer as JSON");
+  f->pull = model->add_subcommand(
+      "pull",
+      "download a GGUF over http(s) into the store as NAME:VERSION, checked against its sha256; "
+      "an interrupted pull resumes where it stopped when run again");
+  f->pull->add_option("url", f->url, "https://… (http:// too: the digest is pinned)")->required();
+  f->pull->add_option("ref", f->ref, "NAME:VERSION")->required();
+  f->pull->add_option("--sha256", f->sha256, "the file's sha256 (required)")->required();
+  f->pull->add_option("--max-rate", f->max_rate,
+                      "bandwidth cap per second, e.g. 2MiB (default: none)");
+  f->pull->add_option("--stall-timeout", f->stall_timeout,
+                      "no byte for this long counts as a broken transfer and is retried "
+                      "(default 30s)");
+  f->pull
+      ->add_option("--attempts", f->attempts,
+                   "tries in a row without a new byte before giving up (default 8; the "
+                   "waits between them double from 1 s to 30 s)")
+      ->check(CLI::Range(1, 1000));
+  f->pull->add_flag("--json", f->json, "print the version as JSON");
   f->canary = model->add_subcommand(
       "canary",
       "with --server: load NAME:VERSION beside the active version and give it a share of "
@@ -234,6 +258,38 @@ int RunModel(const ModelFlags& f) {
     if (Status st = s.Export(f.ref, f.out, Bar("exporting")); !st.ok()) return Fail(st);
     std::printf("wrote %s to %s (skopeo: oci-archive:%s)\n", f.ref.c_str(), f.out.c_str(),
                 f.out.c_str());
+    return 0;
+  }
+  if (f.pull->parsed()) {
+    models::ModelStore::PullOptions po;
+    po.max_attempts = f.attempts;
+    if (!f.max_rate.empty()) {
+      auto rate = util::ParseBytes(f.max_rate);
+      if (!rate.ok() || *rate == 0) {
+        std::fprintf(stderr, "outpost model pull: --max-rate must be a size such as 2MiB\n");
+        return 2;
+      }
+      po.max_bytes_per_s = *rate;
+    }
+    router::BlobSourceOptions so;
+    so.ca_file = f.ca_file;
+    auto stall = util::ParseDurationMs(f.stall_timeout);
+    if (!stall.ok() || *stall < 100) {
+      std::fprintf(stderr, "outpost model pull: --stall-timeout must be a duration such as 30s\n");
+      return 2;
+    }
+    so.stall_timeout_ms = *stall;
+    if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) so.bearer_token = t;
+    router::HttpBlobSource source(so);
+    auto v = s.Pull(f.url, f.ref, f.sha256, &source, po, Bar("pulling"));
+    if (!v.ok()) return Fail(v.status());
+    if (f.json) {
+      std::printf("%s\n", ToJson(*v).dump(2).c_str());
+    } else {
+      std::printf("%s: %s, %s %s, %s from %s\n", v->ref().c_str(), v->state.c_str(),
+                  v->architecture.c_str(), v->quantization.c_str(),
+                  util::FormatBytes(v->size).c_str(), f.url.c_str());
+    }
     return 0;
   }
   if (f.import->parsed()) {

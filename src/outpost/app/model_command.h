@@ -17,7 +17,11 @@ namespace outpost::app {
 struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
            *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr,
-           *canary = nullptr, *promote = nullptr;
+           *canary = nullptr, *promote = nullptr, *pull = nullptr;
+  std::string url;
+  std::string max_rate;  // pull bandwidth cap ("10MiB" per second)
+  std::string stall_timeout = "30s";
+  int attempts = 8;
   std::vector<int> steps;  // canary shares, percent
   std::string bake;        // canary step duration ("10m")
   int64_t min_requests = 0;

@@ -245,6 +245,7 @@ void ModelStore::Recover() {
       "fetching); import it again' WHERE state = 'fetching'");
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(dir_) / "blobs" / "sha256", ec)) {
+    // (.resume-* files stay: a pull picks up from them.)
     if (e.path().filename().string().rfind(".partial-", 0) == 0) fs::remove(e.path(), ec);
   }
   WriteIndex();

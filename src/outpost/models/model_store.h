@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "outpost/models/blob_source.h"
 #include "outpost/util/status.h"
 #include "outpost/util/thread_annotations.h"
 
@@ -83,6 +84,29 @@ class ModelStore {
   StatusOr<ModelVersion> Import(const std::string& path, const std::string& ref,
                                 const std::string& expect_sha256 = "",
                                 const Progress& progress = nullptr);
+
+  struct PullOptions {
+    uint64_t max_bytes_per_s = 0;  // bandwidth cap (0: none)
+    int max_attempts = 8;          // tries in a row without progress before giving up
+    int64_t max_backoff_ms = 30'000;
+  };
+  // Downloads url (http:// or https://) into the store as name:version. The
+  // sha256 is required: the bytes are hashed as they arrive, and only a
+  // file with that digest is published (fsync'ed, renamed, then checked as
+  // Import() does). An interrupted download (a reset, a stall, a truncated
+  // body, a killed process) resumes from what it has: the partial file is
+  // kept as blobs/sha256/.resume-<hex>, its prefix re-hashed on restart and
+  // the rest asked for with Range and If-Range; a server that ignores the
+  // range or whose file changed sends it whole, and the pull starts over.
+  // Retries back off (1 s doubling, up to max_backoff_ms); max_attempts in a
+  // row without a new byte fail it. The disk is checked before the first
+  // byte. Errors: InvalidArgument (a bad URL, ref or digest, an HTTP error,
+  // a digest mismatch: the partial file goes), Unavailable (the source
+  // stayed unreachable: the partial file stays for the next try),
+  // ResourceExhausted (disk).
+  StatusOr<ModelVersion> Pull(const std::string& url, const std::string& ref,
+                              const std::string& sha256, BlobSource* source,
+                              const PullOptions& options, const Progress& progress = nullptr);
 
   // Writes the version as one OCI-layout tar (oci-layout, index.json, its
   // blobs): what `skopeo copy oci-archive:` reads, for air-gapped sites.

@@ -1,0 +1,184 @@
+// ModelStore::Pull: a model over HTTP(S), resumable (see model_store.h).
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "outpost/models/model_store.h"
+#include "outpost/models/store_layout.h"
+#include "outpost/util/status_macros.h"
+
+namespace outpost::models {
+namespace {
+
+namespace fs = std::filesystem;
+using Steady = std::chrono::steady_clock;
+
+struct HashCtx {
+  HashCtx() : ctx(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
+  ~HashCtx() { EVP_MD_CTX_free(ctx); }
+  void Reset() { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
+  void Update(const char* p, size_t n) { EVP_DigestUpdate(ctx, p, n); }
+  std::string Final() {
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx, md, &len);
+    return "sha256:" + layout::Hex(md, len);
+  }
+  EVP_MD_CTX* ctx;
+};
+
+}  // namespace
+
+StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::string& ref,
+                                        const std::string& sha256, BlobSource* source,
+                                        const PullOptions& options, const Progress& progress) {
+  std::string name, version;
+  OUTPOST_RETURN_IF_ERROR(ParseModelRef(ref, &name, &version));
+  if (url.rfind("https://", 0) != 0 && url.rfind("http://", 0) != 0) {
+    return Status::InvalidArgument(
+        "the source must be an http:// or https:// URL, got '" + url + "'", "url");
+  }
+  const std::string hex = sha256.rfind("sha256:", 0) == 0 ? sha256.substr(7) : sha256;
+  if (!layout::IsHex64(hex)) {
+    return Status::InvalidArgument(
+        "a pull needs the file's sha256: 64 lowercase hex digits (optionally after 'sha256:'), "
+        "got '" +
+            sha256 + "'",
+        "sha256");
+  }
+  const std::string want = "sha256:" + hex;
+  std::lock_guard<std::mutex> lock(mu_);
+  OUTPOST_RETURN_IF_ERROR(Begin(name, version, url, 0));
+  auto fail = [&](Status st) -> StatusOr<ModelVersion> {
+    SetState(name, version, "failed", st.message());
+    return st;
+  };
+  const std::string resume = dir_ + "/blobs/sha256/.resume-" + hex;
+  const std::string validator_file = resume + ".validator";
+  std::error_code ec;
+
+  // What an earlier try left: re-hash it and go on from its end.
+  HashCtx hash;
+  uint64_t have = 0;
+  std::string validator;
+  if (fs::exists(resume, ec)) {
+    std::ifstream in(resume, std::ios::binary);
+    std::vector<char> buf(1 << 20);
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+      hash.Update(buf.data(), static_cast<size_t>(in.gcount()));
+      have += static_cast<uint64_t>(in.gcount());
+    }
+    std::ifstream v(validator_file);
+    std::getline(v, validator);
+    spdlog::info("pull {}: resuming at {} bytes (re-hashed)", ref, have);
+  }
+  const int fd = open(resume.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(Status::InvalidArgument("cannot write " + resume));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+
+  uint64_t total = 0;
+  uint64_t reported = 0;  // progress is told every 16 MiB
+  bool disk_checked = false;
+  Status write_error;
+  const auto rate_start = Steady::now();
+  uint64_t rate_bytes = 0;
+  int attempts = 0;
+  int64_t backoff_ms = 1000;
+  for (;;) {
+    const uint64_t before = have;
+    Status got = source->Get(
+        url, have, validator,
+        [&](const BlobSource::Head& h) {
+          if (have > 0 && h.status == 200) {
+            // The range was ignored, or the file changed: start over.
+            spdlog::warn("pull {}: the server sent the whole file; starting over", ref);
+            if (ftruncate(fd, 0) != 0) return false;
+            hash.Reset();
+            have = 0;
+          }
+          total = h.total;
+          if (!h.validator.empty() && h.validator != validator) {
+            validator = h.validator;
+            std::ofstream(validator_file, std::ios::trunc) << validator << "\n";
+          }
+          if (!disk_checked && total > have) {
+            write_error = CheckDisk(ref, total - have);
+            disk_checked = true;
+            if (!write_error.ok()) return false;
+          }
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          for (size_t off = 0; off < n;) {
+            const ssize_t w = write(fd, data + off, n - off);
+            if (w <= 0) {
+              write_error = Status::ResourceExhausted("writing " + resume + " failed (disk full?)");
+              return false;
+            }
+            off += static_cast<size_t>(w);
+          }
+          hash.Update(data, n);
+          have += n;
+          if (progress && (have - reported >= (16u << 20) || have == total)) {
+            progress(have, total);
+            reported = have;
+          }
+          if (options.max_bytes_per_s > 0) {
+            rate_bytes += n;
+            const auto due = rate_start + std::chrono::microseconds(static_cast<int64_t>(
+                                              1e6 * static_cast<double>(rate_bytes) /
+                                              static_cast<double>(options.max_bytes_per_s)));
+            std::this_thread::sleep_until(due);
+          }
+          return true;
+        });
+    if (!write_error.ok()) return fail(write_error);
+    if (got.ok() && (total == 0 || have >= total)) break;
+    if (!got.ok() && got.code() != StatusCode::kUnavailable) return fail(got);
+    // A reset, a stall, a truncated body: try again from where it stopped.
+    if (have > before) {
+      attempts = 0;
+      backoff_ms = 1000;
+    }
+    if (++attempts >= options.max_attempts) {
+      const Status st = Status::Unavailable(
+          "pull of " + url + " gave up after " + std::to_string(attempts) +
+          " tries without progress (" + (got.ok() ? "the body ended early" : got.message()) +
+          "); " + std::to_string(have) + " bytes are kept: pull again to resume");
+      SetState(name, version, "failed", st.message());
+      return st;
+    }
+    spdlog::warn("pull {}: {} at {} of {} bytes; again in {} ms", ref,
+                 got.ok() ? "the body ended early" : got.message(), have, total, backoff_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, options.max_backoff_ms);
+  }
+  if (fsync(fd) != 0) return fail(Status::ResourceExhausted("fsync of " + resume + " failed"));
+  const std::string digest = hash.Final();
+  if (digest != want) {
+    fs::remove(resume, ec);
+    fs::remove(validator_file, ec);
+    return fail(Status::InvalidArgument(
+        "digest mismatch for " + url + ": expected " + want + ", the download is " + digest,
+        "sha256"));
+  }
+  fs::remove(validator_file, ec);
+  if (Status st = Commit(resume, digest); !st.ok()) return fail(st);
+  spdlog::info("pull {}: {} bytes from {}, {}", ref, have, url, digest);
+  return Finish(name, version, digest, have, "");
+}
+
+}  // namespace outpost::models
