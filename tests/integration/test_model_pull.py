@@ -71,6 +71,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 sent += n
             if isinstance(fault, tuple) and fault[0] == "stall":
                 time.sleep(fault[2])
+            if isinstance(fault, tuple) and fault[0] == "change":
+                srv.etag = '"v2"'  # the file is replaced on the server while the client is away
             if isinstance(fault, tuple):
                 self.wfile.flush()
                 self.connection.shutdown(2)  # reset / cut / after the stall: the rest never comes
@@ -153,16 +155,19 @@ def test_a_changed_file_or_a_wrong_digest_is_refused(tmp_path, sha):
     assert p.returncode == 1 and "digest mismatch" in p.stderr and bad in p.stderr, p.stderr
     assert "smollm2:1" not in json.loads(open(store / "index.json").read()).__repr__()
     assert not [f for f in os.listdir(store / "blobs" / "sha256") if f.startswith(".resume")]
-    # Resume against a changed file: If-Range no longer matches, the server sends it whole.
-    srv.faults = [("reset", len(srv.data) // 3)]
-    p = model(store, "pull", srv.url, "smollm2:2", "--sha256", sha)  # breaks, then resumes
+    # The file changes on the server between two tries: the resume names the
+    # file it had (If-Range "v1"), the server sends the new one whole, the
+    # pull starts over.
+    srv.faults = [("change", len(srv.data) // 3)]
+    srv.requests.clear()
+    p = model(store, "pull", srv.url, "smollm2:2", "--sha256", sha)
     assert p.returncode == 0, p.stderr
-    srv.etag = '"v2"'
-    srv.faults = [("reset", len(srv.data) // 3)]
+    assert srv.requests[1] == (f"bytes={len(srv.data) // 3}-", '"v1"'), srv.requests
+    assert "starting over" in p.stderr, p.stderr
+    # The same bytes again under another name: nothing is downloaded.
     srv.requests.clear()
     p = model(store, "pull", srv.url, "smollm2:3", "--sha256", sha)
-    assert p.returncode == 0, p.stderr
-    assert srv.requests[1][1] == '"v2"', srv.requests  # the resume names the file it had
+    assert p.returncode == 0 and srv.requests == [], (p.stderr, srv.requests)
     srv.shutdown()
 
 
@@ -202,7 +207,11 @@ def test_a_running_server_pulls_then_activates(tmp_path, sha):
     import httpx
     store = tmp_path / "m"
     assert model(store, "import", MODEL, "smollm2:1").returncode == 0
-    srv = Faulty(MODEL)
+    q8 = tmp_path / "smollm2-q8_0.gguf"  # a second version: other bytes than the first
+    subprocess.run([os.path.join(".deps", "llama.cpp-build", "bin", "llama-quantize"), "--allow-requantize",
+                    MODEL, str(q8), "Q8_0"], check=True, capture_output=True, timeout=300)
+    sha = hashlib.sha256(q8.read_bytes()).hexdigest()
+    srv = Faulty(str(q8))
     srv.faults = [("reset", len(srv.data) // 2)]
     key = "pull-admin-key-0123456789"
     with serve("--model-store", str(store), models=["smollm2:1"], env={"OUTPOST_ADMIN_KEY": key}) as s:

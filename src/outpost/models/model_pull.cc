@@ -57,15 +57,34 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
         "sha256");
   }
   const std::string want = "sha256:" + hex;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   OUTPOST_RETURN_IF_ERROR(Begin(name, version, url, 0));
+  pull_done_.wait(lock, [&] { return pulling_.count(hex) == 0; });
+  std::error_code ec;
+  if (fs::exists(BlobPath(want), ec)) {  // another pull (or import) brought these bytes
+    return Finish(name, version, want, fs::file_size(BlobPath(want), ec), "");
+  }
+  pulling_.insert(hex);
+  lock.unlock();
+  // From here the download runs without the store's lock.
+  struct Done {
+    ModelStore* s;
+    std::string hex;
+    ~Done() {
+      {
+        std::lock_guard<std::mutex> l(s->mu_);
+        s->pulling_.erase(hex);
+      }
+      s->pull_done_.notify_all();
+    }
+  } done{this, hex};
   auto fail = [&](Status st) -> StatusOr<ModelVersion> {
+    std::lock_guard<std::mutex> l(mu_);
     SetState(name, version, "failed", st.message());
     return st;
   };
   const std::string resume = dir_ + "/blobs/sha256/.resume-" + hex;
   const std::string validator_file = resume + ".validator";
-  std::error_code ec;
 
   // What an earlier try left: re-hash it and go on from its end.
   HashCtx hash;
@@ -158,8 +177,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
           "pull of " + url + " gave up after " + std::to_string(attempts) +
           " tries without progress (" + (got.ok() ? "the body ended early" : got.message()) +
           "); " + std::to_string(have) + " bytes are kept: pull again to resume");
-      SetState(name, version, "failed", st.message());
-      return st;
+      return fail(st);
     }
     spdlog::warn("pull {}: {} at {} of {} bytes; again in {} ms", ref,
                  got.ok() ? "the body ended early" : got.message(), have, total, backoff_ms);
@@ -178,6 +196,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
   fs::remove(validator_file, ec);
   if (Status st = Commit(resume, digest); !st.ok()) return fail(st);
   spdlog::info("pull {}: {} bytes from {}, {}", ref, have, url, digest);
+  std::lock_guard<std::mutex> l(mu_);
   return Finish(name, version, digest, have, "");
 }
 

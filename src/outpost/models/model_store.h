@@ -27,10 +27,12 @@
 // <dir>/.lock).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -100,8 +102,10 @@ class ModelStore {
   // range or whose file changed sends it whole, and the pull starts over.
   // Retries back off (1 s doubling, up to max_backoff_ms); max_attempts in a
   // row without a new byte fail it. The disk is checked before the first
-  // byte. Errors: InvalidArgument (a bad URL, ref or digest, an HTTP error,
-  // a digest mismatch: the partial file goes), Unavailable (the source
+  // byte. The store stays usable while the bytes come (its lock is held
+  // only to register and to publish); a second pull of the same digest
+  // waits for the first and then downloads nothing. Errors: InvalidArgument (a bad URL, ref or
+  // digest, an HTTP error, a digest mismatch: the partial file goes), Unavailable (the source
   // stayed unreachable: the partial file stays for the next try),
   // ResourceExhausted (disk).
   StatusOr<ModelVersion> Pull(const std::string& url, const std::string& ref,
@@ -184,6 +188,10 @@ class ModelStore {
   sqlite3* const db_;
   const int lock_fd_;
   std::mutex mu_;
+  // Digests being downloaded: the store's lock is not held during a
+  // download, and a second pull of the same bytes waits for the first.
+  std::condition_variable pull_done_;
+  std::set<std::string> pulling_ OUTPOST_GUARDED_BY(mu_);
 };
 
 }  // namespace outpost::models
