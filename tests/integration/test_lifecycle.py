@@ -254,6 +254,9 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
         # is wide here: this checks the flow, not the two models' speeds.
         r = admin(s, "GET", "/admin/models").json()
         assert r["canaries"][0]["version"] == "2"
+        ready = httpx.get(s.base + "/ready").json()["models"][0]  # visible without the admin key
+        assert ready["version"] == "1" and ready["canary"]["version"] == "2", ready
+        assert ready["canary"]["percent"] == 50 and ready["canary"]["baseline"] == "1", ready
         assert {(l["version"], l["role"]) for l in r["loaded"]} == {("1", "active"), ("2", "canary")}
         seen = {}
         for round_ in range(2):

@@ -104,6 +104,13 @@ std::string AdminRouteLabel(const std::string& path) {
   return "/admin/other";
 }
 
+nlohmann::json AdminApi::CanaryFor(const std::string& id) const {
+  for (const auto& c : lifecycle_->Canaries()) {
+    if (c.model == id) return CanaryJson(c);
+  }
+  return nullptr;
+}
+
 void AdminApi::Handle(const HttpRequest& req, HttpResponse& res) {
   auto fail = [&](const Status& st) {
     res.status = HttpStatusFor(st.code());

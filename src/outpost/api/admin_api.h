@@ -52,6 +52,9 @@ class AdminApi {
     return path == "/admin" || path.rfind("/admin/", 0) == 0;
   }
   void Handle(const HttpRequest& req, HttpResponse& res);
+  // For /ready (no key needed): the running canary of model `id` — version,
+  // share, step, both versions' figures, the last decision — or null.
+  nlohmann::json CanaryFor(const std::string& id) const;
 
  private:
   // The operation's answer as JSON, or the error; names what it did.

@@ -231,6 +231,8 @@ void HttpServer::HandleReady(HttpResponse& res) {
     const auto& p = m->plan;
     j["models"].push_back({
         {"id", m->id},
+        {"version", m->version.empty() ? json(nullptr) : json(m->version)},
+        {"canary", admin_ != nullptr ? admin_->CanaryFor(m->id) : json(nullptr)},
         {"max_sessions", snap.max_sessions},
         {"active", snap.active},
         {"queued", snap.queued},
