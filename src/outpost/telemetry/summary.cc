@@ -39,12 +39,21 @@ const std::set<std::string>& SummaryHistograms() {
 
 const std::set<std::string>& SummaryGauges() {
   static const std::set<std::string> names = {
-      "outpost_queue_depth",    "outpost_active_sequences",
-      "outpost_max_sessions",   "outpost_hw_temperature_celsius",
-      "outpost_hw_power_watts", "outpost_decode_tokens_per_second",
-      "outpost_kv_bytes_used",  "outpost_model_loaded",
-      "outpost_sensor_up",      "process_resident_memory_bytes",
-      "outpost_spool_records",  "outpost_uplink_up",
+      "outpost_queue_depth",
+      "outpost_active_sequences",
+      "outpost_max_sessions",
+      "outpost_hw_temperature_celsius",
+      "outpost_hw_power_watts",
+      "outpost_decode_tokens_per_second",
+      "outpost_kv_bytes_used",
+      "outpost_model_loaded",
+      "outpost_sensor_up",
+      "process_resident_memory_bytes",
+      "outpost_spool_records",
+      "outpost_uplink_up",
+      // The lifecycle: which versions are loaded in which role, a canary's share.
+      "outpost_model_version_info",
+      "outpost_canary_share_percent",
   };
   return names;
 }
@@ -121,8 +130,10 @@ SummaryBuilder::SummaryBuilder(const StatRegistry* registry, const util::Clock* 
   for (const auto& f : registry_->Snapshot()) {
     for (const auto& s : f.series) {
       Accumulate(f, s, &last_);
-      if (f.def.name == "outpost_hw_throttle_events_total") {
-        last_throttle_[Labels(f, s).dump()] = s.value;
+      const std::string& n = f.def.name;
+      if (n == "outpost_hw_throttle_events_total" || n == "outpost_model_swaps_total" ||
+          n == "outpost_canary_decisions_total") {
+        last_count_[n + Labels(f, s).dump()] = s.value;
       }
     }
   }
@@ -177,19 +188,36 @@ void SummaryBuilder::Sample() {
         }
       }
     }
-    if (n == "outpost_hw_throttle_events_total") {
+    // Counters whose every increment is an event: a throttle, a model
+    // version change, a canary decision. The event carries the labels.
+    const bool throttle = n == "outpost_hw_throttle_events_total";
+    const bool swap = n == "outpost_model_swaps_total";
+    const bool canary = n == "outpost_canary_decisions_total";
+    if (throttle || swap || canary) {
       for (const auto& s : f.series) {
-        const std::string key = Labels(f, s).dump();
-        const double before = last_throttle_.count(key) != 0 ? last_throttle_[key] : 0;
-        if (s.value > before) {
-          events_.push_back({"outpost.hw.throttled",
-                             "WARN",
-                             now,
-                             {{"hw_id", LabelOf(f, s, "hw_id")},
-                              {"reason", LabelOf(f, s, "reason")},
-                              {"events", std::to_string(static_cast<int64_t>(s.value - before))}}});
+        const std::string key = n + Labels(f, s).dump();
+        const double before = last_count_.count(key) != 0 ? last_count_[key] : 0;
+        last_count_[key] = s.value;
+        if (s.value <= before) continue;
+        UplinkEvent e;
+        e.time_ms = now;
+        for (size_t i = 0; i < f.def.label_names.size() && i < s.labels.size(); ++i) {
+          e.attributes[f.def.label_names[i]] = s.labels[i];
         }
-        last_throttle_[key] = s.value;
+        e.attributes["events"] = std::to_string(static_cast<int64_t>(s.value - before));
+        if (throttle) {
+          e.name = "outpost.hw.throttled";
+          e.severity = "WARN";
+        } else if (swap) {
+          e.name = "outpost.model." + LabelOf(f, s, "action");  // activate, rollback, promote
+          e.severity = LabelOf(f, s, "action") == "rollback" || LabelOf(f, s, "result") != "ok"
+                           ? "WARN"
+                           : "INFO";
+        } else {
+          e.name = "outpost.canary." + LabelOf(f, s, "decision");  // start, advance, ..., abort
+          e.severity = LabelOf(f, s, "decision") == "abort" ? "WARN" : "INFO";
+        }
+        events_.push_back(std::move(e));
       }
     }
   }

@@ -82,8 +82,8 @@ class SummaryBuilder {
     HistogramSnapshot ttft, duration;
   };
   static void Accumulate(const StatRegistry::FamilySnapshot& f, const Family::Series& s, Totals* t);
-  Totals last_;  // at the previous window's end
-  std::map<std::string, double> last_throttle_;
+  Totals last_;                               // at the previous window's end
+  std::map<std::string, double> last_count_;  // event counters as last seen, by name+labels
   std::map<std::string, bool> models_loaded_;
   bool spiking_ = false;
   std::vector<UplinkEvent> events_;
