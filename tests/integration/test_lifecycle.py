@@ -219,12 +219,18 @@ def test_admin_bad_input_table_and_restart(store):
                          timeout=60).json()["system_fingerprint"]
         s.proc.send_signal(signal.SIGKILL)
         s.proc.wait()
-    with serve("--model-store", str(store), models=["smollm2"], env=env) as s:
+    audit = store.parent / "audit-restart"
+    with serve("--model-store", str(store), "--audit-dir", str(audit), models=["smollm2"], env=env) as s:
         r = httpx.post(s.base + "/v1/chat/completions", headers={"Authorization": "Bearer api-key-for-v1-only"},
                        json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}, timeout=60)
         assert r.json()["system_fingerprint"] == fp2
+        admin(s, "GET", "/admin/models/smollm2:2")
         loaded = admin(s, "GET", "/admin/models").json()["loaded"]
         assert [(l["version"], l["role"]) for l in loaded] == [("2", "active")]
+    records = [json.loads(line) for f in sorted(os.listdir(audit)) if f.endswith(".jsonl")
+               for line in open(audit / f)]
+    requests = [r for r in records if r.get("type") == "request"]
+    assert requests and requests[-1]["model"] == "smollm2" and requests[-1]["version"] == "2", requests
     # Without an admin key, /admin/ is off (403), whatever is presented.
     with serve("--model-store", str(store), models=["smollm2"]) as s:
         r = admin(s, "GET", "/admin/models")

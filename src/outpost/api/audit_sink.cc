@@ -29,6 +29,7 @@ void AuditSink::Write(int status, const std::string& finish, const std::string& 
                       {"route", route_},
                       {"reason", reason_},
                       {"model", served_model_.empty() ? info_.model : served_model_},
+                      {"version", served_version_},
                       {"status", status},
                       {"prompt_tokens", prompt_tokens},
                       {"completion_tokens", completion_tokens}};
@@ -54,6 +55,7 @@ void AuditSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     served_model_ = meta.model;
+    served_version_ = meta.version;
   }
   inner_->OnLocalStart(meta);
 }

@@ -57,6 +57,7 @@ class AuditSink final : public router::ResponseSink {
   AuditRequestInfo info_;
   std::string route_ = "local", reason_;
   std::string served_model_;
+  std::string served_version_;
   int relay_status_ = 0;
   std::atomic<bool> written_{false};
 };

@@ -173,7 +173,7 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
   gen.want_logprobs = true;
   // Announced first so the sink can watch its client while the local answer
   // is collected (a client that leaves cancels it).
-  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint, nullptr});
+  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint, nullptr, model.version});
   auto local = std::make_shared<CollectedAnswer>(sink);
   if (Status st = model.scheduler->Submit(std::move(gen), local); !st.ok()) {
     sink->OnRoute(RouteReport{"local", reason.ToString()});

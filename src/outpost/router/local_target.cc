@@ -86,7 +86,8 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
 
 void LocalTarget::Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
                       const std::shared_ptr<ResponseSink>& sink) {
-  sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint, gen.answer_parser});
+  sink->OnLocalStart(
+      LocalAnswerMeta{model.id, model.system_fingerprint, gen.answer_parser, model.version});
   auto counted = std::make_shared<OutcomeSink>(sink, model.outcomes);
   if (Status st = model.scheduler->Submit(std::move(gen), counted); !st.ok()) sink->OnError(st);
 }
