@@ -22,8 +22,11 @@ from outpost_harness import BIN, MODEL, free_port, serve
 KEY = "lifecycle-admin-key-0123456789"
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def quantize_tool():
-    here = os.path.join(".deps", "llama.cpp-build", "bin", "llama-quantize")
+    here = os.path.join(ROOT, ".deps", "llama.cpp-build", "bin", "llama-quantize")
     assert os.path.exists(here), "scripts/bootstrap builds llama-quantize"
     return here
 

@@ -208,7 +208,8 @@ def test_a_running_server_pulls_then_activates(tmp_path, sha):
     store = tmp_path / "m"
     assert model(store, "import", MODEL, "smollm2:1").returncode == 0
     q8 = tmp_path / "smollm2-q8_0.gguf"  # a second version: other bytes than the first
-    subprocess.run([os.path.join(".deps", "llama.cpp-build", "bin", "llama-quantize"), "--allow-requantize",
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([os.path.join(root, ".deps", "llama.cpp-build", "bin", "llama-quantize"), "--allow-requantize",
                     MODEL, str(q8), "Q8_0"], check=True, capture_output=True, timeout=300)
     sha = hashlib.sha256(q8.read_bytes()).hexdigest()
     srv = Faulty(str(q8))
