@@ -161,7 +161,8 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
                     "instead of opening the store");
   model->add_option("--admin-key-file", f->admin_key_file,
                     "the admin key for --server (default: $OUTPOST_ADMIN_KEY)");
-  model->add_option("--ca-file", f->ca_file, "CA certificate for an https --server");
+  model->add_option("--ca-file", f->ca_file,
+                    "CA certificate for an https --server or pull source (default: the system's)");
   model->add_option("--timeout", f->timeout_s, "seconds to wait for --server (default 600)")
       ->check(CLI::Range(1, 86400));
   f->import = model->add_subcommand(
