@@ -8,6 +8,7 @@
 
 #include "outpost/api/errors.h"
 #include "outpost/audit/audit_log.h"
+#include "outpost/models/version_json.h"
 #include "outpost/router/http_blob_source.h"
 #include "outpost/util/status_macros.h"
 #include "outpost/util/units.h"
@@ -16,24 +17,6 @@ namespace outpost::api {
 namespace {
 
 using nlohmann::json;
-
-nlohmann::json VersionJson(const models::ModelVersion& v) {
-  json j = {{"ref", v.ref()},
-            {"name", v.name},
-            {"version", v.version},
-            {"state", v.state},
-            {"source", v.source},
-            {"size", v.size},
-            {"digest", v.blob_digest},
-            {"manifest", v.manifest_digest},
-            {"architecture", v.architecture},
-            {"quantization", v.quantization},
-            {"params", v.n_params},
-            {"created", v.created_unix},
-            {"activated", v.activated_unix}};
-  if (!v.error.empty()) j["error"] = v.error;
-  return j;
-}
 
 json SwapJson(const models::ModelLifecycle::Swap& s) {
   return {{"model", s.model},   {"from", s.from},
@@ -157,7 +140,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
   if (path == "/admin/models" && get) {
     *action = "list";
     json versions = json::array();
-    for (const auto& v : store->List()) versions.push_back(VersionJson(v));
+    for (const auto& v : store->List()) versions.push_back(models::VersionJson(v));
     json loaded = json::array();
     for (const auto& l : lifecycle_->LoadedVersions()) {
       loaded.push_back({{"model", l.model},
@@ -190,7 +173,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(
           v, store->Import(b["path"].get<std::string>(), *target, b.value("sha256", "")));
-      return VersionJson(v);
+      return models::VersionJson(v);
     }
     if (*action == "pull") {
       json b;
@@ -212,7 +195,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(v, store->Pull(b["url"].get<std::string>(), *target,
                                               b["sha256"].get<std::string>(), &source, po));
-      return VersionJson(v);
+      return models::VersionJson(v);
     }
     if (*action == "verify") {
       json b;
@@ -221,7 +204,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       OUTPOST_RETURN_IF_ERROR(store->Verify(*target));
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(v, store->Get(*target));
-      return VersionJson(v);
+      return models::VersionJson(v);
     }
     if (*action == "activate") {
       json b;
@@ -318,7 +301,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       *action = "show";
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(v, store->Get(*target));
-      return VersionJson(v);
+      return models::VersionJson(v);
     }
     if (req.method == "DELETE") {
       *action = "remove";

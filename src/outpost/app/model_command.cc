@@ -10,30 +10,13 @@
 #include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
 #include "outpost/models/model_store.h"
+#include "outpost/models/version_json.h"
 #include "outpost/router/admin_client.h"
 #include "outpost/router/http_blob_source.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
 namespace {
-
-nlohmann::json ToJson(const models::ModelVersion& v) {
-  nlohmann::json j = {{"ref", v.ref()},
-                      {"name", v.name},
-                      {"version", v.version},
-                      {"state", v.state},
-                      {"source", v.source},
-                      {"size", v.size},
-                      {"digest", v.blob_digest},
-                      {"manifest", v.manifest_digest},
-                      {"architecture", v.architecture},
-                      {"quantization", v.quantization},
-                      {"params", v.n_params},
-                      {"created", v.created_unix},
-                      {"activated", v.activated_unix}};
-  if (!v.error.empty()) j["error"] = v.error;
-  return j;
-}
 
 // A progress line on stderr, redrawn in place on a terminal.
 models::ModelStore::Progress Bar(const char* what) {
@@ -285,7 +268,7 @@ int RunModel(const ModelFlags& f) {
     auto v = s.Pull(f.url, f.ref, f.sha256, &source, po, Bar("pulling"));
     if (!v.ok()) return Fail(v.status());
     if (f.json) {
-      std::printf("%s\n", ToJson(*v).dump(2).c_str());
+      std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());
     } else {
       std::printf("%s: %s, %s %s, %s from %s\n", v->ref().c_str(), v->state.c_str(),
                   v->architecture.c_str(), v->quantization.c_str(),
@@ -309,7 +292,7 @@ int RunModel(const ModelFlags& f) {
                      : s.Import(f.file, f.ref, f.sha256, Bar("importing"));
     if (!v.ok()) return Fail(v.status());
     if (f.json) {
-      std::printf("%s\n", ToJson(*v).dump(2).c_str());
+      std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());
     } else {
       std::printf("%s: %s, %s %s, %s\n", v->ref().c_str(), v->state.c_str(),
                   v->architecture.c_str(), v->quantization.c_str(),
@@ -323,7 +306,7 @@ int RunModel(const ModelFlags& f) {
     const auto all = s.List();
     if (f.json) {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto& v : all) j.push_back(ToJson(v));
+      for (const auto& v : all) j.push_back(models::VersionJson(v));
       std::printf("%s\n", j.dump(2).c_str());
       return 0;
     }
@@ -343,7 +326,7 @@ int RunModel(const ModelFlags& f) {
   if (f.show->parsed()) {
     auto v = s.Get(f.ref);
     if (!v.ok()) return Fail(v.status());
-    std::printf("%s\n", ToJson(*v).dump(2).c_str());
+    std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());
     return 0;
   }
   if (f.verify->parsed()) {
