@@ -253,14 +253,15 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
         fp1 = fingerprint(s)
         env = {**os.environ, "OUTPOST_ADMIN_KEY": KEY}
         p = subprocess.run([BIN, "model", "--server", s.base, "canary", "smollm2:2", "--steps", "50",
-                            "--bake", "2s", "--min-requests", "8", "--max-ttft-ratio", "100", "--json"], env=env, capture_output=True,
+                            "--bake", "30s", "--min-requests", "8", "--max-ttft-ratio", "100", "--json"], env=env, capture_output=True,
                            text=True, timeout=300)
         assert p.returncode == 0, p.stderr
         c = json.loads(p.stdout)
         assert (c["version"], c["baseline"], c["percent"]) == ("2", "1", 50), c
-        # The share is raised only once min_requests is met; meanwhile the
-        # evaluation may not promote on too little traffic. The TTFT margin
-        # is wide here: this checks the flow, not the two models' speeds.
+        # A 30 s step: the requests below all run inside it (a promotion
+        # moves every conversation to the canary, so stickiness is checked
+        # before). The TTFT margin is wide: this checks the flow, not the
+        # two models' speeds.
         r = admin(s, "GET", "/admin/models").json()
         assert r["canaries"][0]["version"] == "2"
         ready = httpx.get(s.base + "/ready").json()["models"][0]  # visible without the admin key
@@ -286,7 +287,8 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
                                        "messages": [{"role": "user", "content": "Hi"}]}).json()["system_fingerprint"]
                       for u in range(6)}
         assert len(by_session) == 1, by_session
-        deadline = time.time() + 60
+        assert admin(s, "GET", "/admin/models").json()["canaries"], "promoted before the step ended"
+        deadline = time.time() + 90
         while time.time() < deadline and admin(s, "GET", "/admin/models").json()["canaries"]:
             time.sleep(0.5)
         r = admin(s, "GET", "/admin/models").json()
