@@ -513,6 +513,10 @@ void ModelLifecycle::EvaluateCanaries() {
       spdlog::error("lifecycle: promoting the canary of {}: {}", name, p.status().message());
     }
   }
+  PublishCanaryView();
+}
+
+void ModelLifecycle::PublishCanaryView() {
   std::vector<CanaryStatus> view;
   for (const auto& [name, run] : canaries_) view.push_back(StatusOf(name, run));
   std::lock_guard<std::mutex> lock(view_mu_);
@@ -522,21 +526,20 @@ void ModelLifecycle::EvaluateCanaries() {
 void ModelLifecycle::AbortCanary(const std::string& name, const std::string& reason) {
   auto it = canaries_.find(name);
   if (it == canaries_.end()) return;
-  auto model = serving_->ClearCanary(name);
+  // Out of serving and out of every view first: whoever sees the store say
+  // "retired" sees no canary left.
+  serving_->ClearCanary(name);
   const std::string ref = name + ":" + it->second.model->version;
+  const std::string baseline = it->second.baseline;
+  draining_.push_back(std::move(it->second.model));
+  canaries_.erase(it);
+  canary_share_->GaugeWith({name}).Set(0);
+  PublishCanaryView();
   if (Status st = store_->MarkRetired(ref, "canary aborted: " + reason); !st.ok()) {
     spdlog::error("lifecycle: marking {} retired: {}", ref, st.message());
   }
-  spdlog::warn("lifecycle: canary {} aborted ({}); {} serves everything", ref, reason,
-               it->second.baseline);
-  draining_.push_back(std::move(it->second.model));
-  canaries_.erase(it);
+  spdlog::warn("lifecycle: canary {} aborted ({}); {} serves everything", ref, reason, baseline);
   canary_decisions_->CounterWith({name, "abort"}).Add();
-  canary_share_->GaugeWith({name}).Set(0);
-  {
-    std::lock_guard<std::mutex> lock(view_mu_);
-    std::erase_if(canary_view_, [&](const CanaryStatus& s) { return s.model == name; });
-  }
   Reap(/*wait=*/false);
   PublishVersions();
 }
@@ -548,17 +551,20 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::PromoteLocked(const std::string& 
   }
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, store_->Get(name + ":" + it->second.model->version));
-  auto model = it->second.model;
-  auto swap = SwitchTo(v, model);
-  if (!swap.ok()) return swap.status();
-  serving_->ClearCanary(name);
+  // The canary leaves the views before the store says "active", and comes
+  // back if the switch fails.
+  CanaryRun run = std::move(it->second);
   canaries_.erase(it);
+  PublishCanaryView();
+  auto swap = SwitchTo(v, run.model);
+  if (!swap.ok()) {
+    canaries_.emplace(name, std::move(run));
+    PublishCanaryView();
+    return swap.status();
+  }
+  serving_->ClearCanary(name);
   canary_decisions_->CounterWith({name, "promote"}).Add();
   canary_share_->GaugeWith({name}).Set(0);
-  {
-    std::lock_guard<std::mutex> lock(view_mu_);
-    std::erase_if(canary_view_, [&](const CanaryStatus& s) { return s.model == name; });
-  }
   spdlog::info("lifecycle: canary {}:{} promoted; {} is the standby", name, v.version, swap->from);
   Count(name, "promote", "ok");
   PublishVersions();

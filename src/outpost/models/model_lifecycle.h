@@ -174,6 +174,8 @@ class ModelLifecycle {
   // Ends the canary of `name`, retiring its version with `reason`.
   void AbortCanary(const std::string& name, const std::string& reason) OUTPOST_REQUIRES(op_mu_);
   StatusOr<Swap> PromoteLocked(const std::string& name) OUTPOST_REQUIRES(op_mu_);
+  // Copies the running canaries into the view Canaries() reads.
+  void PublishCanaryView() OUTPOST_REQUIRES(op_mu_);
   CanaryStatus StatusOf(const std::string& name, const CanaryRun& run) const;
 
   ModelStore* const store_;
