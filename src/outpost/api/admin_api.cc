@@ -9,7 +9,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/models/version_json.h"
-#include "outpost/router/http_blob_source.h"
+#include "outpost/router/model_source.h"
 #include "outpost/util/status_macros.h"
 #include "outpost/util/units.h"
 
@@ -177,24 +177,45 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
     }
     if (*action == "pull") {
       json b;
-      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"url", "model", "sha256", "max_rate"},
-                                            {"url", "model", "sha256"}));
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body,
+                                            {"source", "url", "model", "sha256", "max_rate",
+                                             "username", "password", "plain_http"},
+                                            {"model"}, {"plain_http"}));
       *target = b["model"].get<std::string>();
-      models::ModelStore::PullOptions po;
+      router::PullRequest pr;
+      pr.source = b.value("source", b.value("url", ""));  // "url": the older name
+      pr.ref = *target;
+      pr.sha256 = b.value("sha256", "");
+      if (pr.source.rfind("https://", 0) != 0 && pr.source.rfind("http://", 0) != 0 &&
+          pr.source.rfind("oci://", 0) != 0) {
+        // A file on this box comes in through import, not pull.
+        return Status::InvalidArgument(
+            "'source' must be an https://, http:// or oci:// reference, got '" + pr.source + "'",
+            "source");
+      }
+      if (b.contains("plain_http") && !b["plain_http"].is_boolean()) {
+        return Status::InvalidArgument("'plain_http' must be true or false", "plain_http");
+      }
+      pr.registry.plain_http = b.value("plain_http", false);
+      pr.registry.username = b.value("username", "");
+      pr.registry.password = b.value("password", "");
+      if (pr.registry.username.empty() != pr.registry.password.empty()) {
+        return Status::InvalidArgument("'username' and 'password' go together",
+                                       pr.registry.username.empty() ? "username" : "password");
+      }
       if (b.contains("max_rate")) {
         auto rate = util::ParseBytes(b["max_rate"].get<std::string>());
         if (!rate.ok() || *rate == 0) {
           return Status::InvalidArgument("'max_rate' must be a size per second such as 2MiB",
                                          "max_rate");
         }
-        po.max_bytes_per_s = *rate;
+        pr.pull.max_bytes_per_s = *rate;
       }
-      router::BlobSourceOptions so;
-      if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) so.bearer_token = t;
-      router::HttpBlobSource source(so);
+      if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) {
+        pr.registry.http.bearer_token = t;
+      }
       models::ModelVersion v;
-      OUTPOST_ASSIGN_OR_RETURN(v, store->Pull(b["url"].get<std::string>(), *target,
-                                              b["sha256"].get<std::string>(), &source, po));
+      OUTPOST_ASSIGN_OR_RETURN(v, router::PullModel(store, pr));
       return models::VersionJson(v);
     }
     if (*action == "verify") {

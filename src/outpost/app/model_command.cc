@@ -12,7 +12,7 @@
 #include "outpost/models/model_store.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/admin_client.h"
-#include "outpost/router/http_blob_source.h"
+#include "outpost/router/model_source.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -71,8 +71,15 @@ int RunRemote(const ModelFlags& f) {
     return 2;
   } else if (f.pull->parsed()) {
     path = "/admin/models/pull";
-    nlohmann::json b = {{"url", f.url}, {"model", f.ref}, {"sha256", f.sha256}};
+    nlohmann::json b = {{"source", f.url}, {"model", f.ref}};
+    if (!f.sha256.empty()) b["sha256"] = f.sha256;
     if (!f.max_rate.empty()) b["max_rate"] = f.max_rate;
+    if (f.plain_http) b["plain_http"] = true;
+    if (!f.username.empty()) {
+      b["username"] = f.username;
+      const char* pw = std::getenv("OUTPOST_REGISTRY_PASSWORD");
+      b["password"] = pw != nullptr ? pw : "";
+    }
     body = b.dump();
   } else if (f.canary->parsed()) {
     path = "/admin/models/canary";
@@ -184,11 +191,25 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->rollback->add_flag("--json", f->json, "print the answer as JSON");
   f->pull = model->add_subcommand(
       "pull",
-      "download a GGUF over http(s) into the store as NAME:VERSION, checked against its sha256; "
-      "an interrupted pull resumes where it stopped when run again");
-  f->pull->add_option("url", f->url, "https://… (http:// too: the digest is pinned)")->required();
+      "bring a GGUF into the store as NAME:VERSION from an OCI registry (oci://HOST/REPO:TAG or "
+      "@sha256:…: a ModelPack, Docker Model Runner or ORAS artifact), over http(s) (checked "
+      "against --sha256) or from a path; an interrupted download resumes where it stopped when "
+      "run again");
+  f->pull
+      ->add_option("source", f->url,
+                   "oci://HOST[:PORT]/REPO[:TAG|@sha256:…], https://… (http:// too: the digest is "
+                   "pinned) or a path")
+      ->required();
   f->pull->add_option("ref", f->ref, "NAME:VERSION")->required();
-  f->pull->add_option("--sha256", f->sha256, "the file's sha256 (required)")->required();
+  f->pull->add_option("--sha256", f->sha256,
+                      "the file's sha256: required for http(s); for oci:// it must be the GGUF "
+                      "layer's digest");
+  f->pull->add_option("--username", f->username,
+                      "registry user for Basic or token auth (the password from "
+                      "$OUTPOST_REGISTRY_PASSWORD; default: anonymous)");
+  f->pull->add_flag("--plain-http", f->plain_http,
+                    "talk HTTP, not HTTPS, to the registry (a loopback registry without TLS "
+                    "is found without it)");
   f->pull->add_option("--max-rate", f->max_rate,
                       "bandwidth cap per second, e.g. 2MiB (default: none)");
   f->pull->add_option("--stall-timeout", f->stall_timeout,
@@ -264,8 +285,24 @@ int RunModel(const ModelFlags& f) {
     }
     so.stall_timeout_ms = *stall;
     if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) so.bearer_token = t;
-    router::HttpBlobSource source(so);
-    auto v = s.Pull(f.url, f.ref, f.sha256, &source, po, Bar("pulling"));
+    router::PullRequest pr;
+    pr.source = f.url;
+    pr.ref = f.ref;
+    pr.sha256 = f.sha256;
+    pr.pull = po;
+    pr.registry.http = so;
+    pr.registry.plain_http = f.plain_http;
+    pr.registry.username = f.username;
+    if (const char* pw = std::getenv("OUTPOST_REGISTRY_PASSWORD"); pw != nullptr) {
+      pr.registry.password = pw;
+    }
+    if (!f.username.empty() && pr.registry.password.empty()) {
+      std::fprintf(stderr,
+                   "outpost model pull: --username needs the password in "
+                   "$OUTPOST_REGISTRY_PASSWORD\n");
+      return 2;
+    }
+    auto v = router::PullModel(&s, pr, Bar("pulling"));
     if (!v.ok()) return Fail(v.status());
     if (f.json) {
       std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());

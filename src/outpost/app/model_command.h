@@ -18,7 +18,9 @@ struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
            *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr,
            *canary = nullptr, *promote = nullptr, *pull = nullptr;
-  std::string url;
+  std::string url;       // pull: a path, http(s):// or oci:// source
+  std::string username;  // pull: registry user (password: $OUTPOST_REGISTRY_PASSWORD)
+  bool plain_http = false;
   std::string max_rate;  // pull bandwidth cap ("10MiB" per second)
   std::string stall_timeout = "30s";
   int attempts = 8;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/models/model_store.h"
+#include "outpost/models/oci_artifact.h"
 #include "outpost/models/store_layout.h"
 #include "outpost/models/tar_file.h"
 #include "outpost/util/status_macros.h"
@@ -23,7 +24,6 @@ using layout::IsHex64;
 using layout::kArtifactType;
 using layout::kManifestType;
 using layout::kRefAnnotation;
-using layout::kWeightType;
 using nlohmann::json;
 
 Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
@@ -198,31 +198,29 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
     cleanup();
     return Status::InvalidArgument("archive " + tar_path + " has no version named " + ref, "ref");
   }
-  const json manifest = small.count(manifest_digest) != 0
-                            ? json::parse(small[manifest_digest], nullptr, false)
-                            : json();
+  const std::string manifest_text = small.count(manifest_digest) != 0 ? small[manifest_digest] : "";
+  const json manifest = json::parse(manifest_text, nullptr, false);
   std::string config_digest;
   if (manifest.is_object() && manifest.contains("config") && manifest["config"].is_object()) {
     config_digest = manifest["config"].value("digest", "");
   }
-  std::string gguf_digest;
-  int gguf_layers = 0;
-  if (manifest.is_object() && manifest.contains("layers") && manifest["layers"].is_array()) {
-    for (const auto& l : manifest["layers"]) {
-      const std::string type = l.value("mediaType", "");
-      if (type == kWeightType || type == "application/vnd.docker.ai.gguf.v3" ||
-          type == "application/vnd.cncf.model.weight.v1.gguf") {
-        gguf_digest = l.value("digest", "");
-        ++gguf_layers;
-      }
-    }
+  auto artifact = ReadModelManifest(manifest_text);
+  if (!artifact.ok()) {
+    cleanup();
+    return Status::InvalidArgument(
+        "archive " + tar_path + ": the manifest of " + ref + ": " + artifact.status().message(),
+        "archive");
   }
-  if (gguf_layers != 1 || partials.count(gguf_digest) == 0 || partials.count(config_digest) == 0) {
+  const std::string gguf_digest = artifact->layers[0].digest;
+  if (artifact->layers.size() > 1 || partials.count(gguf_digest) == 0 ||
+      partials.count(config_digest) == 0) {
     cleanup();
     return Status::InvalidArgument(
         "archive " + tar_path + ": the manifest of " + ref +
-            (gguf_layers > 1 ? " has several GGUF layers (shards are not supported yet)"
-                             : " needs one GGUF layer and its config, present in the archive"),
+            (artifact->layers.size() > 1
+                 ? " has " + std::to_string(artifact->layers.size()) +
+                       " GGUF shards (shards are not supported yet)"
+                 : " needs its GGUF layer and its config, present in the archive"),
         "archive");
   }
   const uint64_t size = fs::file_size(partials[gguf_digest], ec);

@@ -58,7 +58,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
   }
   const std::string want = "sha256:" + hex;
   std::unique_lock<std::mutex> lock(mu_);
-  OUTPOST_RETURN_IF_ERROR(Begin(name, version, url, 0));
+  OUTPOST_RETURN_IF_ERROR(Begin(name, version, options.source.empty() ? url : options.source, 0));
   pull_done_.wait(lock, [&] { return pulling_.count(hex) == 0; });
   std::error_code ec;
   if (fs::exists(BlobPath(want), ec)) {  // another pull (or import) brought these bytes

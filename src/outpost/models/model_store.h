@@ -91,6 +91,7 @@ class ModelStore {
     uint64_t max_bytes_per_s = 0;  // bandwidth cap (0: none)
     int max_attempts = 8;          // tries in a row without progress before giving up
     int64_t max_backoff_ms = 30'000;
+    std::string source;  // what the version records as its source ("" = the URL)
   };
   // Downloads url (http:// or https://) into the store as name:version. The
   // sha256 is required: the bytes are hashed as they arrive, and only a

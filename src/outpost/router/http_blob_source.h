@@ -1,9 +1,12 @@
 // HttpBlobSource — models::BlobSource over HTTP(S) with cpp-httplib, as the
 // router's other outbound calls: Range and If-Range for a resume, redirects
-// followed (registries and CDNs redirect blob downloads), a connect timeout
+// followed (registries and CDNs redirect blob downloads; the credentials go
+// only to the first host, as curl does), a connect timeout
 // and a read timeout that doubles as stall detection. TLS checks the
 // server's certificate against the system's CAs or `ca_file`; an optional
-// bearer token. Thread-safe; a fresh connection per Get.
+// bearer token. A 401 or 403 is Unauthenticated (a registry's token may
+// have expired: its caller asks for a new one). Thread-safe; a fresh
+// connection per Get.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +17,9 @@
 namespace outpost::router {
 
 struct BlobSourceOptions {
-  std::string ca_file;       // "" = the system's CAs
-  std::string bearer_token;  // "" = none
+  std::string ca_file;        // "" = the system's CAs
+  std::string bearer_token;   // "" = none
+  std::string authorization;  // a whole Authorization header value; wins over bearer_token
   int64_t connect_timeout_ms = 10'000;
   int64_t stall_timeout_ms = 30'000;  // no byte for this long: Unavailable, the pull retries
 };
