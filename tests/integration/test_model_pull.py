@@ -223,7 +223,10 @@ def test_a_running_server_pulls_then_activates(tmp_path, sha):
         assert len(srv.requests) == 2 and srv.requests[1][0], srv.requests  # resumed after the reset
         for body, param in (({"url": srv.url, "model": "smollm2:3"}, "sha256"),
                             ({"url": srv.url, "model": "smollm2:3", "sha256": sha, "max_rate": "x"}, "max_rate"),
-                            ({"url": "file:///etc/passwd", "model": "smollm2:3", "sha256": sha}, "url")):
+                            ({"url": "file:///etc/passwd", "model": "smollm2:3", "sha256": sha}, "source"),
+                            ({"source": "oci://127.0.0.1:9/x:1", "model": "smollm2:3", "username": "u"}, "password"),
+                            ({"source": "oci://127.0.0.1:9/x:1", "model": "smollm2:3", "plain_http": "yes"}, "plain_http"),
+                            ({"source": "oci://h/Bad", "model": "smollm2:3"}, "source")):
             r = httpx.post(s.base + "/admin/models/pull", headers=auth, json=body, timeout=60)
             assert r.status_code == 400 and r.json()["error"]["param"] == param, (body, r.text)
         r = httpx.post(s.base + "/admin/models/activate", headers=auth, json={"model": "smollm2:2"}, timeout=300)

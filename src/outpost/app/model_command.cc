@@ -145,6 +145,7 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   CLI::App* model = app->add_subcommand(
       "model", "the box's model store and the served version: import, list, activate, rollback");
   model->require_subcommand(1);
+  model->fallthrough();  // --store, --server, --ca-file … also after the subcommand
   model->add_option("--store", f->store, "the store directory (default: <state dir>/models)");
   model->add_option("--server", f->server,
                     "ask this running outpost (http(s)://HOST:PORT) through its /admin/ API "

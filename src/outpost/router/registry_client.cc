@@ -157,12 +157,25 @@ StatusOr<RegistryClient::Answer> RegistryClient::GetOnce(const std::string& path
       bool retry_plain = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (attempt == 0 && !plain_http_ && IsLoopback(ref_.registry)) {
+        // Only a handshake that failed (the server speaks plain HTTP), not a
+        // certificate that did not verify: that is an answer to report.
+        if (attempt == 0 && !plain_http_ && IsLoopback(ref_.registry) &&
+            res.error() == httplib::Error::SSLConnection) {
           plain_http_ = true;  // a loopback registry without TLS, as Docker allows
           retry_plain = true;
         }
       }
       if (retry_plain) continue;
+      if (res.error() == httplib::Error::SSLServerVerification) {
+        return Status::InvalidArgument("GET " + base + path +
+                                           ": the registry's TLS certificate did not verify "
+                                           "(its CA goes in --ca-file)",
+                                       "source");
+      }
+      if (res.error() == httplib::Error::Connection) {
+        return Status::Unavailable("GET " + base + path +
+                                   ": could not connect (nothing listening there, or no route)");
+      }
       return Status::Unavailable("GET " + base + path + ": " + httplib::to_string(res.error()));
     }
     return a;

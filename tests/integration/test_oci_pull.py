@@ -1,0 +1,394 @@
+"""`outpost model pull oci://…` against a real registry: Debian's
+`docker-registry` (the CNCF distribution registry) started here on loopback,
+models pushed to it with ORAS (PyPI's `oras`) and, for the shapes ORAS cannot
+write (a ModelPack artifactType, an index, shards), with the distribution
+API's own upload calls. Three registries share one storage: anonymous plain
+HTTP, HTTPS with Basic auth (htpasswd), and token auth (a token service here
+signs RS256 JWTs the registry checks against its root certificate). Faults: a
+connection reset mid-blob (a proxy in front of the registry), a blob damaged
+on the registry's disk, a wrong password, a missing tag, shards, tar-packed
+weights."""
+import base64
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+
+import httpx
+import pytest
+
+from outpost_harness import BIN, MODEL
+
+REGISTRY = shutil.which("docker-registry") or "docker-registry (scripts/bootstrap installs it)"
+USER, PASSWORD = "site-7", "correct horse battery staple"
+MODEL_BYTES = open(os.path.realpath(MODEL), "rb").read()
+MODEL_DIGEST = "sha256:" + hashlib.sha256(MODEL_BYTES).hexdigest()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class TokenService(http.server.ThreadingHTTPServer):
+    """Issues registry tokens (RS256 JWT with the signing certificate in x5c)
+    to USER:PASSWORD, or anonymously when `anonymous` is set."""
+    daemon_threads = True
+
+    def __init__(self, key, cert_der, issuer, service):
+        super().__init__(("127.0.0.1", 0), TokenHandler)
+        self.key, self.cert_der, self.issuer, self.service = key, cert_der, issuer, service
+        self.anonymous = False
+        self.issued = []  # (user, scope)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def token(self, user, scope):
+        now = int(time.time())
+        access = []
+        if scope:
+            kind, name, actions = scope.split(":")
+            access = [{"type": kind, "name": name, "actions": actions.split(",")}]
+        header = {"typ": "JWT", "alg": "RS256", "x5c": [base64.b64encode(self.cert_der).decode()]}
+        claims = {"iss": self.issuer, "sub": user, "aud": self.service, "exp": now + 300, "nbf": now - 10,
+                  "iat": now, "jti": os.urandom(8).hex(), "access": access}
+        signing_input = (b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())).encode()
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", self.key], input=signing_input,
+                             capture_output=True, check=True).stdout
+        return signing_input.decode() + "." + b64url(sig)
+
+
+class TokenHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        auth = self.headers.get("Authorization", "")
+        user = None
+        if auth.startswith("Basic "):
+            u, _, p = base64.b64decode(auth[6:]).decode().partition(":")
+            user = u if (u, p) == (USER, PASSWORD) else None
+            if user is None:
+                self.send_error(401)
+                return
+        elif not self.server.anonymous:
+            self.send_error(401)
+            return
+        scope = q.get("scope", [""])[0]
+        self.server.issued.append((user, scope))
+        body = json.dumps({"token": self.server.token(user or "anonymous", scope), "expires_in": 300}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class ResetProxy:
+    """TCP proxy in front of the registry that resets the first connection
+    whose answer passes `reset_after` bytes."""
+
+    def __init__(self, upstream_port, reset_after):
+        self.upstream, self.reset_after, self.resets = upstream_port, reset_after, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        u = socket.create_connection(("127.0.0.1", self.upstream))
+
+        def up():
+            try:
+                while (d := c.recv(65536)):
+                    u.sendall(d)
+            except OSError:
+                pass
+
+        threading.Thread(target=up, daemon=True).start()
+        sent = 0
+        try:
+            while (d := u.recv(65536)):
+                c.sendall(d)
+                sent += len(d)
+                if self.resets == 0 and sent > self.reset_after:
+                    self.resets += 1
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    c.shutdown(socket.SHUT_RDWR)  # wakes the other direction's recv too
+                    break
+        except OSError:
+            pass
+        c.close()
+        u.close()
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def registries(tmp_path_factory):
+    """Three registries over one storage, and the models pushed to it."""
+    d = tmp_path_factory.mktemp("registry")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", d / "tls.key", "-out", d / "tls.crt"],
+                   check=True, capture_output=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=outpost-test-token-signer", "-keyout", d / "token.key", "-out", d / "token.crt"],
+                   check=True, capture_output=True)
+    der = subprocess.run(["openssl", "x509", "-in", d / "token.crt", "-outform", "DER"], check=True,
+                         capture_output=True).stdout
+    import bcrypt
+    (d / "htpasswd").write_text(f"{USER}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(5)).decode()}\n")
+    tokens = TokenService(str(d / "token.key"), der, "outpost-test-issuer", "outpost-test")
+    ports = {k: free_port() for k in ("open", "basic", "token")}
+    auth = {
+        "open": "",
+        "basic": f"auth:\n  htpasswd:\n    realm: outpost-test\n    path: {d / 'htpasswd'}\n",
+        "token": (f"auth:\n  token:\n    realm: http://127.0.0.1:{tokens.server_address[1]}/token\n"
+                  f"    service: outpost-test\n    issuer: outpost-test-issuer\n"
+                  f"    rootcertbundle: {d / 'token.crt'}\n"),
+    }
+    procs = []
+    for kind, port in ports.items():
+        tls = f"  tls:\n    certificate: {d / 'tls.crt'}\n    key: {d / 'tls.key'}\n" if kind == "basic" else ""
+        cfg = d / f"{kind}.yml"
+        cfg.write_text(f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {d / 'data'}\n"
+                       f"  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n{tls}{auth[kind]}")
+        procs.append(subprocess.Popen([REGISTRY, "serve", str(cfg)], stdout=subprocess.DEVNULL,
+                                      stderr=open(d / f"{kind}.log", "w")))
+    for kind, port in ports.items():
+        scheme = "https" if kind == "basic" else "http"
+        for _ in range(100):
+            try:
+                httpx.get(f"{scheme}://127.0.0.1:{port}/v2/", verify=False, timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"registry {kind} did not start: {(d / f'{kind}.log').read_text()}")
+    reg = type("Registries", (), {})()
+    reg.dir, reg.ports, reg.tokens, reg.ca = d, ports, tokens, str(d / "tls.crt")
+    reg.open = f"127.0.0.1:{ports['open']}"
+    push(reg)
+    yield reg
+    for p in procs:
+        p.terminate()
+        p.wait(10)
+    tokens.shutdown()
+
+
+def upload(base, repo, data):
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if httpx.head(f"{base}/v2/{repo}/blobs/{digest}").status_code == 200:
+        return digest
+    r = httpx.post(f"{base}/v2/{repo}/blobs/uploads/")
+    assert r.status_code == 202, r.text
+    loc = r.headers["Location"]
+    loc = loc if loc.startswith("http") else base + loc
+    r = httpx.put(loc + ("&" if "?" in loc else "?") + "digest=" + digest, content=data, timeout=120)
+    assert r.status_code == 201, r.text
+    return digest
+
+
+def put_manifest(base, repo, tag, manifest):
+    body = json.dumps(manifest).encode()
+    r = httpx.put(f"{base}/v2/{repo}/manifests/{tag}", content=body,
+                  headers={"Content-Type": manifest["mediaType"]})
+    assert r.status_code == 201, r.text
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def push(reg):
+    """The shapes GGUF is published in, all of the default model."""
+    import oras.client
+    base = "http://" + reg.open
+    client = oras.client.OrasClient(hostname=reg.open, insecure=True)
+    work = reg.dir / "push"
+    work.mkdir()
+    gguf = work / "smollm2.gguf"
+    shutil.copyfile(os.path.realpath(MODEL), gguf)
+    config = work / "config.json"
+    config.write_text(json.dumps({"config": {"format": "gguf", "architecture": "llama"}}))
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        # ORAS generic: a file titled *.gguf, the default layer type.
+        client.push(files=["smollm2.gguf"], target=f"{reg.open}/oras/smollm2:q4", quiet=True)
+        # Docker Model Runner: gguf.v3 layer, its own config type.
+        client.push(files=["smollm2.gguf:application/vnd.docker.ai.gguf.v3"], target=f"{reg.open}/ai/smollm2:q4",
+                    manifest_config="config.json:application/vnd.docker.ai.model.config.v0.1+json", quiet=True)
+    finally:
+        os.chdir(cwd)
+    # CNCF ModelPack, behind an index beside a platform image.
+    cfg = json.dumps({"descriptor": {"name": "smollm2"}, "config": {"format": "gguf"},
+                      "modelfs": {"type": "layers", "diffIds": [MODEL_DIGEST]}}).encode()
+    cfg_digest = upload(base, "modelpack/smollm2", cfg)
+    upload(base, "modelpack/smollm2", MODEL_BYTES)
+    mp = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+          "artifactType": "application/vnd.cncf.model.manifest.v1+json",
+          "config": {"mediaType": "application/vnd.cncf.model.config.v1+json", "digest": cfg_digest,
+                     "size": len(cfg)},
+          "layers": [{"mediaType": "application/vnd.cncf.model.weight.v1.raw", "digest": MODEL_DIGEST,
+                      "size": len(MODEL_BYTES),
+                      "annotations": {"org.cncf.model.filepath": "smollm2.gguf"}}]}
+    mp_digest = put_manifest(base, "modelpack/smollm2", "plain", mp)
+    reg.modelpack_digest = mp_digest
+    img_cfg = b'{"architecture":"amd64","os":"linux"}'
+    img = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                      "digest": upload(base, "modelpack/smollm2", img_cfg), "size": len(img_cfg)},
+           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": cfg_digest, "size": len(cfg)}]}
+    img_digest = put_manifest(base, "modelpack/smollm2", "image", img)
+    index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+             "manifests": [{"mediaType": img["mediaType"], "digest": img_digest, "size": len(json.dumps(img)),
+                            "platform": {"os": "linux", "architecture": "amd64"}},
+                           {"mediaType": mp["mediaType"], "digest": mp_digest, "size": len(json.dumps(mp)),
+                            "artifactType": mp["artifactType"]}]}
+    put_manifest(base, "modelpack/smollm2", "v1", index)
+    # Two shards (the same bytes twice will do: the pull refuses before any download).
+    shards = dict(mp, layers=[dict(mp["layers"][0]), dict(mp["layers"][0])])
+    put_manifest(base, "modelpack/smollm2", "shards", shards)
+    tarred = dict(mp, layers=[dict(mp["layers"][0], mediaType="application/vnd.cncf.model.weight.v1.tar")])
+    put_manifest(base, "modelpack/smollm2", "tarred", tarred)
+    # A copy of the model in its own repository whose blob the test damages on disk.
+    damaged = bytearray(MODEL_BYTES)
+    damaged[-100] ^= 0xFF  # another file; uploaded under its own digest, then the stored bytes are swapped
+    upload(base, "damaged/smollm2", cfg)
+    bad_digest = upload(base, "damaged/smollm2", bytes(damaged))
+    put_manifest(base, "damaged/smollm2", "q4", dict(mp, layers=[dict(mp["layers"][0], digest=bad_digest,
+                                                                        size=len(damaged))]))
+    hexd = bad_digest[7:]
+    blob = reg.dir / "data" / "docker" / "registry" / "v2" / "blobs" / "sha256" / hexd[:2] / hexd / "data"
+    blob.write_bytes(MODEL_BYTES)  # what the registry now serves under bad_digest: not those bytes
+
+
+def pull(store, *args, env=None, timeout=300):
+    return subprocess.run([BIN, "model", "--store", str(store), "pull", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("repo,shape", [("oras/smollm2:q4", "oras"), ("ai/smollm2:q4", "docker-model-runner"),
+                                        ("modelpack/smollm2:v1", "modelpack")])
+def test_every_published_shape_pulls_the_same_verified_file(registries, tmp_path, repo, shape):
+    p = pull(tmp_path / "m", f"oci://{registries.open}/{repo}", "smollm2:1", "--json")
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["state"] == "verified" and v["digest"] == MODEL_DIGEST and v["architecture"] == "llama", v
+    assert f"is a {shape} model" in p.stderr, p.stderr
+    # The version names the manifest it came from, pinned by digest.
+    name = repo.split(":")[0]
+    assert v["source"].startswith(f"oci://{registries.open}/{name}@sha256:"), v["source"]
+    if shape == "modelpack":  # followed the index to the model, not to the platform image
+        assert v["source"].endswith(registries.modelpack_digest), v["source"]
+    # Pinned by digest, the same answer.
+    p = pull(tmp_path / "m", v["source"], "smollm2:2", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["digest"] == MODEL_DIGEST, p.stderr
+
+
+def test_basic_auth_over_https_and_token_auth(registries, tmp_path):
+    env = {"OUTPOST_REGISTRY_PASSWORD": PASSWORD}
+    basic = f"oci://127.0.0.1:{registries.ports['basic']}/ai/smollm2:q4"
+    # Without credentials, with wrong ones, without the CA: refused, saying why.
+    p = pull(tmp_path / "m", basic, "smollm2:1", "--ca-file", registries.ca)
+    assert p.returncode == 1 and "asks for a user and password" in p.stderr, p.stderr
+    p = pull(tmp_path / "m", basic, "smollm2:1", "--ca-file", registries.ca, "--username", USER,
+             env={"OUTPOST_REGISTRY_PASSWORD": "wrong"})
+    assert p.returncode == 1 and f"refused user '{USER}'" in p.stderr, p.stderr
+    p = pull(tmp_path / "m", basic, "smollm2:1", "--username", USER, env=env)
+    assert p.returncode != 0 and "certificate" in p.stderr.lower(), p.stderr
+    p = pull(tmp_path / "m", basic, "smollm2:1", "--username", USER)
+    assert p.returncode == 2 and "OUTPOST_REGISTRY_PASSWORD" in p.stderr, p.stderr
+    p = pull(tmp_path / "m", basic, "smollm2:1", "--ca-file", registries.ca, "--username", USER, env=env)
+    assert p.returncode == 0 and "smollm2:1: verified" in p.stdout, p.stderr
+    assert PASSWORD not in p.stdout + p.stderr
+    # Token auth: the realm's service hands out a token for this repository's pull scope.
+    token = f"oci://127.0.0.1:{registries.ports['token']}/modelpack/smollm2:v1"
+    registries.tokens.anonymous = False
+    p = pull(tmp_path / "m", token, "smollm2:2")
+    assert p.returncode == 1 and "refused an anonymous pull" in p.stderr, p.stderr
+    p = pull(tmp_path / "m", token, "smollm2:2", "--username", USER, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (USER, "repository:modelpack/smollm2:pull") in registries.tokens.issued, registries.tokens.issued
+    registries.tokens.anonymous = True  # a public repository: anonymous tokens
+    p = pull(tmp_path / "m", token.replace(":v1", ":plain"), "smollm2:3")
+    assert p.returncode == 0, p.stderr
+    assert (None, "repository:modelpack/smollm2:pull") in registries.tokens.issued
+
+
+def test_a_reset_mid_blob_resumes_with_a_range(registries, tmp_path):
+    proxy = ResetProxy(registries.ports["open"], reset_after=len(MODEL_BYTES) // 3)
+    p = pull(tmp_path / "m", f"oci://127.0.0.1:{proxy.port}/ai/smollm2:q4", "smollm2:1", "--plain-http")
+    assert p.returncode == 0, p.stderr
+    assert proxy.resets == 1 and "again in" in p.stderr and "starting over" not in p.stderr, p.stderr
+    v = json.loads(pull(tmp_path / "m2", f"oci://127.0.0.1:{proxy.port}/ai/smollm2:q4", "smollm2:1",
+                        "--plain-http", "--json").stdout)
+    assert v["digest"] == MODEL_DIGEST
+    proxy.close()
+
+
+def test_bad_artifacts_are_refused_and_nothing_is_published(registries, tmp_path):
+    store = tmp_path / "m"
+    o = registries.open
+    rows = [
+        (f"oci://{o}/ai/nothing:q4", "no such manifest", []),
+        (f"oci://{o}/modelpack/smollm2:shards", "in 2 GGUF shards", []),
+        (f"oci://{o}/modelpack/smollm2:tarred", "packed in a tar layer", []),
+        (f"oci://{o}/modelpack/smollm2@sha256:{'0' * 64}", "no such manifest", []),
+        (f"oci://{o}/ai/smollm2:q4", "is not the digest of", ["--sha256", "0" * 64]),
+        (f"oci://{o}/damaged/smollm2:q4", "digest mismatch", []),
+        ("oci://127.0.0.1:9/ai/smollm2:q4", "could not connect", []),
+    ]
+    for i, (src, says, extra) in enumerate(rows):
+        p = pull(store, src, f"smollm2:{i + 1}", *extra, timeout=120)
+        assert p.returncode == 1, (src, p.stdout, p.stderr)
+        assert says in p.stderr, (src, p.stderr)
+    blobs = os.listdir(store / "blobs" / "sha256")
+    assert MODEL_DIGEST[7:] not in blobs and not [b for b in blobs if b.startswith(".resume")], blobs
+    listing = subprocess.run([BIN, "model", "--store", str(store), "list"], capture_output=True, text=True).stdout
+    assert "verified" not in listing and "active" not in listing, listing
+
+
+def test_a_running_server_pulls_from_the_registry_and_serves_it(registries, tmp_path):
+    from outpost_harness import serve
+    store = tmp_path / "m"
+    assert subprocess.run([BIN, "model", "--store", str(store), "import", MODEL, "smollm2:1"],
+                          capture_output=True).returncode == 0
+    key = "oci-admin-key-0123456789"
+    with serve("--model-store", str(store), models=["smollm2:1"], env={"OUTPOST_ADMIN_KEY": key}) as s:
+        # Through the CLI's --server: the box pulls, with the credentials the
+        # caller gives (a token registry: the box asks the realm for a token).
+        p = subprocess.run([BIN, "model", "--server", s.base, "pull",
+                            f"oci://127.0.0.1:{registries.ports['token']}/modelpack/smollm2:v1", "smollm2:2",
+                            "--username", USER, "--json"], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "OUTPOST_ADMIN_KEY": key, "OUTPOST_REGISTRY_PASSWORD": PASSWORD})
+        assert p.returncode == 0, p.stderr
+        v = json.loads(p.stdout)
+        assert v["state"] == "verified" and v["source"].endswith(registries.modelpack_digest), v
+        auth = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(s.base + "/admin/models/activate", headers=auth, json={"model": "smollm2:2"}, timeout=300)
+        assert r.status_code == 200 and r.json()["to"] == "2", r.text
+        r = httpx.post(s.base + "/v1/completions", timeout=120,
+                       json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
+        assert "Paris" in r.json()["choices"][0]["text"], r.text
+        # The password went to the box in the request body and nowhere else.
+        r = httpx.get(s.base + "/admin/models/smollm2:2", headers=auth)
+        assert PASSWORD not in r.text and r.json()["state"] == "active", r.text
+        assert PASSWORD not in s.log() and "is a modelpack model" in s.log(), s.log()[-2000:]
