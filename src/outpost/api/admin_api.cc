@@ -167,12 +167,21 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
     *action = path.substr(std::string("/admin/models/").size());
     if (*action == "import") {
       json b;
-      OUTPOST_ASSIGN_OR_RETURN(b,
-                               ParseBody(req.body, {"path", "model", "sha256"}, {"path", "model"}));
-      *target = b["model"].get<std::string>();
-      models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(
-          v, store->Import(b["path"].get<std::string>(), *target, b.value("sha256", "")));
+          b, ParseBody(req.body, {"path", "model", "sha256", "signature"}, {"path", "model"}));
+      *target = b["model"].get<std::string>();
+      router::PullRequest pr;
+      pr.source = b["path"].get<std::string>();
+      if (pr.source.empty() || pr.source[0] != '/') {
+        return Status::InvalidArgument("'path' must be an absolute path on this box", "path");
+      }
+      pr.ref = *target;
+      pr.sha256 = b.value("sha256", "");
+      pr.signature_path = b.value("signature", "");
+      pr.signature_policy = policies_.For(pr.source);
+      pr.trusted_keys = trusted_keys_;
+      models::ModelVersion v;
+      OUTPOST_ASSIGN_OR_RETURN(v, router::PullModel(store, pr));
       return models::VersionJson(v);
     }
     if (*action == "pull") {
@@ -214,6 +223,8 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) {
         pr.registry.http.bearer_token = t;
       }
+      pr.signature_policy = policies_.For(pr.source);
+      pr.trusted_keys = trusted_keys_;
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(v, router::PullModel(store, pr));
       return models::VersionJson(v);

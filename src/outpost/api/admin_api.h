@@ -26,12 +26,14 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "outpost/api/api_keys.h"
 #include "outpost/api/http_message.h"
 #include "outpost/models/model_lifecycle.h"
+#include "outpost/models/model_signature.h"
 
 namespace outpost::audit {
 class AuditLog;
@@ -42,10 +44,16 @@ namespace outpost::api {
 class AdminApi {
  public:
   // `key` empty: the admin API is off. `audit` may be null.
-  AdminApi(models::ModelLifecycle* lifecycle, std::string key, audit::AuditLog* audit)
+  // Pulls and imports check model signatures under `policies` against
+  // `trusted_keys` (models/model_signature.h).
+  AdminApi(models::ModelLifecycle* lifecycle, std::string key, audit::AuditLog* audit,
+           models::SignaturePolicies policies = {},
+           std::vector<models::TrustedKey> trusted_keys = {})
       : lifecycle_(lifecycle),
         keys_(key.empty() ? ApiKeys() : ApiKeys({std::move(key)})),
-        audit_(audit) {}
+        audit_(audit),
+        policies_(std::move(policies)),
+        trusted_keys_(std::move(trusted_keys)) {}
 
   // True for paths under /admin (the caller then has nothing left to do).
   static bool Owns(const std::string& path) {
@@ -63,6 +71,8 @@ class AdminApi {
   models::ModelLifecycle* const lifecycle_;
   const ApiKeys keys_;
   audit::AuditLog* const audit_;
+  const models::SignaturePolicies policies_;
+  const std::vector<models::TrustedKey> trusted_keys_;
 };
 
 // The route label for metrics: the fixed /admin routes, else "/admin/other".

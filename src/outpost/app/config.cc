@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "outpost/models/model_signature.h"
 #include "outpost/util/units.h"
 #include "outpost/util/yaml_file.h"
 
@@ -112,137 +113,161 @@ Setter SamplingField(std::optional<T> engine::SamplingParams::*field, double lo,
 }
 
 const std::map<std::string, Setter>& Setters() {
-  static const auto* m = new std::map<std::string, Setter>{
-      {"model", StringField(&ServeConfig::model)},
-      {"model_id", StringField(&ServeConfig::model_id)},
-      {"routing_file", StringField(&ServeConfig::routing_file)},
-      {"chat_template_file", StringField(&ServeConfig::chat_template_file)},
-      {"host", StringField(&ServeConfig::host)},
-      {"port", IntField(&ServeConfig::port, 0, 65535)},
-      {"threads", IntField(&ServeConfig::threads, 0, 1024)},
-      {"ctx_size", IntField(&ServeConfig::ctx_size, 16, 1 << 22)},
-      {"parallel",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         if (v == "auto") {
-           c->parallel = 0;
-           return Status::Ok();
-         }
-         long n = 0;
-         Status st = ParseInt(k, v, 1, 4096, &n);
-         if (!st.ok())
-           return Status::InvalidArgument(
-               "'parallel' must be 'auto' or an integer from 1 to 4096, got '" + v + "'", k);
-         c->parallel = static_cast<int>(n);
-         return Status::Ok();
-       }},
-      {"parallel_auto_max", IntField(&ServeConfig::parallel_auto_max, 1, 4096)},
-      {"memory_budget", BytesField(&ServeConfig::memory_budget, /*allow_auto=*/true)},
-      {"headroom",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         std::string t = v;
-         bool percent = !t.empty() && t.back() == '%';
-         if (percent) t.pop_back();
-         char* end = nullptr;
-         double d = std::strtod(t.c_str(), &end);
-         if (t.empty() || *end != '\0') {
-           return Status::InvalidArgument(
-               "'headroom' must be a fraction (0.2) or a percentage (20%), got '" + v + "'", k);
-         }
-         if (percent) d /= 100.0;
-         if (d < 0.0 || d > 4.0)
-           return Status::InvalidArgument("'headroom' must be between 0% and 400%, got '" + v + "'",
-                                          k);
-         c->headroom = d;
-         return Status::Ok();
-       }},
-      {"kv_type", StringField(&ServeConfig::kv_type, {"f16", "q8_0", "q4_0"})},
-      {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
-      {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
-      {"prefix_cache", BoolField(&ServeConfig::prefix_cache)},
-      {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
-      {"queue_wait",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         auto ms = util::ParseDurationMs(v);
-         if (!ms.ok()) return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
-         c->queue_wait_ms = *ms;
-         return Status::Ok();
-       }},
-      {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
-      {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
-      {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
-      {"max_header_size", BytesField(&ServeConfig::max_header_size, /*allow_auto=*/false)},
-      {"header_timeout", TimeoutField(&ServeConfig::header_timeout_ms)},
-      {"body_timeout", TimeoutField(&ServeConfig::body_timeout_ms)},
-      {"idle_timeout", TimeoutField(&ServeConfig::idle_timeout_ms)},
-      {"write_timeout", TimeoutField(&ServeConfig::write_timeout_ms)},
-      {"drain_timeout", TimeoutField(&ServeConfig::drain_timeout_ms)},
-      {"history_interval", TimeoutField(&ServeConfig::history_interval_ms)},
-      {"max_connections", IntField(&ServeConfig::max_connections, 16, 1 << 20)},
-      {"max_connections_per_client",
-       IntField(&ServeConfig::max_connections_per_client, 1, 1 << 20)},
-      {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
-      {"log_level",
-       StringField(&ServeConfig::log_level, {"trace", "debug", "info", "warn", "error"})},
-      {"api_key", StringField(&ServeConfig::api_key)},
-      {"api_key_file", StringField(&ServeConfig::api_key_file)},
-      {"metrics_require_key", BoolField(&ServeConfig::metrics_require_key)},
-      {"embeddings", BoolField(&ServeConfig::embeddings)},
-      {"tls_cert_file", StringField(&ServeConfig::tls_cert_file)},
-      {"tls_key_file", StringField(&ServeConfig::tls_key_file)},
-      {"uplink_url",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         if (!v.empty() && v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
-           return Status::InvalidArgument(
-               "'" + k + "' must start with http:// or https://, got '" + v + "'", k);
-         }
-         std::string url = v;
-         while (!url.empty() && url.back() == '/') url.pop_back();
-         c->uplink_url = url;
-         return Status::Ok();
-       }},
-      {"uplink_format", StringField(&ServeConfig::uplink_format, {"otlp", "webhook"})},
-      {"uplink_token", StringField(&ServeConfig::uplink_token)},
-      {"uplink_tls_ca_file", StringField(&ServeConfig::uplink_tls_ca_file)},
-      {"uplink_interval", TimeoutField(&ServeConfig::uplink_interval_ms)},
-      {"uplink_timeout", TimeoutField(&ServeConfig::uplink_timeout_ms)},
-      {"uplink_max_backoff", TimeoutField(&ServeConfig::uplink_max_backoff_ms)},
-      {"uplink_spool_size",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         auto b = util::ParseBytes(v);
-         if (!b.ok()) return Status::InvalidArgument("'" + k + "': " + b.status().message(), k);
-         if (*b < (64u << 10) || *b > (64ull << 30)) {
-           return Status::InvalidArgument(
-               "'" + k + "' must be between 64KiB and 64GiB, got '" + v + "'", k);
-         }
-         c->uplink_spool_size = *b;
-         return Status::Ok();
-       }},
-      {"state_dir", StringField(&ServeConfig::state_dir)},
-      {"box_id",
-       [](ServeConfig* c, const std::string& k, const std::string& v) {
-         if (v.empty() || v.size() > 128 ||
-             v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                 "._-") != std::string::npos) {
-           return Status::InvalidArgument(
-               "'" + k + "' must be 1-128 characters of letters, digits, '.', '_' or '-', got '" +
-                   v + "'",
-               k);
-         }
-         c->box_id = v;
-         return Status::Ok();
-       }},
-      {"audit_dir", StringField(&ServeConfig::audit_dir)},
-      {"audit_checkpoint_every", IntField(&ServeConfig::audit_checkpoint_every, 1, 1000000)},
-      {"audit_checkpoint_interval", TimeoutField(&ServeConfig::audit_checkpoint_interval_ms)},
-      {"model_store", StringField(&ServeConfig::model_store)},
-      {"admin_key_file", StringField(&ServeConfig::admin_key_file)},
-      {"model_hot_standby", BoolField(&ServeConfig::model_hot_standby)},
-      {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
-      {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
-      {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
-      {"min_p", SamplingField(&engine::SamplingParams::min_p, 0, 1)},
-      {"repeat_penalty", SamplingField(&engine::SamplingParams::repeat_penalty, 0.01, 10)},
-  };
+  static const auto*
+      m =
+          new std::
+              map<std::string, Setter>{
+                  {"model", StringField(&ServeConfig::model)},
+                  {"model_id", StringField(&ServeConfig::model_id)},
+                  {"routing_file", StringField(&ServeConfig::routing_file)},
+                  {"chat_template_file", StringField(&ServeConfig::chat_template_file)},
+                  {"host", StringField(&ServeConfig::host)},
+                  {"port", IntField(&ServeConfig::port, 0, 65535)},
+                  {"threads", IntField(&ServeConfig::threads, 0, 1024)},
+                  {"ctx_size", IntField(&ServeConfig::ctx_size, 16, 1 << 22)},
+                  {"parallel",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     if (v == "auto") {
+                       c->parallel = 0;
+                       return Status::Ok();
+                     }
+                     long n = 0;
+                     Status st = ParseInt(k, v, 1, 4096, &n);
+                     if (!st.ok())
+                       return Status::InvalidArgument(
+                           "'parallel' must be 'auto' or an integer from 1 to 4096, got '" + v +
+                               "'",
+                           k);
+                     c->parallel = static_cast<int>(n);
+                     return Status::Ok();
+                   }},
+                  {"parallel_auto_max", IntField(&ServeConfig::parallel_auto_max, 1, 4096)},
+                  {"memory_budget", BytesField(&ServeConfig::memory_budget, /*allow_auto=*/true)},
+                  {"headroom",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     std::string t = v;
+                     bool percent = !t.empty() && t.back() == '%';
+                     if (percent) t.pop_back();
+                     char* end = nullptr;
+                     double d = std::strtod(t.c_str(), &end);
+                     if (t.empty() || *end != '\0') {
+                       return Status::InvalidArgument(
+                           "'headroom' must be a fraction (0.2) or a percentage (20%), got '" + v +
+                               "'",
+                           k);
+                     }
+                     if (percent) d /= 100.0;
+                     if (d < 0.0 || d > 4.0)
+                       return Status::InvalidArgument(
+                           "'headroom' must be between 0% and 400%, got '" + v + "'", k);
+                     c->headroom = d;
+                     return Status::Ok();
+                   }},
+                  {"kv_type", StringField(&ServeConfig::kv_type, {"f16", "q8_0", "q4_0"})},
+                  {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
+                  {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
+                  {"prefix_cache", BoolField(&ServeConfig::prefix_cache)},
+                  {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
+                  {"queue_wait",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     auto ms = util::ParseDurationMs(v);
+                     if (!ms.ok())
+                       return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
+                     c->queue_wait_ms = *ms;
+                     return Status::Ok();
+                   }},
+                  {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
+                  {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
+                  {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
+                  {"max_header_size",
+                   BytesField(&ServeConfig::max_header_size, /*allow_auto=*/false)},
+                  {"header_timeout", TimeoutField(&ServeConfig::header_timeout_ms)},
+                  {"body_timeout", TimeoutField(&ServeConfig::body_timeout_ms)},
+                  {"idle_timeout", TimeoutField(&ServeConfig::idle_timeout_ms)},
+                  {"write_timeout", TimeoutField(&ServeConfig::write_timeout_ms)},
+                  {"drain_timeout", TimeoutField(&ServeConfig::drain_timeout_ms)},
+                  {"history_interval", TimeoutField(&ServeConfig::history_interval_ms)},
+                  {"max_connections", IntField(&ServeConfig::max_connections, 16, 1 << 20)},
+                  {"max_connections_per_client",
+                   IntField(&ServeConfig::max_connections_per_client, 1, 1 << 20)},
+                  {"gpu_layers", IntField(&ServeConfig::gpu_layers, -1, 100000)},
+                  {"log_level", StringField(&ServeConfig::log_level,
+                                            {"trace", "debug", "info", "warn", "error"})},
+                  {"api_key", StringField(&ServeConfig::api_key)},
+                  {"api_key_file", StringField(&ServeConfig::api_key_file)},
+                  {"metrics_require_key", BoolField(&ServeConfig::metrics_require_key)},
+                  {"embeddings", BoolField(&ServeConfig::embeddings)},
+                  {"tls_cert_file", StringField(&ServeConfig::tls_cert_file)},
+                  {"tls_key_file", StringField(&ServeConfig::tls_key_file)},
+                  {"uplink_url",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     if (!v.empty() && v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) {
+                       return Status::InvalidArgument(
+                           "'" + k + "' must start with http:// or https://, got '" + v + "'", k);
+                     }
+                     std::string url = v;
+                     while (!url.empty() && url.back() == '/') url.pop_back();
+                     c->uplink_url = url;
+                     return Status::Ok();
+                   }},
+                  {"uplink_format", StringField(&ServeConfig::uplink_format, {"otlp", "webhook"})},
+                  {"uplink_token", StringField(&ServeConfig::uplink_token)},
+                  {"uplink_tls_ca_file", StringField(&ServeConfig::uplink_tls_ca_file)},
+                  {"uplink_interval", TimeoutField(&ServeConfig::uplink_interval_ms)},
+                  {"uplink_timeout", TimeoutField(&ServeConfig::uplink_timeout_ms)},
+                  {"uplink_max_backoff", TimeoutField(&ServeConfig::uplink_max_backoff_ms)},
+                  {"uplink_spool_size",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     auto b = util::ParseBytes(v);
+                     if (!b.ok())
+                       return Status::InvalidArgument("'" + k + "': " + b.status().message(), k);
+                     if (*b < (64u << 10) || *b > (64ull << 30)) {
+                       return Status::InvalidArgument(
+                           "'" + k + "' must be between 64KiB and 64GiB, got '" + v + "'", k);
+                     }
+                     c->uplink_spool_size = *b;
+                     return Status::Ok();
+                   }},
+                  {"state_dir", StringField(&ServeConfig::state_dir)},
+                  {"box_id",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     if (v.empty() || v.size() > 128 ||
+                         v.find_first_not_of(
+                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             "._-") != std::string::npos) {
+                       return Status::InvalidArgument("'" + k +
+                                                          "' must be 1-128 characters of letters, "
+                                                          "digits, '.', '_' or '-', got '" +
+                                                          v + "'",
+                                                      k);
+                     }
+                     c->box_id = v;
+                     return Status::Ok();
+                   }},
+                  {"audit_dir", StringField(&ServeConfig::audit_dir)},
+                  {"audit_checkpoint_every",
+                   IntField(&ServeConfig::audit_checkpoint_every, 1, 1000000)},
+                  {"audit_checkpoint_interval",
+                   TimeoutField(&ServeConfig::audit_checkpoint_interval_ms)},
+                  {"model_store", StringField(&ServeConfig::model_store)},
+                  {"admin_key_file", StringField(&ServeConfig::admin_key_file)},
+                  {"model_hot_standby", BoolField(&ServeConfig::model_hot_standby)},
+                  {"signature_policy",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     auto p = models::ParseSignaturePolicies(v);
+                     if (!p.ok())
+                       return Status::InvalidArgument("'" + k + "': " + p.status().message(), k);
+                     c->signature_policy = v;
+                     return Status::Ok();
+                   }},
+                  {"trusted_keys", StringField(&ServeConfig::trusted_keys)},
+                  {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
+                  {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
+                  {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
+                  {"min_p", SamplingField(&engine::SamplingParams::min_p, 0, 1)},
+                  {"repeat_penalty",
+                   SamplingField(&engine::SamplingParams::repeat_penalty, 0.01, 10)},
+              };
   return *m;
 }
 
@@ -340,6 +365,11 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "off"},
       {"model_hot_standby",
        "keep the version a new one replaced loaded, so a rollback is instant (default true)"},
+      {"signature_policy",
+       "what a missing or bad model signature does on pull/import through /admin/: off, warn "
+       "(logged) or enforce (refused); per source as PREFIX=POLICY,…,*=POLICY (default warn)"},
+      {"trusted_keys",
+       "comma-separated PEM public keys (Ed25519, ECDSA) whose model signatures are trusted"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},

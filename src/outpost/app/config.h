@@ -85,9 +85,11 @@ struct ServeConfig {
   int audit_checkpoint_every = 1000;             // records between signed checkpoints
   int64_t audit_checkpoint_interval_ms = 60000;  // or this long after the last record
   // The model store and its lifecycle (docs/lifecycle.md).
-  std::string model_store;        // "" = <state_dir>/models
-  std::string admin_key_file;     // the /admin/ key (also $OUTPOST_ADMIN_KEY); "" = off
-  bool model_hot_standby = true;  // keep the replaced version loaded for rollback
+  std::string model_store;                // "" = <state_dir>/models
+  std::string admin_key_file;             // the /admin/ key (also $OUTPOST_ADMIN_KEY); "" = off
+  bool model_hot_standby = true;          // keep the replaced version loaded for rollback
+  std::string signature_policy = "warn";  // off|warn|enforce, or PREFIX=POLICY,…,*=POLICY
+  std::string trusted_keys;               // comma-separated PEM public key files
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;

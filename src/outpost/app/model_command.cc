@@ -1,14 +1,19 @@
 #include "outpost/app/model_command.h"
 
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
+#include "outpost/models/model_signature.h"
 #include "outpost/models/model_store.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/admin_client.h"
@@ -34,6 +39,53 @@ int Fail(const Status& st) {
   return st.code() == StatusCode::kInvalidArgument && st.param() == "ref" ? 2 : 1;
 }
 
+// The signature flags into the request; 2 (usage) on a bad key file.
+int SignatureRequest(const ModelFlags& f, router::PullRequest* pr) {
+  auto policy = models::ParseSignaturePolicy(f.signature_policy);
+  auto keys = models::LoadTrustedKeys(f.trusted_keys);
+  if (!policy.ok() || !keys.ok()) {
+    std::fprintf(stderr, "outpost model: %s\n",
+                 (policy.ok() ? keys.status() : policy.status()).message().c_str());
+    return 2;
+  }
+  pr->signature_policy = *policy;
+  pr->trusted_keys = std::move(*keys);
+  pr->signature_path = f.signature;
+  return 0;
+}
+
+int RunSign(const ModelFlags& f) {
+  std::ifstream in(f.file, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "outpost model sign: cannot read %s\n", f.file.c_str());
+    return 2;
+  }
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  static const char* d = "0123456789abcdef";
+  std::string digest = "sha256:";
+  for (unsigned int i = 0; i < len; ++i) (digest += d[md[i] >> 4]) += d[md[i] & 15];
+  const std::string name = std::filesystem::path(f.file).filename().string();
+  auto envelope = models::SignModel(f.key, name, digest);
+  if (!envelope.ok()) {
+    std::fprintf(stderr, "outpost model sign: %s\n", envelope.status().message().c_str());
+    return 2;
+  }
+  const std::string out = f.out.empty() ? f.file + ".sig" : f.out;
+  std::ofstream(out, std::ios::trunc) << *envelope;
+  std::printf("signed %s (%s) with %s: %s\n", name.c_str(), digest.c_str(), f.key.c_str(),
+              out.c_str());
+  return 0;
+}
+
 // The operation as a call to a running server's /admin/ API; prints its JSON
 // answer (or the error it gives).
 int RunRemote(const ModelFlags& f) {
@@ -47,6 +99,16 @@ int RunRemote(const ModelFlags& f) {
       return 2;
     }
     key = keys->front();
+  }
+  if (!f.signature.empty() || !f.trusted_keys.empty() || f.signature_policy != "warn") {
+    std::fprintf(stderr,
+                 "outpost model: with --server the box's own signature_policy and trusted_keys "
+                 "apply; --signature, --signature-policy and --trusted-key are for --store\n");
+    return 2;
+  }
+  if (f.sign->parsed()) {
+    std::fprintf(stderr, "outpost model sign: run it where the private key is, without --server\n");
+    return 2;
   }
   std::string method = "POST", path, body;
   if (f.list->parsed()) {
@@ -141,6 +203,23 @@ int RunRemote(const ModelFlags& f) {
 
 }  // namespace
 
+namespace {
+
+void AddSignatureFlags(CLI::App* cmd, ModelFlags* f) {
+  cmd->add_option("--signature", f->signature,
+                  "the model's signature (an OpenSSF model-signing bundle or Outpost's DSSE "
+                  "envelope); default: looked for beside the model (FILE.sig, model.sig, URL.sig, "
+                  "the registry's sha256-<digest> tag)");
+  cmd->add_option("--signature-policy", f->signature_policy,
+                  "off | warn (a missing or bad signature is logged) | enforce (refused); "
+                  "default warn")
+      ->check(CLI::IsMember({"off", "warn", "enforce"}));
+  cmd->add_option("--trusted-key", f->trusted_keys,
+                  "a PEM public key (Ed25519 or ECDSA) whose signatures are trusted; repeatable");
+}
+
+}  // namespace
+
 CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   CLI::App* model = app->add_subcommand(
       "model", "the box's model store and the served version: import, list, activate, rollback");
@@ -165,6 +244,17 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
                         "NAME:VERSION, e.g. smollm2:1 (for an archive: default its own name)");
   f->import->add_option("--sha256", f->sha256, "refuse the file unless its sha256 is this");
   f->import->add_flag("--json", f->json, "print the version as JSON");
+  AddSignatureFlags(f->import, f);
+  f->sign = model->add_subcommand(
+      "sign",
+      "write Outpost's signature of a GGUF file: a DSSE envelope (Ed25519) of an in-toto "
+      "statement naming the file's sha256, read back by --trusted-key on the box");
+  f->sign->add_option("file", f->file, "the GGUF file")->required();
+  f->sign
+      ->add_option("--key", f->key,
+                   "the Ed25519 private key, PEM (openssl genpkey -algorithm ed25519)")
+      ->required();
+  f->sign->add_option("--out", f->out, "where to write it (default: FILE.sig)");
   f->export_ = model->add_subcommand(
       "export", "write a version as one OCI-layout tar (for sites without a network)");
   f->export_->add_option("ref", f->ref, "NAME:VERSION")->required();
@@ -222,6 +312,7 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
                    "waits between them double from 1 s to 30 s)")
       ->check(CLI::Range(1, 1000));
   f->pull->add_flag("--json", f->json, "print the version as JSON");
+  AddSignatureFlags(f->pull, f);
   f->canary = model->add_subcommand(
       "canary",
       "with --server: load NAME:VERSION beside the active version and give it a share of "
@@ -255,6 +346,7 @@ int RunModel(const ModelFlags& f) {
                  f.canary->parsed() ? "canary" : "promote");
     return 2;
   }
+  if (f.sign->parsed()) return RunSign(f);
   ServeConfig cfg;
   const std::string dir = f.store.empty() ? StateDir(cfg) + "/models" : f.store;
   auto store = models::ModelStore::Open(dir);
@@ -303,6 +395,7 @@ int RunModel(const ModelFlags& f) {
                    "$OUTPOST_REGISTRY_PASSWORD\n");
       return 2;
     }
+    if (int rc = SignatureRequest(f, &pr); rc != 0) return rc;
     auto v = router::PullModel(&s, pr, Bar("pulling"));
     if (!v.ok()) return Fail(v.status());
     if (f.json) {
@@ -326,8 +419,15 @@ int RunModel(const ModelFlags& f) {
                    "checked against their digests\n");
       return 2;
     }
+    router::PullRequest pr;
+    if (!archive) {
+      pr.source = f.file;
+      pr.ref = f.ref;
+      pr.sha256 = f.sha256;
+      if (int rc = SignatureRequest(f, &pr); rc != 0) return rc;
+    }
     auto v = archive ? s.ImportArchive(f.file, f.ref, Bar("importing"))
-                     : s.Import(f.file, f.ref, f.sha256, Bar("importing"));
+                     : router::PullModel(&s, pr, Bar("importing"));
     if (!v.ok()) return Fail(v.status());
     if (f.json) {
       std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());

@@ -17,11 +17,15 @@ namespace outpost::app {
 struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
            *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr,
-           *canary = nullptr, *promote = nullptr, *pull = nullptr;
+           *canary = nullptr, *promote = nullptr, *pull = nullptr, *sign = nullptr;
   std::string url;       // pull: a path, http(s):// or oci:// source
   std::string username;  // pull: registry user (password: $OUTPOST_REGISTRY_PASSWORD)
   bool plain_http = false;
-  std::string max_rate;  // pull bandwidth cap ("10MiB" per second)
+  std::string signature;                  // pull/import: a signature file given by hand
+  std::string signature_policy = "warn";  // off | warn | enforce
+  std::vector<std::string> trusted_keys;  // PEM public keys
+  std::string key;                        // sign: the Ed25519 private key
+  std::string max_rate;                   // pull bandwidth cap ("10MiB" per second)
   std::string stall_timeout = "30s";
   int attempts = 8;
   std::vector<int> steps;  // canary shares, percent

@@ -71,7 +71,19 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
   };
   s->lifecycle_ =
       std::make_unique<models::ModelLifecycle>(s->store_.get(), serving, loader, stats, lo);
-  s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit);
+  auto policies = models::ParseSignaturePolicies(cfg.signature_policy);
+  if (!policies.ok()) return policies.status();
+  std::vector<std::string> key_files;
+  for (size_t start = 0; start < cfg.trusted_keys.size();) {
+    size_t comma = cfg.trusted_keys.find(',', start);
+    if (comma == std::string::npos) comma = cfg.trusted_keys.size();
+    if (comma > start) key_files.push_back(cfg.trusted_keys.substr(start, comma - start));
+    start = comma + 1;
+  }
+  auto trusted = models::LoadTrustedKeys(key_files);
+  if (!trusted.ok()) return trusted.status();
+  s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit,
+                                              std::move(*policies), std::move(*trusted));
   spdlog::info("model store: {} ({} version(s)); /admin/ {}", dir, s->store_->List().size(),
                key->empty() ? "off (no admin key)" : "on");
   return s;

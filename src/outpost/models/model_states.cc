@@ -51,6 +51,30 @@ StatusOr<ModelVersion> ModelStore::MarkActive(const std::string& ref) {
   return v;
 }
 
+Status ModelStore::MarkFailed(const std::string& ref, const std::string& reason) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  std::lock_guard<std::mutex> lock(mu_);
+  return SetState(v.name, v.version, "failed", reason);
+}
+
+Status ModelStore::MarkSigned(const std::string& ref, const std::string& signature) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db_, "UPDATE versions SET signature = ? WHERE name = ? AND version = ?", -1,
+                     &st, nullptr);
+  sqlite3_bind_text(st, 1, signature.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, v.name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, v.version.c_str(), -1, SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return Status::Internal("model store: " + std::string(sqlite3_errmsg(db_)));
+  return Status::Ok();
+}
+
 Status ModelStore::MarkRetired(const std::string& ref, const std::string& reason) {
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));

@@ -144,12 +144,13 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
   v.n_params = static_cast<uint64_t>(sqlite3_column_int64(st, 10));
   v.created_unix = sqlite3_column_int64(st, 11);
   v.activated_unix = sqlite3_column_int64(st, 12);
+  v.signature = text(13);
   return v;
 }
 
 constexpr const char* kSelect =
     "SELECT name, version, state, error, source, manifest_digest, blob_digest, size, "
-    "architecture, quantization, n_params, created, activated FROM versions";
+    "architecture, quantization, n_params, created, activated, signature FROM versions";
 
 }  // namespace
 
@@ -212,9 +213,10 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
       return Status::InvalidArgument("model store " + dir + ": " + st.message(), "store");
     }
   }
-  // A store made before versions were activated lacks the column ("duplicate
-  // column" on a current one is expected and ignored).
+  // A store made before versions were activated (or signed) lacks the
+  // column ("duplicate column" on a current one is expected and ignored).
   s->Exec("ALTER TABLE versions ADD COLUMN activated INTEGER NOT NULL DEFAULT 0");
+  s->Exec("ALTER TABLE versions ADD COLUMN signature TEXT NOT NULL DEFAULT ''");
   if (!fs::exists(dir + "/oci-layout")) {
     WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }

@@ -57,6 +57,7 @@ struct ModelVersion {
   uint64_t n_params = 0;
   int64_t created_unix = 0;
   int64_t activated_unix = 0;  // when it last became active (0: never)
+  std::string signature;       // what its signature check found ("" = none made)
   std::string ref() const { return name + ":" + version; }
 };
 
@@ -148,6 +149,12 @@ class ModelStore {
   // MarkRetired: "retired" with the reason (rolled back, replaced). Errors:
   // NotFound.
   Status MarkRetired(const std::string& ref, const std::string& reason);
+  // MarkFailed: "failed" with the reason (a refused signature). Errors:
+  // NotFound.
+  Status MarkFailed(const std::string& ref, const std::string& reason);
+  // Notes what the signature check found (shown by list/show). Errors:
+  // NotFound.
+  Status MarkSigned(const std::string& ref, const std::string& signature);
   // MarkCanary: "canary" (a share of traffic, being compared). Errors:
   // NotFound; InvalidArgument as MarkActive.
   Status MarkCanary(const std::string& ref);

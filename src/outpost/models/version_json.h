@@ -23,6 +23,7 @@ inline nlohmann::json VersionJson(const ModelVersion& v) {
                       {"created", v.created_unix},
                       {"activated", v.activated_unix}};
   if (!v.error.empty()) j["error"] = v.error;
+  if (!v.signature.empty()) j["signature"] = v.signature;
   return j;
 }
 

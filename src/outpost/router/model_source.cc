@@ -2,10 +2,68 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "outpost/models/oci_artifact.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::router {
+namespace {
+
+constexpr size_t kMaxSignatureBytes = 1 << 20;
+
+StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::InvalidArgument("cannot read the signature " + path, "signature");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > kMaxSignatureBytes) {
+    return Status::InvalidArgument("the signature " + path + " is over 1 MiB", "signature");
+  }
+  return text;
+}
+
+// <url>.sig over http(s); "" when the server has none (404).
+StatusOr<std::string> FetchBeside(const std::string& url, const BlobSourceOptions& options) {
+  HttpBlobSource http(options);
+  std::string body;
+  Status st = http.Get(
+      url, 0, "", [](const models::BlobSource::Head&) { return true; },
+      [&](const char* data, size_t n) {
+        body.append(data, n);
+        return body.size() <= kMaxSignatureBytes;
+      });
+  if (!st.ok()) {
+    if (st.message().find("HTTP 404") != std::string::npos) return std::string();
+    return st;
+  }
+  return body;
+}
+
+// Applies the policy; notes the result in *note and the log.
+Status Check(const PullRequest& r, const std::string& signature, const std::string& digest,
+             std::string* note) {
+  Status st =
+      models::ApplySignaturePolicy(r.signature_policy, signature, digest, r.trusted_keys, note);
+  if (!st.ok()) {
+    spdlog::error("pull {}: signature refused: {}", r.ref, st.message());
+  } else if (note->rfind("verified", 0) == 0) {
+    spdlog::info("pull {}: signature {}", r.ref, *note);
+  } else if (r.signature_policy != models::SignaturePolicy::kOff) {
+    spdlog::warn("pull {}: signature {}", r.ref, *note);
+  }
+  return st;
+}
+
+StatusOr<models::ModelVersion> Signed(models::ModelStore* store, StatusOr<models::ModelVersion> v,
+                                      const std::string& note) {
+  if (!v.ok()) return v;
+  OUTPOST_RETURN_IF_ERROR(store->MarkSigned(v->ref(), note));
+  v->signature = note;
+  return v;
+}
+
+}  // namespace
 
 StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRequest& request,
                                          const models::ModelStore::Progress& progress) {
@@ -39,6 +97,13 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
                                        "sha256");
       }
     }
+    std::string signature, note;
+    if (!request.signature_path.empty()) {
+      OUTPOST_ASSIGN_OR_RETURN(signature, ReadSmallFile(request.signature_path));
+    } else if (request.signature_policy != models::SignaturePolicy::kOff) {
+      OUTPOST_ASSIGN_OR_RETURN(signature, registry.FetchSignature(manifest.digest));
+    }
+    OUTPOST_RETURN_IF_ERROR(Check(request, signature, layer.digest, &note));
     models::OciReference pinned = ref;
     pinned.tag.clear();
     pinned.digest = manifest.digest;
@@ -47,19 +112,53 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
     spdlog::info("pull {}: {} is a {} model, layer {} ({} bytes{}{})", request.ref, src,
                  artifact->shape, layer.digest, layer.size, layer.title.empty() ? "" : ", ",
                  layer.title);
-    return store->Pull(registry.BlobUrl(layer.digest), request.ref, layer.digest, &registry, po,
-                       progress);
+    return Signed(store,
+                  store->Pull(registry.BlobUrl(layer.digest), request.ref, layer.digest, &registry,
+                              po, progress),
+                  note);
   }
   if (src.rfind("https://", 0) == 0 || src.rfind("http://", 0) == 0) {
+    std::string signature, note;
+    if (!request.signature_path.empty()) {
+      OUTPOST_ASSIGN_OR_RETURN(signature, ReadSmallFile(request.signature_path));
+    } else if (request.signature_policy != models::SignaturePolicy::kOff) {
+      OUTPOST_ASSIGN_OR_RETURN(signature, FetchBeside(src + ".sig", request.registry.http));
+    }
+    if (!request.sha256.empty()) {  // else Pull refuses it, naming the field
+      const std::string want =
+          request.sha256.rfind("sha256:", 0) == 0 ? request.sha256 : "sha256:" + request.sha256;
+      OUTPOST_RETURN_IF_ERROR(Check(request, signature, want, &note));
+    }
     HttpBlobSource http(request.registry.http);
-    return store->Pull(src, request.ref, request.sha256, &http, request.pull, progress);
+    return Signed(
+        store, store->Pull(src, request.ref, request.sha256, &http, request.pull, progress), note);
   }
   if (src.find("://") != std::string::npos && src.rfind("file://", 0) != 0) {
     return Status::InvalidArgument(
         "the source '" + src + "' must be a path, file://, http(s):// or oci://", "source");
   }
   const std::string path = src.rfind("file://", 0) == 0 ? src.substr(7) : src;
-  return store->Import(path, request.ref, request.sha256, progress);
+  std::string signature;
+  if (!request.signature_path.empty()) {
+    OUTPOST_ASSIGN_OR_RETURN(signature, ReadSmallFile(request.signature_path));
+  } else if (request.signature_policy != models::SignaturePolicy::kOff) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    for (const std::string& beside : {path + ".sig", (dir.empty() ? "." : dir) + "/model.sig"}) {
+      std::error_code ec;
+      if (std::filesystem::exists(beside, ec)) {
+        OUTPOST_ASSIGN_OR_RETURN(signature, ReadSmallFile(beside));
+        break;
+      }
+    }
+  }
+  models::ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, store->Import(path, request.ref, request.sha256, progress));
+  std::string note;
+  if (Status st = Check(request, signature, v.blob_digest, &note); !st.ok()) {
+    store->MarkFailed(v.ref(), st.message());  // copied, but never to be served
+    return st;
+  }
+  return Signed(store, v, note);
 }
 
 }  // namespace outpost::router

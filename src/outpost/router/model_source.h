@@ -11,10 +11,17 @@
 //                                gives must be that digest. The version
 //                                records the source pinned by manifest
 //                                digest (oci://host/repo@sha256:…).
+//
+// The signature is checked under the request's policy before a download
+// starts (the digest it must vouch for is known from the pin or the
+// manifest), after the copy for a local file (which a refusal leaves
+// "failed"). What was found is kept with the version (ModelVersion::signature).
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "outpost/models/model_signature.h"
 #include "outpost/models/model_store.h"
 #include "outpost/router/http_blob_source.h"
 #include "outpost/router/registry_client.h"
@@ -27,6 +34,13 @@ struct PullRequest {
   std::string sha256;  // required for http(s); optional pin otherwise
   models::ModelStore::PullOptions pull;
   RegistryOptions registry;  // its `http` also serves plain http(s) sources
+  // Signatures (models/model_signature.h): the policy, the keys, and a
+  // signature file given by hand ("" = look for one: <path>.sig or
+  // model.sig beside a file, <url>.sig for https, the registry's
+  // sha256-<manifest digest> referrers tag for oci).
+  models::SignaturePolicy signature_policy = models::SignaturePolicy::kWarn;
+  std::vector<models::TrustedKey> trusted_keys;
+  std::string signature_path;
 };
 
 // Errors: as ModelStore::Import / Pull, and RegistryClient's (NotFound,

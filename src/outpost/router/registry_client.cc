@@ -326,6 +326,47 @@ StatusOr<RegistryClient::Manifest> RegistryClient::FetchManifest() {
   return m;
 }
 
+StatusOr<std::string> RegistryClient::FetchSignature(const std::string& digest) {
+  constexpr const char* kBundle = "application/vnd.dev.sigstore.bundle";
+  auto tag = FetchManifestAt("sha256-" + digest.substr(digest.find(':') + 1));
+  if (!tag.ok()) {
+    if (tag.status().code() == StatusCode::kNotFound) return std::string();
+    return tag.status();
+  }
+  // An index of referrers: the first that is a bundle.
+  json m = json::parse(tag->body, nullptr, false);
+  if (models::IsIndexMediaType(tag->media_type) && m.is_object() && m.contains("manifests")) {
+    std::string child;
+    for (const auto& e : m["manifests"]) {
+      if (e.value("artifactType", "").rfind(kBundle, 0) == 0) child = e.value("digest", "");
+    }
+    if (child.empty()) return std::string();
+    Manifest c;
+    OUTPOST_ASSIGN_OR_RETURN(c, FetchManifestAt(child));
+    m = json::parse(c.body, nullptr, false);
+  }
+  if (!m.is_object() || m.value("artifactType", "").rfind(kBundle, 0) != 0 ||
+      !m.contains("layers") || !m["layers"].is_array() || m["layers"].empty()) {
+    return std::string();
+  }
+  const std::string layer = m["layers"][0].value("digest", "");
+  std::string body;
+  OUTPOST_RETURN_IF_ERROR(Get(
+      BlobUrl(layer), 0, "", [](const Head&) { return true; },
+      [&](const char* data, size_t n) {
+        body.append(data, n);
+        return body.size() <= kMaxManifestBytes;
+      }));
+  if (body.size() > kMaxManifestBytes) {
+    return Status::InvalidArgument("the signature blob " + layer + " is too big", "signature");
+  }
+  if (Sha256Digest(body) != layer) {
+    return Status::InvalidArgument("the signature blob does not match its digest " + layer,
+                                   "signature");
+  }
+  return body;
+}
+
 Status RegistryClient::Get(const std::string& url, uint64_t offset, const std::string& validator,
                            const std::function<bool(const Head&)>& on_head,
                            const std::function<bool(const char* data, size_t n)>& on_data) {

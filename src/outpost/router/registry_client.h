@@ -49,6 +49,12 @@ class RegistryClient final : public models::BlobSource {
   // (the registry did not answer).
   StatusOr<Manifest> FetchManifest();
 
+  // A Sigstore bundle attached to the manifest `digest`, found through the
+  // referrers fallback tag "sha256-<hex>" (an index of referrers, or one
+  // referrer manifest) whose artifactType is a Sigstore bundle; "" when
+  // there is none. Errors: as FetchManifest, but a missing tag is "".
+  StatusOr<std::string> FetchSignature(const std::string& digest);
+
   // The URL of a blob, for ModelStore::Pull.
   std::string BlobUrl(const std::string& digest) const;
 
