@@ -263,6 +263,34 @@ def push(reg):
                            {"mediaType": mp["mediaType"], "digest": mp_digest, "size": len(json.dumps(mp)),
                             "artifactType": mp["artifactType"]}]}
     put_manifest(base, "modelpack/smollm2", "v1", index)
+    # An OpenSSF model-signing bundle (the reference tool, key mode) over the
+    # model, attached to the ModelPack manifest the way registries without a
+    # referrers API keep it: the fallback tag sha256-<manifest hex>.
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", reg.dir / "ec.key"],
+                   check=True, capture_output=True)
+    subprocess.run(["openssl", "ec", "-in", reg.dir / "ec.key", "-pubout", "-out", reg.dir / "ec.pub"], check=True,
+                   capture_output=True)
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", reg.dir / "other.key"], check=True)
+    subprocess.run(["openssl", "pkey", "-in", reg.dir / "other.key", "-pubout", "-out", reg.dir / "other.pub"],
+                   check=True)
+    signed = reg.dir / "signed"
+    signed.mkdir()
+    shutil.copyfile(os.path.realpath(MODEL), signed / "model.gguf")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([os.path.join(root, ".deps", "venv", "bin", "model_signing"), "sign", "key", str(signed),
+                    "--private_key", str(reg.dir / "ec.key"), "--signature", str(signed / "model.sig")],
+                   check=True, capture_output=True)
+    bundle = (signed / "model.sig").read_bytes()
+    bundle_type = "application/vnd.dev.sigstore.bundle.v0.3+json"
+    empty = upload(base, "modelpack/smollm2", b"{}")
+    referrer = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "artifactType": bundle_type,
+                "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": empty, "size": 2},
+                "layers": [{"mediaType": bundle_type, "digest": upload(base, "modelpack/smollm2", bundle),
+                            "size": len(bundle)}],
+                "subject": {"mediaType": mp["mediaType"], "digest": mp_digest, "size": len(json.dumps(mp))}}
+    put_manifest(base, "modelpack/smollm2", "sha256-" + mp_digest[7:], referrer)
+    reg.signed_dir = signed
     # Two shards (the same bytes twice will do: the pull refuses before any download).
     shards = dict(mp, layers=[dict(mp["layers"][0]), dict(mp["layers"][0])])
     put_manifest(base, "modelpack/smollm2", "shards", shards)
@@ -372,7 +400,11 @@ def test_a_running_server_pulls_from_the_registry_and_serves_it(registries, tmp_
     assert subprocess.run([BIN, "model", "--store", str(store), "import", MODEL, "smollm2:1"],
                           capture_output=True).returncode == 0
     key = "oci-admin-key-0123456789"
-    with serve("--model-store", str(store), models=["smollm2:1"], env={"OUTPOST_ADMIN_KEY": key}) as s:
+    # Signatures enforced for the open registry's source only; the token
+    # registry's model (signed too, same storage) is merely checked.
+    policy = f"oci://{registries.open}/=enforce,*=warn"
+    with serve("--model-store", str(store), "--signature-policy", policy, "--trusted-keys",
+               str(registries.dir / "ec.pub"), models=["smollm2:1"], env={"OUTPOST_ADMIN_KEY": key}) as s:
         # Through the CLI's --server: the box pulls, with the credentials the
         # caller gives (a token registry: the box asks the realm for a token).
         p = subprocess.run([BIN, "model", "--server", s.base, "pull",
@@ -382,7 +414,12 @@ def test_a_running_server_pulls_from_the_registry_and_serves_it(registries, tmp_
         assert p.returncode == 0, p.stderr
         v = json.loads(p.stdout)
         assert v["state"] == "verified" and v["source"].endswith(registries.modelpack_digest), v
+        assert v["signature"].startswith("verified: model-signing"), v
         auth = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(s.base + "/admin/models/pull", headers=auth, timeout=300,
+                       json={"source": f"oci://{registries.open}/ai/smollm2:q4", "model": "smollm2:9"})
+        assert r.status_code == 403 and r.json()["error"]["param"] == "signature", r.text
+        assert "none found, and the policy is enforce" in r.json()["error"]["message"], r.text
         r = httpx.post(s.base + "/admin/models/activate", headers=auth, json={"model": "smollm2:2"}, timeout=300)
         assert r.status_code == 200 and r.json()["to"] == "2", r.text
         r = httpx.post(s.base + "/v1/completions", timeout=120,
@@ -392,3 +429,56 @@ def test_a_running_server_pulls_from_the_registry_and_serves_it(registries, tmp_
         r = httpx.get(s.base + "/admin/models/smollm2:2", headers=auth)
         assert PASSWORD not in r.text and r.json()["state"] == "active", r.text
         assert PASSWORD not in s.log() and "is a modelpack model" in s.log(), s.log()[-2000:]
+
+
+def test_signatures_are_found_checked_before_the_download_and_enforced(registries, tmp_path):
+    store = tmp_path / "m"
+    src = f"oci://{registries.open}/modelpack/smollm2:v1"
+    trust = ["--trusted-key", str(registries.dir / "ec.pub")]
+    # The bundle attached in the registry verifies: the version says by which key.
+    p = pull(store, src, "smollm2:1", "--signature-policy", "enforce", *trust, "--json")
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["signature"].startswith("verified: model-signing, key "), v
+    # Signed by a key the box does not trust: refused before a byte of the
+    # model moves (no partial file, no version).
+    p = pull(store, src, "smollm2:2", "--signature-policy", "enforce", "--trusted-key",
+             str(registries.dir / "other.pub"))
+    assert p.returncode == 1 and "no trusted key" in p.stderr, p.stderr
+    # No signature at all: refused under enforce, taken with a warning under warn.
+    unsigned = f"oci://{registries.open}/ai/smollm2:q4"
+    p = pull(tmp_path / "m2", unsigned, "smollm2:1", "--signature-policy", "enforce", *trust)
+    assert p.returncode == 1 and "none found, and the policy is enforce" in p.stderr, p.stderr
+    assert not [f for f in os.listdir(tmp_path / "m2" / "blobs" / "sha256") if f.startswith(".resume")]
+    p = pull(tmp_path / "m2", unsigned, "smollm2:1", *trust, "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["signature"] == "unsigned (policy warn)", p.stdout
+    assert "signature unsigned (policy warn)" in p.stderr, p.stderr
+    listing = subprocess.run([BIN, "model", "--store", str(store), "list"], capture_output=True, text=True).stdout
+    assert "smollm2:2" not in listing, listing
+    # A local file: model.sig beside it is found; a tampered copy fails.
+    p = subprocess.run([BIN, "model", "--store", str(store), "import", str(registries.signed_dir / "model.gguf"),
+                        "smollm2:3", "--signature-policy", "enforce", *trust, "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and json.loads(p.stdout)["signature"].startswith("verified"), p.stderr
+    other = tmp_path / "copy"
+    other.mkdir()
+    data = bytearray(MODEL_BYTES)
+    data[-1] ^= 1
+    (other / "model.gguf").write_bytes(bytes(data))
+    shutil.copyfile(registries.signed_dir / "model.sig", other / "model.sig")
+    p = subprocess.run([BIN, "model", "--store", str(store), "import", str(other / "model.gguf"), "smollm2:4",
+                        "--signature-policy", "enforce", *trust], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "for other bytes" in p.stderr, p.stderr
+    listing = subprocess.run([BIN, "model", "--store", str(store), "list"], capture_output=True, text=True).stdout
+    assert "smollm2:4" in listing and "failed" in listing, listing  # copied, never to be served
+    # Outpost's own Ed25519 envelope, written by `outpost model sign`.
+    own = tmp_path / "own"
+    own.mkdir()
+    shutil.copyfile(os.path.realpath(MODEL), own / "smollm2.gguf")
+    p = subprocess.run([BIN, "model", "sign", str(own / "smollm2.gguf"), "--key", str(registries.dir / "other.key")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and (own / "smollm2.gguf.sig").exists(), p.stderr
+    p = subprocess.run([BIN, "model", "--store", str(store), "import", str(own / "smollm2.gguf"), "smollm2:5",
+                        "--signature-policy", "enforce", "--trusted-key", str(registries.dir / "other.pub"), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and json.loads(p.stdout)["signature"].startswith("verified: dsse"), p.stderr

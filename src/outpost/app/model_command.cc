@@ -378,6 +378,12 @@ int RunModel(const ModelFlags& f) {
     }
     so.stall_timeout_ms = *stall;
     if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) so.bearer_token = t;
+    if (f.sha256.empty() && (f.url.rfind("https://", 0) == 0 || f.url.rfind("http://", 0) == 0)) {
+      std::fprintf(stderr,
+                   "outpost model pull: --sha256 is required for an http(s) source (the bytes are "
+                   "checked against it)\n");
+      return 2;
+    }
     router::PullRequest pr;
     pr.source = f.url;
     pr.ref = f.ref;

@@ -40,11 +40,32 @@ StatusOr<std::string> FetchBeside(const std::string& url, const BlobSourceOption
   return body;
 }
 
+// A signature looked for but not fetched (the link, the registry): under
+// enforce that refuses the model; otherwise the pull goes on, and the note
+// says why nothing was checked.
+Status Fetched(const PullRequest& r, StatusOr<std::string> fetched, std::string* signature,
+               std::string* fetch_error) {
+  if (fetched.ok()) {
+    *signature = std::move(*fetched);
+    return Status::Ok();
+  }
+  if (r.signature_policy == models::SignaturePolicy::kEnforce) {
+    return Status(StatusCode::kPermissionDenied,
+                  "signature: could not be fetched (" + fetched.status().message() + ")",
+                  "signature");
+  }
+  *fetch_error = fetched.status().message();
+  return Status::Ok();
+}
+
 // Applies the policy; notes the result in *note and the log.
 Status Check(const PullRequest& r, const std::string& signature, const std::string& digest,
-             std::string* note) {
+             const std::string& fetch_error, std::string* note) {
   Status st =
       models::ApplySignaturePolicy(r.signature_policy, signature, digest, r.trusted_keys, note);
+  if (st.ok() && !fetch_error.empty()) {
+    *note = "not checked: the signature could not be fetched (" + fetch_error + ")";
+  }
   if (!st.ok()) {
     spdlog::error("pull {}: signature refused: {}", r.ref, st.message());
   } else if (note->rfind("verified", 0) == 0) {
@@ -68,6 +89,8 @@ StatusOr<models::ModelVersion> Signed(models::ModelStore* store, StatusOr<models
 StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRequest& request,
                                          const models::ModelStore::Progress& progress) {
   const std::string& src = request.source;
+  std::string name, version;  // the ref first: nothing is fetched for a bad one
+  OUTPOST_RETURN_IF_ERROR(models::ParseModelRef(request.ref, &name, &version));
   if (src.rfind("oci://", 0) == 0) {
     models::OciReference ref;
     OUTPOST_ASSIGN_OR_RETURN(ref, models::ParseOciReference(src));
@@ -97,13 +120,14 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
                                        "sha256");
       }
     }
-    std::string signature, note;
+    std::string signature, note, fetch_error;
     if (!request.signature_path.empty()) {
       OUTPOST_ASSIGN_OR_RETURN(signature, ReadSmallFile(request.signature_path));
     } else if (request.signature_policy != models::SignaturePolicy::kOff) {
-      OUTPOST_ASSIGN_OR_RETURN(signature, registry.FetchSignature(manifest.digest));
+      OUTPOST_RETURN_IF_ERROR(
+          Fetched(request, registry.FetchSignature(manifest.digest), &signature, &fetch_error));
     }
-    OUTPOST_RETURN_IF_ERROR(Check(request, signature, layer.digest, &note));
+    OUTPOST_RETURN_IF_ERROR(Check(request, signature, layer.digest, fetch_error, &note));
     models::OciReference pinned = ref;
     pinned.tag.clear();
     pinned.digest = manifest.digest;
@@ -118,24 +142,28 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
                   note);
   }
   if (src.rfind("https://", 0) == 0 || src.rfind("http://", 0) == 0) {
-    std::string signature, note;
+    HttpBlobSource http(request.registry.http);
+    const std::string want =
+        request.sha256.rfind("sha256:", 0) == 0 ? request.sha256 : "sha256:" + request.sha256;
+    if (want.size() != 71 || want.find_first_not_of("0123456789abcdef", 7) != std::string::npos) {
+      // Pull refuses it, naming the field.
+      return store->Pull(src, request.ref, request.sha256, &http, request.pull, progress);
+    }
+    std::string signature, note, fetch_error;
     if (!request.signature_path.empty()) {
       OUTPOST_ASSIGN_OR_RETURN(signature, ReadSmallFile(request.signature_path));
     } else if (request.signature_policy != models::SignaturePolicy::kOff) {
-      OUTPOST_ASSIGN_OR_RETURN(signature, FetchBeside(src + ".sig", request.registry.http));
+      OUTPOST_RETURN_IF_ERROR(Fetched(request, FetchBeside(src + ".sig", request.registry.http),
+                                      &signature, &fetch_error));
     }
-    if (!request.sha256.empty()) {  // else Pull refuses it, naming the field
-      const std::string want =
-          request.sha256.rfind("sha256:", 0) == 0 ? request.sha256 : "sha256:" + request.sha256;
-      OUTPOST_RETURN_IF_ERROR(Check(request, signature, want, &note));
-    }
-    HttpBlobSource http(request.registry.http);
+    OUTPOST_RETURN_IF_ERROR(Check(request, signature, want, fetch_error, &note));
     return Signed(
         store, store->Pull(src, request.ref, request.sha256, &http, request.pull, progress), note);
   }
   if (src.find("://") != std::string::npos && src.rfind("file://", 0) != 0) {
     return Status::InvalidArgument(
-        "the source '" + src + "' must be a path, file://, http(s):// or oci://", "source");
+        "the source '" + src + "' must be a path, file://, an http:// or https:// URL, or oci://",
+        "source");
   }
   const std::string path = src.rfind("file://", 0) == 0 ? src.substr(7) : src;
   std::string signature;
@@ -154,7 +182,7 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
   models::ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, store->Import(path, request.ref, request.sha256, progress));
   std::string note;
-  if (Status st = Check(request, signature, v.blob_digest, &note); !st.ok()) {
+  if (Status st = Check(request, signature, v.blob_digest, "", &note); !st.ok()) {
     store->MarkFailed(v.ref(), st.message());  // copied, but never to be served
     return st;
   }
