@@ -240,23 +240,30 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
     }
     if (*action == "activate") {
       json b;
-      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model"}, {"model"}));
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model", "force"}, {"model"}, {"force"}));
       *target = b["model"].get<std::string>();
       std::string name, version;
       if (Status st = models::ParseModelRef(*target, &name, &version); !st.ok()) {
         return Status::InvalidArgument(st.message(), "model");
       }
+      if (b.contains("force") && !b["force"].is_boolean()) {
+        return Status::InvalidArgument("'force' must be true or false", "force");
+      }
       models::ModelLifecycle::Swap swap;
-      OUTPOST_ASSIGN_OR_RETURN(swap, lifecycle_->Activate(*target));
+      OUTPOST_ASSIGN_OR_RETURN(swap, lifecycle_->Activate(*target, b.value("force", false)));
       return SwapJson(swap);
     }
     if (*action == "canary") {
       json b;
       OUTPOST_ASSIGN_OR_RETURN(
-          b, ParseBody(
-                 req.body,
-                 {"model", "steps", "bake", "min_requests", "max_ttft_ratio", "max_error_increase"},
-                 {"model"}, {"steps", "min_requests", "max_ttft_ratio", "max_error_increase"}));
+          b, ParseBody(req.body,
+                       {"model", "steps", "bake", "min_requests", "max_ttft_ratio",
+                        "max_error_increase", "force"},
+                       {"model"},
+                       {"steps", "min_requests", "max_ttft_ratio", "max_error_increase", "force"}));
+      if (b.contains("force") && !b["force"].is_boolean()) {
+        return Status::InvalidArgument("'force' must be true or false", "force");
+      }
       *target = b["model"].get<std::string>();
       std::string name, version;
       if (Status st = models::ParseModelRef(*target, &name, &version); !st.ok()) {
@@ -302,7 +309,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
         (ratio ? plan.max_ttft_ratio : plan.max_error_increase) = b[k].get<double>();
       }
       models::ModelLifecycle::CanaryStatus c;
-      OUTPOST_ASSIGN_OR_RETURN(c, lifecycle_->StartCanary(*target, plan));
+      OUTPOST_ASSIGN_OR_RETURN(c, lifecycle_->StartCanary(*target, plan, b.value("force", false)));
       return CanaryJson(c);
     }
     if (*action == "promote") {

@@ -13,8 +13,10 @@
 
 #include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
+#include "outpost/engine/model.h"
 #include "outpost/models/model_signature.h"
 #include "outpost/models/model_store.h"
+#include "outpost/models/model_validation.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/admin_client.h"
 #include "outpost/router/model_source.h"
@@ -86,6 +88,61 @@ int RunSign(const ModelFlags& f) {
   return 0;
 }
 
+int RunValidate(const ModelFlags& f, models::ModelStore* s) {
+  engine::InstallLlamaLogger(false);
+  auto v = s->Get(f.ref);
+  if (!v.ok()) return Fail(v.status());
+  if (v->state == "fetching" || v->state == "fetched" || v->state == "failed") {
+    std::fprintf(stderr, "outpost model validate: %s is %s; only a verified version validates\n",
+                 f.ref.c_str(), v->state.c_str());
+    return 1;
+  }
+  models::ValidationSuite suite;
+  if (!f.suite.empty()) {
+    auto loaded = models::LoadValidationSuite(f.suite);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "outpost model validate: %s\n", loaded.status().message().c_str());
+      return 2;
+    }
+    suite = *loaded;
+  }
+  std::string base_path, base_ref;
+  if (!f.against.empty()) {
+    auto b = s->Get(f.against);
+    if (!b.ok()) return Fail(b.status());
+    base_ref = b->ref();
+    base_path = s->BlobPath(b->blob_digest);
+  } else if (auto a = s->ActiveOf(v->name); a.ok() && a->version != v->version) {
+    base_ref = a->ref();
+    base_path = s->BlobPath(a->blob_digest);
+  }
+  std::fprintf(stderr, "validating %s%s\n", f.ref.c_str(),
+               base_ref.empty() ? " (no active version to compare with: quality not checked)"
+                                : (" against " + base_ref).c_str());
+  auto report = models::ValidateModel(s->BlobPath(v->blob_digest), base_path, suite);
+  if (!report.ok()) {
+    models::ValidationReport failed;
+    failed.checks.push_back(
+        {{"name", "load"}, {"passed", false}, {"detail", report.status().message()}});
+    s->MarkValidated(f.ref, failed.ToJson().dump(), false);
+    return Fail(report.status());
+  }
+  nlohmann::json j = report->ToJson();
+  j["against"] = base_ref;
+  if (Status st = s->MarkValidated(f.ref, j.dump(), report->passed); !st.ok()) return Fail(st);
+  if (f.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    for (const auto& c : j["checks"]) {
+      std::printf("%s %-20s %s\n", c["passed"].get<bool>() ? "ok  " : "FAIL",
+                  c["name"].get<std::string>().c_str(), c["detail"].get<std::string>().c_str());
+    }
+    std::printf("%s: validation %s\n", f.ref.c_str(),
+                report->passed ? "passed" : "FAILED (activation needs --force)");
+  }
+  return report->passed ? 0 : 1;
+}
+
 // The operation as a call to a running server's /admin/ API; prints its JSON
 // answer (or the error it gives).
 int RunRemote(const ModelFlags& f) {
@@ -108,6 +165,12 @@ int RunRemote(const ModelFlags& f) {
   }
   if (f.sign->parsed()) {
     std::fprintf(stderr, "outpost model sign: run it where the private key is, without --server\n");
+    return 2;
+  }
+  if (f.validate->parsed()) {
+    std::fprintf(stderr,
+                 "outpost model validate: runs on the box against --store (it loads the model "
+                 "beside the server's)\n");
     return 2;
   }
   std::string method = "POST", path, body;
@@ -150,6 +213,7 @@ int RunRemote(const ModelFlags& f) {
     if (!f.bake.empty()) b["bake"] = f.bake;
     if (f.min_requests > 0) b["min_requests"] = f.min_requests;
     if (f.max_ttft_ratio > 0) b["max_ttft_ratio"] = f.max_ttft_ratio;
+    if (f.force) b["force"] = true;
     body = b.dump();
   } else if (f.promote->parsed()) {
     path = "/admin/models/promote";
@@ -160,6 +224,7 @@ int RunRemote(const ModelFlags& f) {
                                   : "/admin/models/rollback";
     nlohmann::json b = {{"model", f.ref}};
     if (f.rollback->parsed() && !f.reason.empty()) b["reason"] = f.reason;
+    if (f.activate->parsed() && f.force) b["force"] = true;
     body = b.dump();
   }
   auto reply = router::AdminCall(f.server, method, path, body, key, f.ca_file, f.timeout_s * 1000);
@@ -273,6 +338,7 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
       "mark it active for the next start");
   f->activate->add_option("ref", f->ref, "NAME:VERSION")->required();
   f->activate->add_flag("--json", f->json, "print the answer as JSON");
+  f->activate->add_flag("--force", f->force, "serve it even though its last validation failed");
   f->rollback = model->add_subcommand(
       "rollback",
       "go back to the version of NAME active before this one (instant from hot standby) and "
@@ -328,6 +394,19 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
                         "abort when the canary's TTFT p95 is above the active version's times "
                         "this (default 1.5)");
   f->canary->add_flag("--json", f->json, "print the answer as JSON");
+  f->canary->add_flag("--force", f->force, "start it even though its last validation failed");
+  f->validate = model->add_subcommand(
+      "validate",
+      "load NAME:VERSION and run its validation suite: smoke prompts, perplexity / KL divergence / "
+      "same-top-token rate against the active version on a pinned text, a speed floor; the "
+      "report is kept with the version, and a failing version needs --force to serve");
+  f->validate->add_option("ref", f->ref, "NAME:VERSION")->required();
+  f->validate->add_option("--suite", f->suite,
+                          "the suite (YAML: smoke, quality, speed; see docs/lifecycle.md); "
+                          "default: one smoke prompt and the quality bounds");
+  f->validate->add_option("--against", f->against,
+                          "NAME:VERSION to compare with (default: NAME's active version)");
+  f->validate->add_flag("--json", f->json, "print the report as JSON");
   f->promote = model->add_subcommand(
       "promote", "with --server: make the running canary of NAME the active version now");
   f->promote->add_option("name", f->ref, "NAME")->required();
@@ -478,7 +557,15 @@ int RunModel(const ModelFlags& f) {
     std::printf("%s: the file matches its digest and is a usable GGUF\n", f.ref.c_str());
     return 0;
   }
+  if (f.validate->parsed()) return RunValidate(f, &s);
   if (f.activate->parsed()) {
+    if (auto got = s.Get(f.ref); got.ok() && got->validation_failed && !f.force) {
+      std::fprintf(stderr,
+                   "outpost model: %s failed its validation (outpost model show %s); --force to "
+                   "activate it anyway\n",
+                   f.ref.c_str(), f.ref.c_str());
+      return 1;
+    }
     auto v = s.MarkActive(f.ref);
     if (!v.ok()) return Fail(v.status());
     std::printf(

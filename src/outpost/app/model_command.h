@@ -17,7 +17,8 @@ namespace outpost::app {
 struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
            *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr,
-           *canary = nullptr, *promote = nullptr, *pull = nullptr, *sign = nullptr;
+           *canary = nullptr, *promote = nullptr, *pull = nullptr, *sign = nullptr,
+           *validate = nullptr;
   std::string url;       // pull: a path, http(s):// or oci:// source
   std::string username;  // pull: registry user (password: $OUTPOST_REGISTRY_PASSWORD)
   bool plain_http = false;
@@ -25,6 +26,9 @@ struct ModelFlags {
   std::string signature_policy = "warn";  // off | warn | enforce
   std::vector<std::string> trusted_keys;  // PEM public keys
   std::string key;                        // sign: the Ed25519 private key
+  bool force = false;                     // activate/canary a version that failed validation
+  std::string suite;                      // validate: the suite file ("" = the default)
+  std::string against;                    // validate: NAME:VERSION to compare with
   std::string max_rate;                   // pull bandwidth cap ("10MiB" per second)
   std::string stall_timeout = "30s";
   int attempts = 8;

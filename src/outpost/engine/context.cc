@@ -41,7 +41,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const Con
   // Outpost asks for at most one output (logits row) per sequence per step, so
   // reserve logits for `sessions` rows, not batch_size: for a 262k vocabulary and a
   // 512-token batch that is the difference between 512 MiB and a few MiB.
-  cp.n_outputs_max = static_cast<uint32_t>(o.sessions);
+  cp.n_outputs_max = static_cast<uint32_t>(o.max_outputs > 0 ? o.max_outputs : o.sessions);
 
   llama_context* ctx = llama_init_from_model(model.raw(), cp);
   if (ctx == nullptr) {
@@ -100,6 +100,18 @@ Status Context::Decode() {
     default:
       return Status::Internal("llama_decode failed with code " + std::to_string(rc));
   }
+}
+
+void Context::LogProbs(int32_t idx, std::vector<float>* out) const {
+  const float* logits = llama_get_logits_ith(ctx_, idx);
+  const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+  float max_l = logits[0];
+  for (int32_t i = 1; i < n; ++i) max_l = std::max(max_l, logits[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_l));
+  const float log_z = static_cast<float>(static_cast<double>(max_l) + std::log(sum));
+  out->resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) (*out)[static_cast<size_t>(i)] = logits[i] - log_z;
 }
 
 TokenLogprob Context::TopLogProbs(int32_t idx, Token token, int32_t n_top) const {

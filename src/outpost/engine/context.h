@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "outpost/engine/kv_layout.h"
 #include "outpost/engine/model.h"
@@ -25,6 +26,7 @@ struct ContextOptions {
   int32_t batch_size = 512;        // max tokens per decode step (decode + prefill chunk)
   int32_t n_threads = 0;           // 0 = all cores
   KvType kv_type = KvType::kF16;
+  int32_t max_outputs = 0;  // logits rows one decode may ask for; 0 = one per session
 };
 
 // Bytes llama.cpp allocated, summed over its buffer types (CPU, GPU...).
@@ -64,6 +66,10 @@ class Context {
   // log p(token) under the raw (untempered) distribution at batch index idx
   // of the last decode, with the n_top most likely tokens (best first).
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const;
+
+  // The whole log-softmax row at batch index idx of the last decode
+  // (VocabSize() values), for quality comparisons (engine/quality.h).
+  void LogProbs(int32_t idx, std::vector<float>* out) const;
 
   // dst's KV becomes a copy of src's: shared cells in a unified cache, a
   // buffer copy (at the next decode) with one stream per sequence.

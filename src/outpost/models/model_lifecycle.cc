@@ -249,7 +249,19 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(
   return swap;
 }
 
-StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref) {
+namespace {
+
+// A version whose last validation failed serves only when forced.
+Status ValidationGate(const ModelVersion& v, bool force) {
+  if (!v.validation_failed || force) return Status::Ok();
+  return Status::InvalidArgument(v.ref() + " failed its validation (outpost model show " + v.ref() +
+                                     "); --force (\"force\": true) to serve it anyway",
+                                 "model");
+}
+
+}  // namespace
+
+StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref, bool force) {
   std::lock_guard<std::mutex> lock(op_mu_);
   ModelVersion v;
   auto got = store_->Get(ref);
@@ -262,6 +274,7 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref) 
                                    "model");
     }
   }
+  if (st.ok()) st = ValidationGate(v, force);
   if (st.ok() && canaries_.count(v.name) > 0) {
     st = Status::InvalidArgument("a canary of " + v.name + " is running (" +
                                      canaries_.at(v.name).model->version +
@@ -337,7 +350,8 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Rollback(const std::string& name,
 }
 
 StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::string& ref,
-                                                                   const CanaryPlan& plan) {
+                                                                   const CanaryPlan& plan,
+                                                                   bool force) {
   if (plan.steps.empty() || plan.steps.size() > 10) {
     return Status::InvalidArgument("'steps' must list 1 to 10 shares", "steps");
   }
@@ -373,6 +387,9 @@ StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::st
   }
   if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
     return Status::InvalidArgument(ref + " cannot be a canary: it is " + v.state, "model");
+  }
+  if (Status gate = ValidationGate(v, force); !gate.ok()) {
+    return gate;
   }
   std::string warmup;
   std::shared_ptr<ServedModel> loaded;

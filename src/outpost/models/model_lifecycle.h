@@ -100,9 +100,10 @@ class ModelLifecycle {
   // NAME:VERSION becomes the served version of NAME. Errors: NotFound (no
   // such version), InvalidArgument (not verified; the warm-up failed or
   // answered nothing), ResourceExhausted (does not fit beside the active
-  // version: the numbers). On any error the active version keeps serving,
-  // untouched.
-  StatusOr<Swap> Activate(const std::string& ref);
+  // version: the numbers), FailedValidation-like InvalidArgument when its
+  // last validation failed and not `force`. On any error the active version
+  // keeps serving, untouched.
+  StatusOr<Swap> Activate(const std::string& ref, bool force = false);
   // NAME goes back to the version active before the current one; the
   // current one is retired with `reason`. Errors: NotFound (nothing to roll
   // back to), as Activate.
@@ -126,7 +127,8 @@ class ModelLifecycle {
   };
   // Starts a canary of NAME:VERSION. Errors: as Activate; InvalidArgument
   // for a plan out of range (naming the field) or a canary already running.
-  StatusOr<CanaryStatus> StartCanary(const std::string& ref, const CanaryPlan& plan);
+  StatusOr<CanaryStatus> StartCanary(const std::string& ref, const CanaryPlan& plan,
+                                     bool force = false);
   // The canary of NAME becomes the active version now. Errors: NotFound (no
   // canary running).
   StatusOr<Swap> Promote(const std::string& name);

@@ -145,12 +145,18 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
   v.created_unix = sqlite3_column_int64(st, 11);
   v.activated_unix = sqlite3_column_int64(st, 12);
   v.signature = text(13);
+  v.validation = text(14);
+  if (!v.validation.empty()) {
+    const auto j = nlohmann::json::parse(v.validation, nullptr, false);
+    v.validation_failed = !j.is_object() || !j.value("passed", false);
+  }
   return v;
 }
 
 constexpr const char* kSelect =
     "SELECT name, version, state, error, source, manifest_digest, blob_digest, size, "
-    "architecture, quantization, n_params, created, activated, signature FROM versions";
+    "architecture, quantization, n_params, created, activated, signature, validation FROM "
+    "versions";
 
 }  // namespace
 
@@ -217,6 +223,7 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
   // column ("duplicate column" on a current one is expected and ignored).
   s->Exec("ALTER TABLE versions ADD COLUMN activated INTEGER NOT NULL DEFAULT 0");
   s->Exec("ALTER TABLE versions ADD COLUMN signature TEXT NOT NULL DEFAULT ''");
+  s->Exec("ALTER TABLE versions ADD COLUMN validation TEXT NOT NULL DEFAULT ''");
   if (!fs::exists(dir + "/oci-layout")) {
     WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }

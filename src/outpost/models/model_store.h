@@ -56,8 +56,10 @@ struct ModelVersion {
   std::string architecture, quantization;
   uint64_t n_params = 0;
   int64_t created_unix = 0;
-  int64_t activated_unix = 0;  // when it last became active (0: never)
-  std::string signature;       // what its signature check found ("" = none made)
+  int64_t activated_unix = 0;      // when it last became active (0: never)
+  std::string signature;           // what its signature check found ("" = none made)
+  std::string validation;          // the last validation report, JSON ("" = never validated)
+  bool validation_failed = false;  // its verdict: activation then needs --force
   std::string ref() const { return name + ":" + version; }
 };
 
@@ -155,6 +157,9 @@ class ModelStore {
   // Notes what the signature check found (shown by list/show). Errors:
   // NotFound.
   Status MarkSigned(const std::string& ref, const std::string& signature);
+  // MarkValidated: keeps the validation report (JSON); a passing report
+  // moves a "verified" version to "validated". Errors: NotFound.
+  Status MarkValidated(const std::string& ref, const std::string& report_json, bool passed);
   // MarkCanary: "canary" (a share of traffic, being compared). Errors:
   // NotFound; InvalidArgument as MarkActive.
   Status MarkCanary(const std::string& ref);

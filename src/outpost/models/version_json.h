@@ -24,6 +24,9 @@ inline nlohmann::json VersionJson(const ModelVersion& v) {
                       {"activated", v.activated_unix}};
   if (!v.error.empty()) j["error"] = v.error;
   if (!v.signature.empty()) j["signature"] = v.signature;
+  if (!v.validation.empty()) {
+    j["validation"] = nlohmann::json::parse(v.validation, nullptr, false);
+  }
   return j;
 }
 

@@ -1,0 +1,72 @@
+// Validating a model version before it serves: does it answer, is it no
+// worse than the version it would replace, is it fast enough. A suite (YAML,
+// every key optional; the defaults below) of
+//
+//   smoke:                       prompts with what the answer must contain
+//     - prompt: "What is the capital of France? Answer in one word."
+//       expect: "Paris"          # a substring (case-insensitive), or
+//       regex: "Par(is|ee)"      # a POSIX extended regular expression
+//       max_tokens: 48
+//   quality:                     against the active version on the pinned
+//     max_ppl_increase_pct: 10   # text (engine/quality.h); skipped when
+//     max_mean_kl: 0.5           # there is no active version, or `against`
+//     min_same_top_pct: 70       # is the version itself
+//     chunks: 4
+//   speed:
+//     min_decode_tps: 0          # 0 = not checked
+//     max_ttft_ms: 0
+//
+// Each check passes or fails with its figures; the report is kept with the
+// version (ModelStore::MarkValidated) and a version whose report failed is
+// not activated without --force.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/util/status.h"
+
+namespace outpost::models {
+
+struct ValidationSuite {
+  struct Smoke {
+    std::string prompt;
+    std::string expect;  // substring, case-insensitive ("" = none)
+    std::string regex;   // ("" = none)
+    int max_tokens = 48;
+  };
+  std::vector<Smoke> smoke = {
+      {"What is the capital of France? Answer in one word.", "Paris", "", 48}};
+  double max_ppl_increase_pct = 10;
+  double max_mean_kl = 0.5;
+  double min_same_top_pct = 70;
+  int chunks = 4;
+  double min_decode_tps = 0;
+  double max_ttft_ms = 0;
+};
+
+// Reads a suite file. Errors: NotFound, InvalidArgument naming the key and
+// the rule (unknown keys, bad numbers, an invalid regex, a smoke prompt
+// without a check).
+StatusOr<ValidationSuite> LoadValidationSuite(const std::string& path);
+
+struct ValidationReport {
+  bool passed = false;
+  nlohmann::json checks = nlohmann::json::array();  // {name, passed, detail, figures}
+  nlohmann::json ToJson() const;
+};
+
+// Runs the suite on the GGUF at `candidate_path`, comparing with the one at
+// `base_path` ("" = no quality comparison). Loads each model once (the
+// candidate and the base side by side during the comparison). Errors: the
+// model that cannot load (the report is then a failure the caller records).
+StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
+                                         const std::string& base_path, const ValidationSuite& suite,
+                                         int n_threads = 0);
+
+// The text quality is scored on (pinned_text.cc).
+const char* PinnedText();
+
+}  // namespace outpost::models
