@@ -110,6 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"embeddings: yes\n", "embeddings", "true or false"},
         BadConfig{"metrics_require_key: 1\n", "metrics_require_key", "true or false"},
         BadConfig{"model_hot_standby: maybe\n", "model_hot_standby", "true or false"},
+        BadConfig{"pull_window: nights\n", "pull_window", "HH:MM-HH:MM"},
         BadConfig{"signature_policy: strict\n", "signature_policy", "must be off, warn or enforce"},
         BadConfig{"signature_policy: oci://r/=maybe\n", "signature_policy",
                   "entry 'oci://r/=maybe'"},

@@ -235,3 +235,44 @@ def test_a_running_server_pulls_then_activates(tmp_path, sha):
                        json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
         assert "Paris" in r.json()["choices"][0]["text"], r.text
     srv.shutdown()
+
+
+def test_a_pull_moves_bytes_only_inside_its_window(tmp_path, sha):
+    from datetime import datetime, timedelta
+    srv = Faulty(MODEL)
+    now = datetime.now()
+    hhmmss = lambda t: t.strftime("%H:%M:%S")  # noqa: E731
+    # A window that opens 3 s from now: the pull waits for it.
+    t0 = time.monotonic()
+    p = model(tmp_path / "m", "pull", srv.url, "smollm2:1", "--sha256", sha, "--window",
+              f"{hhmmss(now + timedelta(seconds=3))}-{hhmmss(now + timedelta(hours=1))}")
+    assert p.returncode == 0, p.stderr
+    assert time.monotonic() - t0 >= 2.5 and "outside its window" in p.stderr and "open; resuming" in p.stderr
+    # A window that closes 2 s from now, with a cap that makes the download
+    # last longer: it pauses, the partial file stops growing; a later pull
+    # (the window open) resumes from it with a range.
+    now = datetime.now()
+    window = f"{hhmmss(now - timedelta(hours=1))}-{hhmmss(now + timedelta(seconds=2))}"
+    err = open(tmp_path / "err.txt", "w")
+    proc = subprocess.Popen([BIN, "model", "--store", str(tmp_path / "m2"), "pull", srv.url, "smollm2:1", "--sha256",
+                             sha, "--window", window, "--max-rate", "8MiB"], stdout=subprocess.DEVNULL, stderr=err)
+    blobs = tmp_path / "m2" / "blobs" / "sha256"
+    deadline = time.monotonic() + 30
+    while "paused" not in (tmp_path / "err.txt").read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    log = (tmp_path / "err.txt").read_text()
+    assert "closed at" in log and "paused" in log and "outside its window" in log, log
+    resume = [f for f in os.listdir(blobs) if f.startswith(".resume-") and not f.endswith(".validator")]
+    size = os.path.getsize(blobs / resume[0])
+    time.sleep(1.5)
+    assert os.path.getsize(blobs / resume[0]) == size and 0 < size < len(srv.data), size
+    assert proc.poll() is None  # waiting for tomorrow's window
+    proc.kill()
+    proc.wait()
+    requests_before = len(srv.requests)
+    p = model(tmp_path / "m2", "pull", srv.url, "smollm2:1", "--sha256", sha)
+    assert p.returncode == 0, p.stderr
+    assert srv.requests[requests_before][0] == f"bytes={size}-", srv.requests
+    p = model(tmp_path / "m3", "pull", srv.url, "smollm2:1", "--sha256", sha, "--window", "22:00")
+    assert p.returncode == 2 and "HH:MM-HH:MM" in p.stderr, p.stderr
+    srv.shutdown()

@@ -188,7 +188,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       json b;
       OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body,
                                             {"source", "url", "model", "sha256", "max_rate",
-                                             "username", "password", "plain_http"},
+                                             "username", "password", "plain_http", "window"},
                                             {"model"}, {"plain_http"}));
       *target = b["model"].get<std::string>();
       router::PullRequest pr;
@@ -219,6 +219,13 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
                                          "max_rate");
         }
         pr.pull.max_bytes_per_s = *rate;
+      }
+      pr.pull.window = pull_window_;
+      if (b.contains("window")) {
+        util::DailyWindow w;
+        OUTPOST_ASSIGN_OR_RETURN(
+            w, util::DailyWindow::Parse(b["window"].get<std::string>(), "window"));
+        pr.pull.window = w;
       }
       if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) {
         pr.registry.http.bearer_token = t;

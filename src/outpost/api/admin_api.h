@@ -34,6 +34,7 @@
 #include "outpost/api/http_message.h"
 #include "outpost/models/model_lifecycle.h"
 #include "outpost/models/model_signature.h"
+#include "outpost/util/daily_window.h"
 
 namespace outpost::audit {
 class AuditLog;
@@ -45,15 +46,17 @@ class AdminApi {
  public:
   // `key` empty: the admin API is off. `audit` may be null.
   // Pulls and imports check model signatures under `policies` against
-  // `trusted_keys` (models/model_signature.h).
+  // `trusted_keys` (models/model_signature.h); pulls move bytes only in
+  // `pull_window`.
   AdminApi(models::ModelLifecycle* lifecycle, std::string key, audit::AuditLog* audit,
            models::SignaturePolicies policies = {},
-           std::vector<models::TrustedKey> trusted_keys = {})
+           std::vector<models::TrustedKey> trusted_keys = {}, util::DailyWindow pull_window = {})
       : lifecycle_(lifecycle),
         keys_(key.empty() ? ApiKeys() : ApiKeys({std::move(key)})),
         audit_(audit),
         policies_(std::move(policies)),
-        trusted_keys_(std::move(trusted_keys)) {}
+        trusted_keys_(std::move(trusted_keys)),
+        pull_window_(std::move(pull_window)) {}
 
   // True for paths under /admin (the caller then has nothing left to do).
   static bool Owns(const std::string& path) {
@@ -73,6 +76,7 @@ class AdminApi {
   audit::AuditLog* const audit_;
   const models::SignaturePolicies policies_;
   const std::vector<models::TrustedKey> trusted_keys_;
+  const util::DailyWindow pull_window_;  // pulls' default window (body "window" overrides)
 };
 
 // The route label for metrics: the fixed /admin routes, else "/admin/other".

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "outpost/models/model_signature.h"
+#include "outpost/util/daily_window.h"
 #include "outpost/util/units.h"
 #include "outpost/util/yaml_file.h"
 
@@ -261,6 +262,13 @@ const std::map<std::string, Setter>& Setters() {
                      return Status::Ok();
                    }},
                   {"trusted_keys", StringField(&ServeConfig::trusted_keys)},
+      {"pull_window",
+       [](ServeConfig* c, const std::string& k, const std::string& v) {
+         auto w = util::DailyWindow::Parse(v, k);
+         if (!w.ok()) return w.status();
+         c->pull_window = v;
+         return Status::Ok();
+       }},
                   {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
                   {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
                   {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -370,6 +378,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "(logged) or enforce (refused); per source as PREFIX=POLICY,…,*=POLICY (default warn)"},
       {"trusted_keys",
        "comma-separated PEM public keys (Ed25519, ECDSA) whose model signatures are trusted"},
+      {"pull_window",
+       "daily window, local time (e.g. 22:00-06:00), in which model pulls through /admin/ move "
+       "bytes; outside it they wait, and pause when it closes (default: always)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},

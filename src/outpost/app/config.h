@@ -90,6 +90,7 @@ struct ServeConfig {
   bool model_hot_standby = true;          // keep the replaced version loaded for rollback
   std::string signature_policy = "warn";  // off|warn|enforce, or PREFIX=POLICY,…,*=POLICY
   std::string trusted_keys;               // comma-separated PEM public key files
+  std::string pull_window;                // HH:MM-HH:MM: /admin/ pulls move bytes only then
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;

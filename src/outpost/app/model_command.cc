@@ -200,6 +200,7 @@ int RunRemote(const ModelFlags& f) {
     if (!f.sha256.empty()) b["sha256"] = f.sha256;
     if (!f.max_rate.empty()) b["max_rate"] = f.max_rate;
     if (f.plain_http) b["plain_http"] = true;
+    if (!f.window.empty()) b["window"] = f.window;
     if (!f.username.empty()) {
       b["username"] = f.username;
       const char* pw = std::getenv("OUTPOST_REGISTRY_PASSWORD");
@@ -379,6 +380,9 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
       ->check(CLI::Range(1, 1000));
   f->pull->add_flag("--json", f->json, "print the version as JSON");
   AddSignatureFlags(f->pull, f);
+  f->pull->add_option("--window", f->window,
+                      "move bytes only in this daily window, local time (e.g. 22:00-06:00): "
+                      "outside it the pull waits, and pauses when the window closes");
   f->canary = model->add_subcommand(
       "canary",
       "with --server: load NAME:VERSION beside the active version and give it a share of "
@@ -456,6 +460,12 @@ int RunModel(const ModelFlags& f) {
       return 2;
     }
     so.stall_timeout_ms = *stall;
+    auto window = util::DailyWindow::Parse(f.window, "--window");
+    if (!window.ok()) {
+      std::fprintf(stderr, "outpost model pull: %s\n", window.status().message().c_str());
+      return 2;
+    }
+    po.window = *window;
     if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) so.bearer_token = t;
     if (f.sha256.empty() && (f.url.rfind("https://", 0) == 0 || f.url.rfind("http://", 0) == 0)) {
       std::fprintf(stderr,

@@ -31,6 +31,7 @@ struct ModelFlags {
   std::string against;                    // validate: NAME:VERSION to compare with
   std::string max_rate;                   // pull bandwidth cap ("10MiB" per second)
   std::string stall_timeout = "30s";
+  std::string window;  // pull: HH:MM-HH:MM, bytes move only then
   int attempts = 8;
   std::vector<int> steps;  // canary shares, percent
   std::string bake;        // canary step duration ("10m")

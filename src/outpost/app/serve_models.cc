@@ -82,8 +82,10 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
   }
   auto trusted = models::LoadTrustedKeys(key_files);
   if (!trusted.ok()) return trusted.status();
+  auto window = util::DailyWindow::Parse(cfg.pull_window, "pull_window");
+  if (!window.ok()) return window.status();
   s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit,
-                                              std::move(*policies), std::move(*trusted));
+                                              std::move(*policies), std::move(*trusted), *window);
   spdlog::info("model store: {} ({} version(s)); /admin/ {}", dir, s->store_->List().size(),
                key->empty() ? "off (no admin key)" : "on");
   return s;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -116,7 +117,20 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
   uint64_t rate_bytes = 0;
   int attempts = 0;
   int64_t backoff_ms = 1000;
+  bool window_closed = false;  // the window's end stopped the transfer
   for (;;) {
+    if (const int64_t wait = options.window.SecondsUntilOpen(std::time(nullptr)); wait > 0) {
+      spdlog::info("pull {}: outside its window {} at {} of {} bytes; waiting {} s", ref,
+                   options.window.text(), have, total, wait);
+      // In slices: the clock may be set while the box waits.
+      while (!options.window.Contains(std::time(nullptr))) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            std::min<int64_t>(1000, 1000 * options.window.SecondsUntilOpen(std::time(nullptr)))));
+      }
+      spdlog::info("pull {}: window {} open; resuming at {} bytes", ref, options.window.text(),
+                   have);
+    }
+    window_closed = false;
     const uint64_t before = have;
     Status got = source->Get(
         url, have, validator,
@@ -151,6 +165,10 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
           }
           hash.Update(data, n);
           have += n;
+          if (!options.window.always_open() && !options.window.Contains(std::time(nullptr))) {
+            window_closed = true;  // pause here; the loop waits for the window
+            return false;
+          }
           if (progress && (have - reported >= (16u << 20) || have == total)) {
             progress(have, total);
             reported = have;
@@ -165,6 +183,13 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
           return true;
         });
     if (!write_error.ok()) return fail(write_error);
+    if (window_closed) {
+      if (total > 0 && have >= total) break;
+      spdlog::warn("pull {}: its window {} closed at {} of {} bytes; paused", ref,
+                   options.window.text(), have, total);
+      attempts = 0;
+      continue;
+    }
     if (got.ok() && (total == 0 || have >= total)) break;
     if (!got.ok() && got.code() != StatusCode::kUnavailable) return fail(got);
     // A reset, a stall, a truncated body: try again from where it stopped.

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "outpost/models/blob_source.h"
+#include "outpost/util/daily_window.h"
 #include "outpost/util/status.h"
 #include "outpost/util/thread_annotations.h"
 
@@ -95,6 +96,10 @@ class ModelStore {
     int max_attempts = 8;          // tries in a row without progress before giving up
     int64_t max_backoff_ms = 30'000;
     std::string source;  // what the version records as its source ("" = the URL)
+    // Bytes move only inside this daily window (local time): outside it the
+    // pull waits, and a download the window's end catches pauses and
+    // resumes with a range when it opens again.
+    util::DailyWindow window;
   };
   // Downloads url (http:// or https://) into the store as name:version. The
   // sha256 is required: the bytes are hashed as they arrive, and only a
