@@ -184,7 +184,7 @@ BAD_ADMIN = [
     ("POST", "/admin/models/activate", {}, KEY, 400, "'model' is required", "model"),
     ("POST", "/admin/models/activate", {"model": 5}, KEY, 400, "must be a string", "model"),
     ("POST", "/admin/models/activate", {"model": "smollm2:2", "force": "yes"}, KEY, 400,
-     "unknown field 'force'", "force"),
+     "'force' must be true or false", "force"),
     ("POST", "/admin/models/activate", {"model": "smollm2"}, KEY, 400, "NAME:VERSION", "model"),
     ("POST", "/admin/models/activate", {"model": "Bad Name:1"}, KEY, 400, "lowercase", "model"),
     ("POST", "/admin/models/activate", {"model": "smollm2:9"}, KEY, 404, "smollm2:9", None),
@@ -325,3 +325,41 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
             assert r.status_code == 400 and r.json()["error"]["param"] == param, (body, r.text)
         r = admin(s, "POST", "/admin/models/promote", {"model": "smollm2"})
         assert r.status_code == 404 and "no canary" in r.json()["error"]["message"], r.text
+
+
+def test_a_cold_swap_when_two_versions_do_not_fit_holds_requests_and_cuts_none(store):
+    """A memory budget that holds one version but not two: the swap holds new
+    requests while those in flight finish, unloads the old version, loads the
+    new one and lets the held requests through — zero failures under
+    streaming load from the openai client, and the stall measured."""
+    with serve("--model-store", str(store), "--memory-budget", "500MiB", "--ctx-size", "1024", "--parallel", "2",
+               models=["smollm2"], env={"OUTPOST_ADMIN_KEY": KEY}) as s:
+        active = [l["version"] for l in admin(s, "GET", "/admin/models").json()["loaded"] if l["role"] == "active"][0]
+        other = "1" if active == "2" else "2"
+        fp_before = fingerprint(s)
+        stop, results = threading.Event(), []
+        threads = stream_load(s.base, stop, results, clients=2)
+        time.sleep(3)
+        before = len(results)
+        r = admin(s, "POST", "/admin/models/activate", {"model": f"smollm2:{other}", "force": True})
+        assert r.status_code == 200, r.text
+        swap = r.json()
+        assert swap["cold"] and swap["to"] == other and swap["held_ms"] > 0, swap
+        time.sleep(3)
+        stop.set()
+        for t in threads:
+            t.join()
+        failures = [x for x in results if not x[0]]
+        assert not failures, failures[:3]
+        assert len(results) > before >= 1, (before, len(results))
+        assert all(len(fps) == 1 for _, fps, _, _ in results)  # no stream changed version
+        fp_after = fingerprint(s)
+        assert fp_after != fp_before
+        seen = set().union(*(fps for _, fps, _, _ in results))
+        assert seen == {fp_before, fp_after}, seen
+        stall = max(g for _, _, gaps, _ in results for g in gaps)
+        loaded = [(l["version"], l["role"]) for l in admin(s, "GET", "/admin/models").json()["loaded"]]
+        assert loaded == [(other, "active")], loaded  # no room for a standby
+        print(f"cold swap under load: {len(results)} streams, 0 failed; new requests held "
+              f"{swap['held_ms']:.0f} ms; longest gap between chunks {stall * 1000:.0f} ms")
+        assert "cold swap" in s.log()

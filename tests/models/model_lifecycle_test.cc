@@ -171,6 +171,61 @@ TEST_F(Lifecycle, WithoutRoomTheStandbyGivesWayForTheCandidate) {
   EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "standby"}, {"3", "active"}}));
 }
 
+TEST_F(Lifecycle, WithoutRoomEvenAloneTheSwapIsColdAndHoldsNewRequests) {
+  Make(/*hot_standby=*/true, /*limit=*/1);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  auto in_flight = serving_.Find("m");  // a stream still running on version 1
+  std::thread finishes([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    in_flight.reset();
+  });
+  std::string newcomer_got;
+  double newcomer_waited_ms = 0;
+  std::thread newcomer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = serving_.Find("m", "conversation-7");  // the request path
+    newcomer_waited_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    newcomer_got = m == nullptr ? "none" : m->version;
+  });
+  auto swap = lifecycle_->Activate("m:2");
+  finishes.join();
+  newcomer.join();
+  ASSERT_TRUE(swap.ok()) << swap.status().message();
+  EXPECT_TRUE(swap->cold);
+  EXPECT_GE(swap->held_ms, 250);  // the in-flight stream was waited for, not cut
+  EXPECT_EQ(newcomer_got, "2");   // held, then served by the new version: not refused
+  EXPECT_GE(newcomer_waited_ms, 150);
+  EXPECT_EQ(serving_.waiting(), 0);
+  EXPECT_EQ(Served(), "2");
+  EXPECT_TRUE(made_[0].expired());  // version 1 unloaded: no room for a standby
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"2", "active"}}));
+  // Rolling back is a cold swap too, from disk.
+  auto back = lifecycle_->Rollback("m", "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->cold);
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"1", "active"}}));
+  EXPECT_EQ(loads_["1"], 3);  // the start, the try refused beside 2, the cold load
+}
+
+TEST_F(Lifecycle, AColdSwapToAFailingVersionBringsTheOldOneBack) {
+  Make(/*hot_standby=*/true, /*limit=*/1);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  auto bad = lifecycle_->Activate("m:bad");  // loads (after 1 unloads), answers nothing
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("warm"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(State("m:1"), "active");
+  EXPECT_EQ(loads_["1"], 2);  // reloaded
+  EXPECT_EQ(serving_.waiting(), 0);
+  // A request now is not held.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(serving_.Find("m", "k")->version, "1");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+}
+
 TEST_F(Lifecycle, AnOldVersionStaysLoadedWhileARequestHoldsIt) {
   Make(/*hot_standby=*/false);
   ASSERT_TRUE(lifecycle_->Start("m:1").ok());

@@ -19,10 +19,11 @@ namespace {
 using nlohmann::json;
 
 json SwapJson(const models::ModelLifecycle::Swap& s) {
-  return {{"model", s.model},   {"from", s.from},
-          {"to", s.to},         {"from_standby", s.from_standby},
-          {"load_s", s.load_s}, {"switch_ms", s.switch_ms},
-          {"warmup", s.warmup}};
+  return {{"model", s.model},    {"from", s.from},
+          {"to", s.to},          {"from_standby", s.from_standby},
+          {"load_s", s.load_s},  {"switch_ms", s.switch_ms},
+          {"warmup", s.warmup},  {"cold", s.cold},
+          {"held_ms", s.held_ms}};
 }
 
 json CanaryJson(const models::ModelLifecycle::CanaryStatus& c) {

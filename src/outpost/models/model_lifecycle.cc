@@ -192,7 +192,7 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(
   Swap swap;
   swap.model = target.name;
   swap.to = target.version;
-  const auto current = serving_->Find(target.name);
+  auto current = serving_->Find(target.name);
   if (current != nullptr && current->id == target.name) swap.from = current->version;
   if (current != nullptr && current->version == target.version) {
     return Status::InvalidArgument(target.ref() + " is already the served version", "model");
@@ -221,6 +221,10 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(
       PublishVersions();
       loaded = LoadVersion(target, &swap.warmup);
     }
+    if (!loaded.ok() && loaded.status().code() == StatusCode::kResourceExhausted &&
+        current != nullptr && current->id == target.name && canaries_.count(target.name) == 0) {
+      loaded = ColdSwap(target, std::move(current), &swap);
+    }
     if (!loaded.ok()) return loaded.status();
     next = std::move(loaded).value();
     swap.load_s = SecondsSince(start);
@@ -229,10 +233,20 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::SwitchTo(
   const auto decided = Steady::now();
   if (auto marked = store_->MarkActive(target.ref()); !marked.ok()) {
     if (swap.from_standby) standby_[target.name] = next;
+    if (swap.cold) {  // the old version is gone: the new one serves all the same
+      serving_->Replace(next);
+      serving_->Release(target.name);
+    }
     return marked.status();
   }
   auto old = serving_->Replace(next);
   swap.switch_ms = SecondsSince(decided) * 1000;
+  if (swap.cold) {
+    serving_->Release(target.name);
+    swap.held_ms = SecondsSince(cold_held_at_) * 1000;
+    spdlog::info("lifecycle: cold swap of {} done: new requests held {:.0f} ms", target.name,
+                 swap.held_ms);
+  }
   if (old != nullptr) {
     if (options_.hot_standby) {
       // A standby it replaces may still finish requests from when it served.
@@ -260,6 +274,60 @@ Status ValidationGate(const ModelVersion& v, bool force) {
 }
 
 }  // namespace
+
+StatusOr<std::shared_ptr<ServedModel>> ModelLifecycle::ColdSwap(
+    const ModelVersion& target, std::shared_ptr<const ServedModel> current, Swap* swap) {
+  const auto start = Steady::now();
+  spdlog::warn(
+      "lifecycle: {} does not fit beside {}:{} (no standby left to unload); cold swap: new "
+      "requests wait, those in flight finish, then {} unloads",
+      target.ref(), current->id, current->version, current->version);
+  serving_->Hold(target.name, options_.hold_wait_ms);
+  cold_held_at_ = start;
+  swap->cold = true;
+  // Requests in flight (streams too) finish on the old version: the only
+  // references left are the serving set's and this function's.
+  const auto deadline = start + std::chrono::milliseconds(options_.drain_wait_ms);
+  for (;;) {
+    const auto snap = current->scheduler->Snapshot();
+    if (current.use_count() <= 2 && snap.active == 0 && snap.queued == 0) break;
+    if (Steady::now() > deadline) {
+      serving_->Release(target.name);
+      swap->cold = false;
+      return Status::ResourceExhausted(target.ref() + " does not fit beside " + current->version +
+                                       ", and the requests on it did not finish in " +
+                                       std::to_string(options_.drain_wait_ms / 1000) +
+                                       " s; nothing changed");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ModelVersion old_version;
+  auto old_got = store_->Get(current->id + ":" + current->version);
+  if (old_got.ok()) old_version = *old_got;
+  {
+    auto taken = serving_->Take(target.name);
+    taken.reset();
+    current.reset();  // the last reference: the old version unloads here
+  }
+  PublishVersions();
+  auto loaded = LoadVersion(target, &swap->warmup);
+  if (loaded.ok()) return loaded;
+  // The candidate failed: the old version comes back.
+  spdlog::error("lifecycle: cold swap to {} failed ({}); reloading {}", target.ref(),
+                loaded.status().message(), old_version.ref());
+  std::string warmup;
+  auto back = old_got.ok() ? LoadVersion(old_version, &warmup) : old_got.status();
+  if (back.ok()) {
+    serving_->Replace(std::move(back).value());
+  } else {
+    spdlog::error("lifecycle: reloading {} failed too: {}; {} serves nothing", old_version.ref(),
+                  back.status().message(), target.name);
+  }
+  serving_->Release(target.name);
+  swap->cold = false;
+  PublishVersions();
+  return loaded.status();
+}
 
 StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref, bool force) {
   std::lock_guard<std::mutex> lock(op_mu_);
@@ -318,9 +386,11 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Rollback(const std::string& name,
     Count(name, "rollback", "failed");
     return previous.status();
   }
-  const auto current = serving_->Find(name);
-  const std::string from =
-      current != nullptr && current->id == name ? current->version : std::string();
+  std::string from;
+  {  // no reference kept: a cold swap waits for the last one to go
+    const auto current = serving_->Find(name);
+    if (current != nullptr && current->id == name) from = current->version;
+  }
   auto swap = SwitchTo(*previous);
   if (!swap.ok()) {
     spdlog::error("lifecycle: rolling {} back to {} failed: {}", name, previous->version,

@@ -68,6 +68,9 @@ class ModelLifecycle {
     // How long an operation waits for an old version's requests to finish
     // before it gives up on unloading it (it is unloaded later).
     int64_t drain_wait_ms = 120'000;
+    // A cold swap (the candidate does not fit even without the standby):
+    // new requests wait this long at most for the new version.
+    int64_t hold_wait_ms = 300'000;
     // The warm-up generation: a chat message and at most this many tokens.
     std::string warmup_prompt = "Say hello.";
     int32_t warmup_tokens = 8;
@@ -95,14 +98,23 @@ class ModelLifecycle {
     double load_s = 0;          // loading and warming up the target (0 from standby)
     double switch_ms = 0;       // from the decision to new requests reaching the target
     std::string warmup;         // the warm-up answer
+    bool cold = false;          // the old version unloaded first, new requests held meanwhile
+    double held_ms = 0;         // how long new requests were held (cold only)
   };
 
   // NAME:VERSION becomes the served version of NAME. Errors: NotFound (no
   // such version), InvalidArgument (not verified; the warm-up failed or
-  // answered nothing), ResourceExhausted (does not fit beside the active
-  // version: the numbers), FailedValidation-like InvalidArgument when its
-  // last validation failed and not `force`. On any error the active version
-  // keeps serving, untouched.
+  // answered nothing), ResourceExhausted (does not fit even alone, or the
+  // old version's requests did not finish in drain_wait_ms), FailedValidation-like InvalidArgument
+  // when its last validation failed and not `force`. On any error the active version keeps serving,
+  // untouched.
+  //
+  // When the candidate does not fit beside the active version even once the
+  // standby has given way, the swap is cold: new requests for the name are
+  // held (ServingSet::Hold), those in flight finish on the old version, it
+  // unloads, the candidate loads and warms up, and the held requests go to
+  // it. No stream is cut; the stall is the load time. A candidate that then
+  // fails to load gives its place back to the old version, reloaded.
   StatusOr<Swap> Activate(const std::string& ref, bool force = false);
   // NAME goes back to the version active before the current one; the
   // current one is retired with `reason`. Errors: NotFound (nothing to roll
@@ -176,6 +188,10 @@ class ModelLifecycle {
   // Ends the canary of `name`, retiring its version with `reason`.
   void AbortCanary(const std::string& name, const std::string& reason) OUTPOST_REQUIRES(op_mu_);
   StatusOr<Swap> PromoteLocked(const std::string& name) OUTPOST_REQUIRES(op_mu_);
+  // The cold swap of SwitchTo (see Activate).
+  StatusOr<std::shared_ptr<ServedModel>> ColdSwap(const ModelVersion& target,
+                                                  std::shared_ptr<const ServedModel> current,
+                                                  Swap* swap) OUTPOST_REQUIRES(op_mu_);
   // Copies the running canaries into the view Canaries() reads.
   void PublishCanaryView() OUTPOST_REQUIRES(op_mu_);
   CanaryStatus StatusOf(const std::string& name, const CanaryRun& run) const;
@@ -189,6 +205,7 @@ class ModelLifecycle {
   telemetry::Family* const canary_decisions_;
   telemetry::Family* const canary_share_;
   std::map<std::string, CanaryRun> canaries_ OUTPOST_GUARDED_BY(op_mu_);
+  std::chrono::steady_clock::time_point cold_held_at_ OUTPOST_GUARDED_BY(op_mu_);
   std::mutex op_mu_;  // one operation at a time
   std::map<std::string, std::shared_ptr<const ServedModel>> standby_ OUTPOST_GUARDED_BY(op_mu_);
   std::vector<std::shared_ptr<const ServedModel>> draining_ OUTPOST_GUARDED_BY(op_mu_);

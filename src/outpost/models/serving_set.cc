@@ -1,5 +1,7 @@
 #include "outpost/models/serving_set.h"
 
+#include <chrono>
+
 namespace outpost::models {
 
 void ServingSet::Add(std::shared_ptr<const ServedModel> m) {
@@ -15,8 +17,48 @@ std::shared_ptr<const ServedModel> ServingSet::Replace(std::shared_ptr<const Ser
       return m;
     }
   }
+  if (auto h = held_.find(m->id); h != held_.end() && h->second.index <= models_.size()) {
+    models_.insert(models_.begin() + static_cast<std::ptrdiff_t>(h->second.index), std::move(m));
+    return nullptr;
+  }
   models_.push_back(std::move(m));
   return nullptr;
+}
+
+void ServingSet::Hold(const std::string& id, int64_t max_wait_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Held h;
+  h.max_wait_ms = max_wait_ms;
+  h.index = models_.size();
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i]->id == id) h.index = i;
+  }
+  held_[id] = h;
+}
+
+void ServingSet::Release(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.erase(id);
+  }
+  released_.notify_all();
+}
+
+std::shared_ptr<const ServedModel> ServingSet::Take(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = models_.begin(); it != models_.end(); ++it) {
+    if ((*it)->id == id) {
+      auto m = std::move(*it);
+      models_.erase(it);
+      return m;
+    }
+  }
+  return nullptr;
+}
+
+int32_t ServingSet::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
 }
 
 std::shared_ptr<const ServedModel> ServingSet::Find(const std::string& id) const {
@@ -44,7 +86,20 @@ uint32_t Fnv1a(const std::string& s) {
 
 std::shared_ptr<const ServedModel> ServingSet::Find(const std::string& id,
                                                     const std::string& sticky_key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  // The id a hold is on: the default model is the one at index 0.
+  auto hold = [&]() -> const Held* {
+    for (const auto& [name, h] : held_) {
+      if (id.empty() ? h.index == 0 : name == id) return &h;
+    }
+    return nullptr;
+  };
+  if (const Held* h = hold(); h != nullptr) {
+    ++waiting_;
+    released_.wait_for(lock, std::chrono::milliseconds(h->max_wait_ms),
+                       [&] { return hold() == nullptr; });
+    --waiting_;
+  }
   if (models_.empty()) return nullptr;
   std::shared_ptr<const ServedModel> base = id.empty() ? models_.front() : nullptr;
   for (size_t i = 0; base == nullptr && i < models_.size(); ++i) {

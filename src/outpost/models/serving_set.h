@@ -6,7 +6,9 @@
 // model replaced later (hot swap) drains instead of vanishing mid-request.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,6 +61,20 @@ class ServingSet {
   // draws its bucket from a counter.
   std::shared_ptr<const ServedModel> Find(const std::string& id,
                                           const std::string& sticky_key) const;
+  // A cold swap (the new version does not fit beside the old one): while
+  // `id` is held, the request path's Find(id, sticky_key) waits — up to
+  // `max_wait_ms`, then it returns what serves then, possibly null — for
+  // Release(id), so requests queue instead of failing while the old version
+  // unloads and the new one loads. Find(id) (status pages, the lifecycle)
+  // never waits.
+  void Hold(const std::string& id, int64_t max_wait_ms);
+  void Release(const std::string& id);
+  // Removes the model with this id (its place is kept for the Replace that
+  // follows) and returns it; null when none.
+  std::shared_ptr<const ServedModel> Take(const std::string& id);
+  // Requests waiting in Find(id, key) for a Release.
+  int32_t waiting() const;
+
   // Starts (or changes the share of) a canary for m->id; share_bp 0-10000.
   void SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp);
   // Ends the canary of `id`; returns its model (null when there was none).
@@ -78,6 +94,13 @@ class ServingSet {
   };
   std::vector<Canary> canaries_ OUTPOST_GUARDED_BY(mu_);
   mutable uint64_t unkeyed_ OUTPOST_GUARDED_BY(mu_) = 0;
+  struct Held {
+    size_t index = 0;  // where its model was (Take keeps the place)
+    int64_t max_wait_ms = 0;
+  };
+  std::map<std::string, Held> held_ OUTPOST_GUARDED_BY(mu_);
+  mutable std::condition_variable released_;
+  mutable int32_t waiting_ OUTPOST_GUARDED_BY(mu_) = 0;
   bool ready_ OUTPOST_GUARDED_BY(mu_) = false;
 };
 
