@@ -176,13 +176,13 @@ TEST_F(Lifecycle, WithoutRoomEvenAloneTheSwapIsColdAndHoldsNewRequests) {
   ASSERT_TRUE(lifecycle_->Start("m:1").ok());
   auto in_flight = serving_.Find("m");  // a stream still running on version 1
   std::thread finishes([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     in_flight.reset();
   });
   std::string newcomer_got;
   double newcomer_waited_ms = 0;
   std::thread newcomer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the hold is on by then
     const auto t0 = std::chrono::steady_clock::now();
     auto m = serving_.Find("m", "conversation-7");  // the request path
     newcomer_waited_ms =
@@ -194,9 +194,9 @@ TEST_F(Lifecycle, WithoutRoomEvenAloneTheSwapIsColdAndHoldsNewRequests) {
   newcomer.join();
   ASSERT_TRUE(swap.ok()) << swap.status().message();
   EXPECT_TRUE(swap->cold);
-  EXPECT_GE(swap->held_ms, 250);  // the in-flight stream was waited for, not cut
+  EXPECT_GE(swap->held_ms, 450);  // the in-flight stream was waited for, not cut
   EXPECT_EQ(newcomer_got, "2");   // held, then served by the new version: not refused
-  EXPECT_GE(newcomer_waited_ms, 150);
+  EXPECT_GE(newcomer_waited_ms, 250);
   EXPECT_EQ(serving_.waiting(), 0);
   EXPECT_EQ(Served(), "2");
   EXPECT_TRUE(made_[0].expired());  // version 1 unloaded: no room for a standby
