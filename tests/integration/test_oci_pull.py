@@ -482,3 +482,25 @@ def test_signatures_are_found_checked_before_the_download_and_enforced(registrie
                         "--signature-policy", "enforce", "--trusted-key", str(registries.dir / "other.pub"), "--json"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and json.loads(p.stdout)["signature"].startswith("verified: dsse"), p.stderr
+
+
+def test_a_model_exported_by_outpost_is_published_with_skopeo_and_pulled_back(registries, tmp_path):
+    """Outpost's own models are ModelPack: an export, copied into the registry
+    by skopeo, pulls back on another box as the same file and manifest."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert subprocess.run([BIN, "model", "--store", str(a), "import", MODEL, "smollm2:7"],
+                          capture_output=True).returncode == 0
+    p = subprocess.run([BIN, "model", "--store", str(a), "export", "smollm2:7", str(tmp_path / "m.tar")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"oci-archive:{tmp_path / 'm.tar'}",
+                        f"docker://{registries.open}/outpost/smollm2:7"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    p = pull(b, f"oci://{registries.open}/outpost/smollm2:7", "smollm2:7", "--json")
+    assert p.returncode == 0 and "is a modelpack model" in p.stderr, p.stderr
+    v = json.loads(p.stdout)
+    exported = json.loads(subprocess.run([BIN, "model", "--store", str(a), "show", "smollm2:7"],
+                                         capture_output=True, text=True).stdout)
+    assert v["digest"] == exported["digest"] == MODEL_DIGEST
+    assert v["source"].endswith(exported["manifest"]), (v["source"], exported["manifest"])  # same manifest bytes
