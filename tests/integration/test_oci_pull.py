@@ -504,3 +504,62 @@ def test_a_model_exported_by_outpost_is_published_with_skopeo_and_pulled_back(re
                                          capture_output=True, text=True).stdout)
     assert v["digest"] == exported["digest"] == MODEL_DIGEST
     assert v["source"].endswith(exported["manifest"]), (v["source"], exported["manifest"])  # same manifest bytes
+
+
+def test_end_to_end_registry_pull_validate_canary_promote(registries, tmp_path):
+    """The path a new version takes to a site, with real files: a Q8_0 copy of
+    the default model (re-quantized by the pinned llama.cpp) published with
+    ORAS, pulled by digest, validated against the active version, given a
+    canary share and promoted by the box itself."""
+    import oras.client
+    from outpost_harness import serve
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    work = tmp_path / "publish"
+    work.mkdir()
+    subprocess.run([os.path.join(root, ".deps", "llama.cpp-build", "bin", "llama-quantize"), "--allow-requantize",
+                    MODEL, str(work / "smollm2-q8.gguf"), "Q8_0"], check=True, capture_output=True, timeout=300)
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        oras.client.OrasClient(hostname=registries.open, insecure=True).push(
+            files=["smollm2-q8.gguf:application/vnd.docker.ai.gguf.v3"], target=f"{registries.open}/ai/smollm2:q8",
+            quiet=True)
+    finally:
+        os.chdir(cwd)
+    store = tmp_path / "store"
+    assert subprocess.run([BIN, "model", "--store", str(store), "import", MODEL, "smollm2:1"],
+                          capture_output=True).returncode == 0
+    assert subprocess.run([BIN, "model", "--store", str(store), "activate", "smollm2:1"],
+                          capture_output=True).returncode == 0
+    p = pull(store, f"oci://{registries.open}/ai/smollm2:q8", "smollm2:2", "--json")
+    assert p.returncode == 0, p.stderr
+    pinned = json.loads(p.stdout)["source"]
+    assert "@sha256:" in pinned
+    p = subprocess.run([BIN, "model", "--store", str(store), "validate", "smollm2:2"], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0 and "validation passed" in p.stdout, p.stdout + p.stderr
+    key = "e2e-admin-key-0123456789"
+    with serve("--model-store", str(store), "--parallel", "4", models=["smollm2"],
+               env={"OUTPOST_ADMIN_KEY": key}) as s:
+        auth = {"Authorization": f"Bearer {key}"}
+        r = httpx.post(s.base + "/admin/models/canary", headers=auth, timeout=300,
+                       json={"model": "smollm2:2", "steps": [50], "bake": "2s", "min_requests": 3,
+                             "max_ttft_ratio": 100})
+        assert r.status_code == 200 and r.json()["percent"] == 50, r.text
+        deadline = time.time() + 120
+        n = 0
+        while time.time() < deadline and httpx.get(s.base + "/admin/models", headers=auth).json()["canaries"]:
+            r = httpx.post(s.base + "/v1/chat/completions", timeout=120,
+                           json={"model": "smollm2", "user": f"user-{n}", "max_tokens": 4,
+                                 "messages": [{"role": "user", "content": "Hi"}]})
+            assert r.status_code == 200, r.text
+            n += 1
+        listing = httpx.get(s.base + "/admin/models", headers=auth).json()
+        assert listing["canaries"] == [], listing["canaries"]
+        versions = {v["ref"]: v for v in listing["versions"]}
+        assert versions["smollm2:2"]["state"] == "active", versions["smollm2:2"]
+        assert versions["smollm2:2"]["source"] == pinned and versions["smollm2:2"]["validation"]["passed"]
+        r = httpx.post(s.base + "/v1/completions", timeout=120,
+                       json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
+        assert "Paris" in r.json()["choices"][0]["text"], r.text
+        assert 'decision="promote"} 1' in httpx.get(s.base + "/metrics").text
