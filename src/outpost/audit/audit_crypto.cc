@@ -10,6 +10,8 @@
 #include <sstream>
 #include <vector>
 
+#include "outpost/util/base64.h"
+
 namespace outpost::audit {
 namespace {
 
@@ -35,27 +37,6 @@ bool FromHex(const std::string& hex, unsigned char* out, size_t n) {
     if (hi < 0 || lo < 0) return false;
     out[i] = static_cast<unsigned char>(hi * 16 + lo);
   }
-  return true;
-}
-
-std::string Base64(const unsigned char* p, size_t n) {
-  std::string out(4 * ((n + 2) / 3) + 1, '\0');
-  const int len =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), p, static_cast<int>(n));
-  out.resize(len > 0 ? static_cast<size_t>(len) : 0);
-  return out;
-}
-
-bool FromBase64(const std::string& b64, std::vector<unsigned char>* out) {
-  if (b64.empty() || b64.size() % 4 != 0) return false;
-  out->assign(3 * b64.size() / 4, 0);
-  const int n = EVP_DecodeBlock(out->data(), reinterpret_cast<const unsigned char*>(b64.data()),
-                                static_cast<int>(b64.size()));
-  if (n < 0) return false;
-  size_t pad = 0;
-  if (b64.back() == '=') ++pad;
-  if (b64.size() > 1 && b64[b64.size() - 2] == '=') ++pad;
-  out->resize(static_cast<size_t>(n) - pad);
   return true;
 }
 
@@ -141,7 +122,7 @@ std::string SigningKey::Sign(std::string_view message) const {
   if (EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, static_cast<EVP_PKEY*>(pkey_)) == 1 &&
       EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(message.data()),
                      message.size()) == 1) {
-    out = Base64(sig, len);
+    out = util::Base64Encode(std::string_view(reinterpret_cast<const char*>(sig), len));
   }
   EVP_MD_CTX_free(ctx);
   return out;
@@ -149,8 +130,8 @@ std::string SigningKey::Sign(std::string_view message) const {
 
 bool VerifySignature(const std::string& public_pem, std::string_view message,
                      const std::string& signature_b64) {
-  std::vector<unsigned char> sig;
-  if (!FromBase64(signature_b64, &sig)) return false;
+  std::string sig;
+  if (!util::Base64Decode(signature_b64, &sig)) return false;
   BIO* bio = BIO_new_mem_buf(public_pem.data(), static_cast<int>(public_pem.size()));
   EVP_PKEY* pkey = PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr);
   BIO_free(bio);
@@ -158,7 +139,7 @@ bool VerifySignature(const std::string& public_pem, std::string_view message,
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   const bool ok =
       EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, pkey) == 1 &&
-      EVP_DigestVerify(ctx, sig.data(), sig.size(),
+      EVP_DigestVerify(ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
                        reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
   EVP_MD_CTX_free(ctx);
   EVP_PKEY_free(pkey);

@@ -102,14 +102,23 @@ Status Context::Decode() {
   }
 }
 
-void Context::LogProbs(int32_t idx, std::vector<float>* out) const {
-  const float* logits = llama_get_logits_ith(ctx_, idx);
-  const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+namespace {
+
+// log Σ exp(logits), computed from the largest so nothing overflows.
+double LogNormalizer(const float* logits, int32_t n) {
   float max_l = logits[0];
   for (int32_t i = 1; i < n; ++i) max_l = std::max(max_l, logits[i]);
   double sum = 0;
   for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_l));
-  const float log_z = static_cast<float>(static_cast<double>(max_l) + std::log(sum));
+  return static_cast<double>(max_l) + std::log(sum);
+}
+
+}  // namespace
+
+void Context::LogProbs(int32_t idx, std::vector<float>* out) const {
+  const float* logits = llama_get_logits_ith(ctx_, idx);
+  const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+  const float log_z = static_cast<float>(LogNormalizer(logits, n));
   out->resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) (*out)[static_cast<size_t>(i)] = logits[i] - log_z;
 }
@@ -117,11 +126,7 @@ void Context::LogProbs(int32_t idx, std::vector<float>* out) const {
 TokenLogprob Context::TopLogProbs(int32_t idx, Token token, int32_t n_top) const {
   const float* logits = llama_get_logits_ith(ctx_, idx);
   const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
-  float max_l = logits[0];
-  for (int32_t i = 1; i < n; ++i) max_l = std::max(max_l, logits[i]);
-  double sum = 0;
-  for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_l));
-  const double log_z = static_cast<double>(max_l) + std::log(sum);
+  const double log_z = LogNormalizer(logits, n);
   TokenLogprob out;
   out.token = token;
   out.logprob = static_cast<float>(logits[token] - log_z);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/models/store_layout.h"
+#include "outpost/util/base64.h"
 
 namespace outpost::models {
 namespace {
@@ -26,29 +27,6 @@ struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-
-std::string Base64(const std::string& s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  const int n =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
-  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return out;
-}
-
-bool FromBase64(const std::string& b64, std::string* out) {
-  if (b64.empty() || b64.size() % 4 != 0) return false;
-  out->assign(3 * b64.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out->data()),
-                                reinterpret_cast<const unsigned char*>(b64.data()),
-                                static_cast<int>(b64.size()));
-  if (n < 0) return false;
-  size_t pad = 0;
-  if (b64.back() == '=') ++pad;
-  if (b64.size() > 1 && b64[b64.size() - 2] == '=') ++pad;
-  out->resize(static_cast<size_t>(n) - pad);
-  return true;
-}
 
 std::string Pae(const std::string& type, const std::string& body) {
   return "DSSEv1 " + std::to_string(type.size()) + " " + type + " " + std::to_string(body.size()) +
@@ -144,14 +122,14 @@ StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
   const std::string type = env.value("payloadType", "");
   if (type != kPayloadType) return Denied("payloadType '" + type + "', not " + kPayloadType);
   std::string payload;
-  if (!FromBase64(env["payload"].get<std::string>(), &payload)) {
+  if (!util::Base64Decode(env["payload"].get<std::string>(), &payload)) {
     return Denied("the payload is not base64");
   }
   if (keys.empty()) return Denied("no trusted keys are configured to check it against");
   const std::string message = Pae(type, payload);
   for (const auto& s : env["signatures"]) {
     std::string sig;
-    if (!s.is_object() || !FromBase64(s.value("sig", ""), &sig)) continue;
+    if (!s.is_object() || !util::Base64Decode(s.value("sig", ""), &sig)) continue;
     for (const auto& key : keys) {
       Pkey k = PublicKeyFromPem(key.pem);
       if (k && VerifyWith(k.get(), message, sig)) {
@@ -249,9 +227,10 @@ StatusOr<std::string> SignModel(const std::string& private_key_pem_path, const s
     OPENSSL_free(der);
     keyid = layout::Hex(md, 8);
   }
-  const json envelope = {{"payloadType", kPayloadType},
-                         {"payload", Base64(payload)},
-                         {"signatures", json::array({{{"keyid", keyid}, {"sig", Base64(sig)}}})}};
+  const json envelope = {
+      {"payloadType", kPayloadType},
+      {"payload", util::Base64Encode(payload)},
+      {"signatures", json::array({{{"keyid", keyid}, {"sig", util::Base64Encode(sig)}}})}};
   return envelope.dump(2) + "\n";
 }
 

@@ -64,36 +64,31 @@ Status ModelStore::MarkValidated(const std::string& ref, const std::string& repo
   OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
   std::lock_guard<std::mutex> lock(mu_);
   const bool promote = passed && v.state == "verified";
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_,
-                     promote ? "UPDATE versions SET validation = ?, state = 'validated' WHERE "
-                               "name = ? AND version = ?"
-                             : "UPDATE versions SET validation = ? WHERE name = ? AND version = ?",
-                     -1, &st, nullptr);
-  sqlite3_bind_text(st, 1, report_json.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, v.name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, v.version.c_str(), -1, SQLITE_TRANSIENT);
-  const int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE)
-    return Status::Internal("model store: " + std::string(sqlite3_errmsg(db_)));
-  return Status::Ok();
+  return SetText(v,
+                 promote ? "UPDATE versions SET validation = ?, state = 'validated' WHERE "
+                           "name = ? AND version = ?"
+                         : "UPDATE versions SET validation = ? WHERE name = ? AND version = ?",
+                 report_json);
 }
 
 Status ModelStore::MarkSigned(const std::string& ref, const std::string& signature) {
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
   std::lock_guard<std::mutex> lock(mu_);
+  return SetText(v, "UPDATE versions SET signature = ? WHERE name = ? AND version = ?", signature);
+}
+
+Status ModelStore::SetText(const ModelVersion& v, const char* sql, const std::string& value) {
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "UPDATE versions SET signature = ? WHERE name = ? AND version = ?", -1,
-                     &st, nullptr);
-  sqlite3_bind_text(st, 1, signature.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+  sqlite3_bind_text(st, 1, value.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 2, v.name.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 3, v.version.c_str(), -1, SQLITE_TRANSIENT);
   const int rc = sqlite3_step(st);
   sqlite3_finalize(st);
-  if (rc != SQLITE_DONE)
+  if (rc != SQLITE_DONE) {
     return Status::Internal("model store: " + std::string(sqlite3_errmsg(db_)));
+  }
   return Status::Ok();
 }
 

@@ -187,6 +187,10 @@ class ModelStore {
       OUTPOST_REQUIRES(mu_);
   Status SetState(const std::string& name, const std::string& version, const std::string& state,
                   const std::string& error) OUTPOST_REQUIRES(mu_);
+  // Runs `sql` ("UPDATE … SET col = ? … WHERE name = ? AND version = ?")
+  // with `value` and the version's name and version bound in that order.
+  Status SetText(const ModelVersion& v, const char* sql, const std::string& value)
+      OUTPOST_REQUIRES(mu_);
   Status WriteIndex() OUTPOST_REQUIRES(mu_);
   StatusOr<std::string> PutBlob(const std::string& bytes) OUTPOST_REQUIRES(mu_);
   void Recover() OUTPOST_REQUIRES(mu_);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/util/base64.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::router {
@@ -32,15 +33,6 @@ std::string Sha256Digest(const std::string& data) {
     hex += d[md[i] & 15];
   }
   return "sha256:" + hex;
-}
-
-std::string Base64(const std::string& s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  const int n =
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
 }
 
 std::string UrlEncode(const std::string& s) {
@@ -194,7 +186,7 @@ Status RegistryClient::Authorize(const std::string& challenge) {
                     "source");
     }
     std::lock_guard<std::mutex> lock(mu_);
-    authorization_ = "Basic " + Base64(options_.username + ":" + options_.password);
+    authorization_ = "Basic " + util::Base64Encode(options_.username + ":" + options_.password);
     challenge_ = challenge;
     return Status::Ok();
   }
@@ -224,7 +216,7 @@ Status RegistryClient::Authorize(const std::string& challenge) {
   httplib::Headers headers;
   if (!options_.username.empty()) {
     headers.emplace("Authorization",
-                    "Basic " + Base64(options_.username + ":" + options_.password));
+                    "Basic " + util::Base64Encode(options_.username + ":" + options_.password));
   }
   const std::string path = path_start == std::string::npos ? "/" : realm.substr(path_start);
   auto res = cli.Get(path + query, headers);
