@@ -247,6 +247,8 @@ TEST(AdviseWorkloadInput, BadFieldsNameTheKey) {
   } kBad[] = {
       {"response_budget", "soon", "'response_budget': 'soon' is not a duration"},
       {"response_budget", "0ms", "positive duration"},
+      {"response_budget", "6003333330000000ms", "up to 24h"},
+      {"cloud_ttft", "25h", "up to 24h"},
       {"cloud_rtt", "-5ms", "'cloud_rtt'"},
       {"network", "flaky", "reliable or unreliable"},
       {"speed", "fast", "a speed"},

@@ -383,6 +383,13 @@ int RunServe(ServeConfig cfg) {
   }
   if (uplink.uplink) uplink.uplink->Stop();  // the last window goes into the spool
   models.Stop();
+  // Stopping the schedulers ended every cut stream with an error event ("the
+  // server is shutting down"); the HTTP workers write it. Let them, briefly,
+  // before the connections close, or a client sees a silent cut.
+  const auto flush_end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (http.InFlight() > 0 && std::chrono::steady_clock::now() < flush_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   http.Stop();
   http_thread.join();
   if (router) router->Stop();

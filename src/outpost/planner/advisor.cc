@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 
 #include "outpost/util/units.h"
@@ -188,12 +189,17 @@ StatusOr<DataBoundary> ParseDataBoundary(const std::string& s) {
   return Bad("data_boundary", s, "one of device, site, organisation, none");
 }
 
+// A response budget, round trip or first-token time beyond a day is no
+// latency question; the cap also keeps every derived number finite.
+constexpr int64_t kMaxAdviseDurationMs = 24LL * 3600 * 1000;
+
 Status SetAdviseField(AdviseWorkload* w, const std::string& key, const std::string& val) {
   double d = 0;
   bool b = false;
   auto duration = [&](double* field) -> Status {
     auto ms = util::ParseDurationMs(val);
     if (!ms.ok() || *ms < 0) return Bad(key, val, "a duration (e.g. 150ms, 2s)");
+    if (*ms > kMaxAdviseDurationMs) return Bad(key, val, "a duration up to 24h");
     *field = static_cast<double>(*ms);
     return Status::Ok();
   };
