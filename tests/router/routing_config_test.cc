@@ -36,6 +36,7 @@ upstreams:
     outlier_detection: {consecutive_failures: 5, base_ejection_time: 2s, max_ejection_time: 1m}
 tenants:
   - {name: ward-3, api_key: key-ward3, data_class: restricted, latency_budget: 2s}
+  - {name: lab, api_key: key-lab, telemetry_content: true}
 policy:
   restricted_scope: site
   aliases: {large: hq}
@@ -51,6 +52,8 @@ policy:
   EXPECT_EQ(c->upstreams[1].first_byte_timeout_ms, 10000);
   EXPECT_EQ(c->upstreams[1].outlier.max_ejection_ms, 60000);
   EXPECT_EQ(c->tenants.at("key-ward3").data_class, DataClass::kRestricted);
+  EXPECT_FALSE(c->tenants.at("key-ward3").telemetry_content);  // off unless set
+  EXPECT_TRUE(c->tenants.at("key-lab").telemetry_content);
   EXPECT_EQ(c->policy.restricted_scope, RestrictedScope::kSite);
   EXPECT_EQ(c->policy.aliases.at("large"), "hq");
   EXPECT_EQ(c->policy.default_latency_budget_ms, 1500);
@@ -94,6 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
             "public, internal or restricted"},
         Bad{"policy: {aliases: {large: nowhere}}\n", "unknown upstream 'nowhere'"},
         Bad{"tenants:\n  - {name: t}\n", "'api_key' is required"},
+        Bad{"tenants:\n  - {api_key: k, telemetry_content: sometimes}\n",
+            "'telemetry_content' must be true or false"},
         Bad{"upstreams:\n  - {name: a, url: https://x, tls: {ca_file: /nonexistent/ca.pem}}\n",
             "'tls.ca_file' /nonexistent/ca.pem is not a readable file"},
         Bad{"upstreams:\n  - {name: a, url: https://x, tls: {verify: maybe}}\n", "tls.verify"},

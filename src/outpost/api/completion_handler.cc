@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "outpost/api/audit_sink.h"
+#include "outpost/api/content_capture_sink.h"
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
@@ -17,6 +18,7 @@
 #include "outpost/api/sse.h"
 #include "outpost/api/tool_answer.h"
 #include "outpost/router/upstream_client.h"
+#include "outpost/telemetry/uplink.h"
 
 namespace outpost::api {
 namespace {
@@ -108,7 +110,26 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
     }
     info.data_class = req.header("X-Data-Class");
     info.model = call.request.model;
-    target = std::make_shared<AuditSink>(sink, audit_, std::move(info));
+    target = std::make_shared<AuditSink>(target, audit_, std::move(info));
+  }
+  if (uplink_ != nullptr && router_ != nullptr) {
+    // Content leaves through telemetry only for a tenant that allows it, and
+    // never when the request's data is restricted.
+    std::string key = req.header("Authorization");
+    if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
+    const auto& tenants = router_->config().tenants;
+    const auto it = tenants.find(key);
+    const bool restricted =
+        (it != tenants.end() && it->second.data_class == router::DataClass::kRestricted) ||
+        call.data_class == router::DataClass::kRestricted;
+    if (it != tenants.end() && it->second.telemetry_content && !restricted) {
+      ContentCaptureInfo info{request_id, chat ? "chat" : "text_completion", it->second.name,
+                              call.request.model};
+      telemetry::Uplink* uplink = uplink_;
+      target = std::make_shared<ContentCaptureSink>(
+          target, [uplink](telemetry::UplinkEvent e) { uplink->AddEvent(std::move(e)); },
+          std::move(info), CaptureInput(call.request, kMaxContentBytes), clock_->UnixMillis());
+    }
   }
   std::unique_ptr<router::InFlight> in_flight = dispatcher_->Dispatch(std::move(call), target);
   const HttpSink::Answer answer = sink->WaitStart();

@@ -219,6 +219,22 @@ int RunServe(ServeConfig cfg) {
                  cfg.uplink_url, cfg.uplink_format, cfg.uplink_interval_ms, uplink.spool->path(),
                  ss.records, ss.next_seq);
   }
+  if (router) {
+    for (const auto& [key, tenant] : router->config().tenants) {
+      if (!tenant.telemetry_content) continue;
+      if (uplink.uplink) {
+        spdlog::warn(
+            "tenant '{}': prompts and answers go up the uplink as GenAI content events "
+            "(telemetry_content: true; never for restricted data)",
+            tenant.name);
+      } else {
+        spdlog::warn(
+            "tenant '{}' has telemetry_content: true, but no uplink_url is set: "
+            "no content leaves",
+            tenant.name);
+      }
+    }
+  }
 
   std::unique_ptr<audit::AuditLog> audit_log;
   if (!cfg.audit_dir.empty()) {

@@ -199,6 +199,8 @@ StatusOr<RoutingConfig> LoadRoutingConfig(const std::string& path) {
               if (!st.ok()) return st;
             } else if (k == "latency_budget")
               OUTPOST_ASSIGN_OR_RETURN(t.latency_budget_ms, Ms(kv.second, where, k));
+            else if (k == "telemetry_content")
+              OUTPOST_ASSIGN_OR_RETURN(t.telemetry_content, Bool(kv.second, where, k));
             else
               return Bad(where, "unknown key '" + k + "'", k);
           }

@@ -53,6 +53,9 @@ struct TenantConfig {
   std::string name;
   DataClass data_class = DataClass::kInternal;
   int64_t latency_budget_ms = 0;  // 0 = none
+  // Prompts and answers of this tenant may leave through the uplink (as
+  // OpenTelemetry GenAI content events). Off: telemetry never carries content.
+  bool telemetry_content = false;
 };
 
 struct PolicyConfig {

@@ -198,6 +198,7 @@ json Metrics(const json& s) {
 int SeverityNumber(const std::string& s) {
   if (s == "ERROR") return 17;
   if (s == "WARN") return 13;
+  if (s == "DEBUG") return 5;
   return 9;  // INFO
 }
 
@@ -249,8 +250,10 @@ json LogRecord(const SpoolRecord& r) {
     if (b.contains("attributes") && b["attributes"].is_object()) {
       for (const auto& [k, v] : b["attributes"].items()) {
         const std::string val = v.is_string() ? v.get<std::string>() : v.dump();
+        // Long values (a content event's messages) stay in their attribute
+        // only: the body is the one-line summary.
+        if (val.size() <= 200) message += " " + k + "=" + val;
         attrs.push_back(Str(k, val));
-        message += " " + k + "=" + val;
       }
     }
   }
