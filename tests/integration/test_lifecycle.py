@@ -7,6 +7,7 @@ half-way, the longest stall measured), a rollback from hot standby, a damaged
 copy refused at warm-up while the active version keeps serving, a kill -9 and a
 restart serving what the store says is active, and a table of bad admin input."""
 import json
+import re
 import os
 import signal
 import subprocess
@@ -287,6 +288,16 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
                                        "messages": [{"role": "user", "content": "Hi"}]}).json()["system_fingerprint"]
                       for u in range(6)}
         assert len(by_session) == 1, by_session
+        # Each version has its own request series (a version label), and they
+        # add up to what was asked.
+        per_version = {}
+        for line in httpx.get(s.base + "/metrics").text.splitlines():
+            m = re.match(r'outpost_requests_finished_total\{model="smollm2",version="(\d+)",'
+                         r'finish_reason="\w+"\} (\S+)$', line)
+            if m:
+                per_version[m.group(1)] = per_version.get(m.group(1), 0) + float(m.group(2))
+        assert set(per_version) == {"1", "2"} and min(per_version.values()) > 0, per_version
+        assert sum(per_version.values()) >= 30, per_version
         assert admin(s, "GET", "/admin/models").json()["canaries"], "promoted before the step ended"
         deadline = time.time() + 90
         while time.time() < deadline and admin(s, "GET", "/admin/models").json()["canaries"]:
@@ -314,6 +325,17 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
         versions = {v["ref"]: v for v in admin(s, "GET", "/admin/models").json()["versions"]}
         assert versions["smollm2:1"]["state"] == "retired"
         assert "canary aborted: seen enough" in versions["smollm2:1"]["error"]
+        # The rolled-back version unloads: its gauges go to 0 (sums over
+        # versions stay true), the active one's stay.
+        def gauge(name, version):
+            for line in httpx.get(s.base + "/metrics").text.splitlines():
+                if line.startswith(f'{name}{{model="smollm2",version="{version}"}} '):
+                    return float(line.rsplit(" ", 1)[1])
+        deadline = time.time() + 60
+        while time.time() < deadline and gauge("outpost_model_loaded", "1") != 0:
+            time.sleep(0.5)
+        assert gauge("outpost_model_loaded", "1") == 0 and gauge("outpost_max_sessions", "1") == 0
+        assert gauge("outpost_model_loaded", "2") == 1 and gauge("outpost_max_sessions", "2") == 4
         # Bad canary input names the field.
         for body, param in (({"model": "smollm2:1", "steps": [0]}, "steps"),
                             ({"model": "smollm2:1", "steps": "5"}, "steps"),

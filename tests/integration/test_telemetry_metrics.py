@@ -74,12 +74,14 @@ def series(metrics, name, **want):
 
 
 def test_genai_metrics_sensors_and_promtool(sysfs):
-    with serve("--parallel", "2", env={"OUTPOST_SYSFS_ROOT": sysfs}) as s:
+    with serve("--parallel", "2", "--embeddings", "true", env={"OUTPOST_SYSFS_ROOT": sysfs}) as s:
         assert "sensors: " in s.log() and "hwmon up" in s.log()
         r = s.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello"}],
                                                    "max_tokens": 12, "temperature": 0})
         assert r.status_code == 200
         r = s.post("/v1/completions", json={"prompt": "The sky is", "max_tokens": 8, "temperature": 0})
+        assert r.status_code == 200
+        r = s.post("/v1/embeddings", json={"input": ["a red fox", "a blue sky"]})
         assert r.status_code == 200
         text = s.get("/metrics").text
     m = parse(text)
@@ -87,13 +89,19 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
     for op in ("chat", "text_completion"):
         base = {("gen_ai_operation_name", op), ("gen_ai_provider_name", "outpost"),
                 ("gen_ai_request_model", model)}
-        assert m[("gen_ai_server_request_duration_seconds_count",
-                  frozenset(base | {("error_type", "")}))] == 1
+        # A success carries no error_type (OpenTelemetry sets it only on errors).
+        assert m[("gen_ai_server_request_duration_seconds_count", frozenset(base))] == 1
         assert m[("gen_ai_server_time_to_first_token_seconds_count", frozenset(base))] == 1
         assert m[("gen_ai_server_time_per_output_token_seconds_count", frozenset(base))] == 1
         ttft = m[("gen_ai_server_time_to_first_token_seconds_sum", frozenset(base))]
-        dur = m[("gen_ai_server_request_duration_seconds_sum", frozenset(base | {("error_type", "")}))]
+        dur = m[("gen_ai_server_request_duration_seconds_sum", frozenset(base))]
         assert 0 < ttft <= dur < 60
+    # Embeddings: the request duration only (no tokens are generated).
+    emb = {("gen_ai_operation_name", "embeddings"), ("gen_ai_provider_name", "outpost"),
+           ("gen_ai_request_model", model)}
+    assert m[("gen_ai_server_request_duration_seconds_count", frozenset(emb))] == 1
+    assert 0 < m[("gen_ai_server_request_duration_seconds_sum", frozenset(emb))] < 60
+    assert ("gen_ai_server_time_to_first_token_seconds_count", frozenset(emb)) not in m
     temps = series(m, "outpost_hw_temperature_celsius")
     assert temps["thermal_zone0/x86_pkg_temp"] == 45 and temps["thermal_zone1/GPU-therm"] == 51.5
     assert temps["coretemp/Package id 0"] == 52 and temps["amdgpu/temp1"] == 61

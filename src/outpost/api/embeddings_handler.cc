@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstring>
 
 #include "outpost/api/errors.h"
@@ -137,7 +138,17 @@ void HttpServer::HandleEmbeddings(const HttpRequest& req, HttpResponse& res) {
   }
   auto inputs = ParseInputs(body);
   if (!inputs.ok()) return fail(inputs.status());
+  // gen_ai.server.request.duration, operation "embeddings": from here (the
+  // request is valid) to the vectors; no tokens are generated, so neither
+  // time to first token nor time per output token.
+  const auto start = std::chrono::steady_clock::now();
   auto r = served->embeddings->Embed(*inputs);
+  if (served->genai) {
+    served->genai->Record(
+        "embeddings",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), -1, 0,
+        r.ok() ? std::string() : StatusCodeName(r.status().code()));
+  }
   if (!r.ok()) return fail(r.status());
   json data = json::array();
   for (size_t i = 0; i < r->vectors.size(); ++i) {

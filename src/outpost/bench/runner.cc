@@ -169,7 +169,8 @@ uint64_t PeakResidentBytes() {
 BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
                      telemetry::StatRegistry& stats, const BenchOptions& o) {
   // The model's own series (registering again finds them).
-  const auto sched_stats = scheduler::SchedulerStats::Register(stats, {"model"}, {model.id});
+  const auto sched_stats = scheduler::SchedulerStats::Register(
+      stats, models::ServedModelLabelNames(), models::ServedModelLabels(model));
   const scheduler::CapacityPlan& plan = model.plan;
   const engine::Engine& e = model.scheduler->engine();
   auto progress = [&](const std::string& s) {

@@ -158,16 +158,23 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   served->info = *info;
   std::shared_ptr<const engine::Model> shared_model = std::move(model).value();
   auto engine = std::make_unique<engine::LlamaEngine>(shared_model, std::move(ctx).value());
-  const std::vector<std::string> model_label = {"model"};
-  const ModelStats model_stats = ModelStats::Register(*stats, model_label, {served->id});
+  // Two versions of one model (a canary, a swap) are two series; an unloaded
+  // version's gauges go to 0, so sums over versions stay true.
+  const std::vector<std::string> model_label = ServedModelLabelNames();
+  const std::vector<std::string> model_values = ServedModelLabels(*served);
+  const ModelStats model_stats = ModelStats::Register(*stats, model_label, model_values);
+  served->on_unload = [stats, model_label, model_values] {
+    ModelStats::Register(*stats, model_label, model_values).ZeroGauges();
+    scheduler::SchedulerStats::Register(*stats, model_label, model_values).ZeroGauges();
+  };
   model_stats.memory_budget_bytes.Set(static_cast<double>(plan->budget_bytes));
   model_stats.memory_planned_peak_bytes.Set(static_cast<double>(plan->peak_bytes));
   model_stats.weight_bytes.Set(static_cast<double>(plan->weight_bytes));
   served->scheduler = std::make_shared<scheduler::Scheduler>(
       std::move(engine), so,
-      scheduler::SchedulerStats::Register(*stats, model_label, {served->id}));
-  served->scheduler->SetGenAiStats(
-      std::make_shared<telemetry::GenAiServerStats>(stats, served->id));
+      scheduler::SchedulerStats::Register(*stats, model_label, model_values));
+  served->genai = std::make_shared<telemetry::GenAiServerStats>(stats, served->id);
+  served->scheduler->SetGenAiStats(served->genai);
   served->scheduler->Start();
   model_stats.load_seconds.Set(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,11 +21,18 @@
 #include "outpost/models/version_outcomes.h"
 #include "outpost/scheduler/capacity.h"
 #include "outpost/scheduler/scheduler.h"
+#include "outpost/telemetry/genai_stats.h"
 #include "outpost/util/thread_annotations.h"
 
 namespace outpost::models {
 
 struct ServedModel {
+  // Runs on_unload (the lifecycle's last reference is gone: the version's
+  // gauges go to 0) once the scheduler has stopped.
+  ~ServedModel() {
+    if (scheduler) scheduler->Stop();
+    if (on_unload) on_unload();
+  }
   // Declared before the scheduler, so it is destroyed after it: the memory is
   // handed back only once the engine that used it is gone.
   std::shared_ptr<MemoryReservation> memory;
@@ -36,10 +44,23 @@ struct ServedModel {
   std::string system_fingerprint;
   std::shared_ptr<scheduler::Scheduler> scheduler;  // holds the engine for this model
   std::shared_ptr<EmbeddingService> embeddings;     // null unless loaded for embeddings
+  // The OpenTelemetry GenAI histograms: the scheduler records completions,
+  // api/ records embeddings. Null in tests that build a ServedModel by hand.
+  std::shared_ptr<telemetry::GenAiServerStats> genai;
   scheduler::CapacityPlan plan;
   // What its requests came to (the canary compares versions by it).
   std::shared_ptr<VersionOutcomes> outcomes = std::make_shared<VersionOutcomes>();
+  std::function<void()> on_unload;
 };
+
+// The labels of a served model's own series (scheduler and model stats): one
+// series per model version, so that a canary's two versions stay apart.
+inline std::vector<std::string> ServedModelLabelNames() {
+  return {"model", "version"};
+}
+inline std::vector<std::string> ServedModelLabels(const ServedModel& m) {
+  return {m.id, m.version};
+}
 
 class ServingSet {
  public:

@@ -28,10 +28,14 @@ std::string Escape(const std::string& v) {
 }
 
 // {a="x",b="y"} with an optional extra label (le for buckets); "" when empty.
+// A label whose value is empty is left out: to Prometheus the two are the same
+// series (a file-served model has no store version; a successful request no
+// error_type, as OpenTelemetry sets error.type only on errors).
 std::string Labels(const std::vector<std::string>& names, const LabelValues& values,
                    const std::string& extra = {}) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) {
+    if (values[i].empty()) continue;
     out += out.empty() ? "{" : ",";
     out += names[i] + "=\"" + Escape(values[i]) + "\"";
   }

@@ -57,14 +57,24 @@ inline std::vector<std::string> Concat(std::vector<std::string> a,
                    {}}),                                                              \
       base_values),
 
-#define OUTPOST_DEFINE_STATS(Struct, TABLE)                                               \
-  struct Struct {                                                                         \
-    TABLE(OUTPOST_STAT_MEMBER_COUNTER_, OUTPOST_STAT_MEMBER_GAUGE_,                       \
-          OUTPOST_STAT_MEMBER_HISTOGRAM_, OUTPOST_STAT_MEMBER_COUNTER_VEC_)               \
-    static Struct Register(::outpost::telemetry::StatRegistry& r,                         \
-                           const std::vector<std::string>& base_names = {},               \
-                           const std::vector<std::string>& base_values = {}) {            \
-      return Struct{TABLE(OUTPOST_STAT_INIT_COUNTER_, OUTPOST_STAT_INIT_GAUGE_,           \
-                          OUTPOST_STAT_INIT_HISTOGRAM_, OUTPOST_STAT_INIT_COUNTER_VEC_)}; \
-    }                                                                                     \
+#define OUTPOST_STAT_ZERO_COUNTER_(field, name, help)
+#define OUTPOST_STAT_ZERO_GAUGE_(field, name, help) field.Set(0);
+#define OUTPOST_STAT_ZERO_HISTOGRAM_(field, name, help, bounds)
+#define OUTPOST_STAT_ZERO_COUNTER_VEC_(field, name, help, ...)
+
+#define OUTPOST_DEFINE_STATS(Struct, TABLE)                                                     \
+  struct Struct {                                                                               \
+    TABLE(OUTPOST_STAT_MEMBER_COUNTER_, OUTPOST_STAT_MEMBER_GAUGE_,                             \
+          OUTPOST_STAT_MEMBER_HISTOGRAM_, OUTPOST_STAT_MEMBER_COUNTER_VEC_)                     \
+    /* Every gauge to 0 (what it owned is gone); counters stay cumulative. */                   \
+    void ZeroGauges() const {                                                                   \
+      TABLE(OUTPOST_STAT_ZERO_COUNTER_, OUTPOST_STAT_ZERO_GAUGE_, OUTPOST_STAT_ZERO_HISTOGRAM_, \
+            OUTPOST_STAT_ZERO_COUNTER_VEC_)                                                     \
+    }                                                                                           \
+    static Struct Register(::outpost::telemetry::StatRegistry& r,                               \
+                           const std::vector<std::string>& base_names = {},                     \
+                           const std::vector<std::string>& base_values = {}) {                  \
+      return Struct{TABLE(OUTPOST_STAT_INIT_COUNTER_, OUTPOST_STAT_INIT_GAUGE_,                 \
+                          OUTPOST_STAT_INIT_HISTOGRAM_, OUTPOST_STAT_INIT_COUNTER_VEC_)};       \
+    }                                                                                           \
   }

@@ -173,17 +173,22 @@ void SummaryBuilder::Sample() {
         g.last = s.value;
         ++g.n;
         if (n == "outpost_model_loaded") {
+          // One series per model version (a canary or a swap loads two).
           const std::string model = LabelOf(f, s, "model");
+          const std::string version = LabelOf(f, s, "version");
+          const std::string key = model + "@" + version;
           const bool loaded = s.value > 0;
-          auto it = models_loaded_.find(model);
+          auto it = models_loaded_.find(key);
           if (it == models_loaded_.end() || it->second != loaded) {
             if (loaded || it != models_loaded_.end()) {
-              events_.push_back({loaded ? "outpost.model.activated" : "outpost.model.unloaded",
-                                 loaded ? "INFO" : "WARN",
-                                 now,
-                                 {{"model", model}}});
+              UplinkEvent e{loaded ? "outpost.model.activated" : "outpost.model.unloaded",
+                            loaded ? "INFO" : "WARN",
+                            now,
+                            {{"model", model}}};
+              if (!version.empty()) e.attributes["version"] = version;
+              events_.push_back(std::move(e));
             }
-            models_loaded_[model] = loaded;
+            models_loaded_[key] = loaded;
           }
         }
       }
