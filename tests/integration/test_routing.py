@@ -169,11 +169,13 @@ def test_uplink_loss_and_recovery():
         with serve("--parallel", "2", "--ctx-size", "512", "--routing-file", routing_file(central_port)) as edge:
             wait_upstream(edge, True)
             assert edge.post(CHAT, json=chat_body(model="large")).status_code == 200
+            assert edge.metric("outpost_upstream_up", upstream="hq", kind="central") == 1
             # Kill central; the health check notices.
             central.proc.send_signal(signal.SIGKILL)
             central.proc.wait()
             detect = wait_upstream(edge, False)
             print(f"central loss detected after {detect:.2f}s")
+            assert edge.metric("outpost_upstream_up", upstream="hq", kind="central") == 0
             # Local-eligible traffic keeps working; central-only fails fast with a reason.
             ok = edge.post(CHAT, json=chat_body())
             assert ok.status_code == 200 and ok.headers["X-Outpost-Route"] == "local"

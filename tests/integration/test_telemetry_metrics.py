@@ -76,8 +76,10 @@ def series(metrics, name, **want):
 def test_genai_metrics_sensors_and_promtool(sysfs):
     with serve("--parallel", "2", "--embeddings", "true", env={"OUTPOST_SYSFS_ROOT": sysfs}) as s:
         assert "sensors: " in s.log() and "hwmon up" in s.log()
+        # Long enough (over a second of work) for the windowed rates to fill.
         r = s.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello"}],
-                                                   "max_tokens": 12, "temperature": 0})
+                                                   "max_tokens": 96, "ignore_eos": True,
+                                                   "temperature": 0})
         assert r.status_code == 200
         r = s.post("/v1/completions", json={"prompt": "The sky is", "max_tokens": 8, "temperature": 0})
         assert r.status_code == 200
@@ -116,6 +118,13 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
                 if n == "outpost_requests_finished_total"}
     assert sum(finished.values()) == 2 and set(finished) <= {"stop", "length"}, finished
     assert m[("outpost_model_loaded", frozenset({("model", model)}))] == 1
+    # Queue time (one value per request that ran), KV usage as a share, and
+    # the decode and prefill rates over a window.
+    assert m[("outpost_request_queue_time_seconds_count", frozenset({("model", model)}))] == 2
+    assert 0 <= m[("outpost_request_queue_time_seconds_sum", frozenset({("model", model)}))] < 5
+    assert 0 < m[("outpost_kv_usage_ratio", frozenset({("model", model)}))] <= 1
+    assert m[("outpost_decode_tokens_per_second", frozenset({("model", model)}))] > 0
+    assert m[("outpost_prefill_tokens_per_second", frozenset({("model", model)}))] > 0
     assert 0 < m[("outpost_model_load_seconds", frozenset({("model", model)}))] < 120
     assert m[("process_resident_memory_bytes", frozenset())] > 50e6
     assert m[("process_cpu_seconds_total", frozenset())] > 0

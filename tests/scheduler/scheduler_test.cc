@@ -192,6 +192,25 @@ TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   EXPECT_EQ(stats.finished.With({FinishReasonName(running->result.finish)}).value(), 1u);
 }
 
+TEST(Scheduler, QueueTimeAndKvUsageAreMeasured) {
+  Fixture f(Opts(1, 2), std::string(20, 'z'));
+  auto running = f.Sink("running"), waiting = f.Sink("waiting");
+  ASSERT_TRUE(f.Submit(running, 8).ok());
+  ASSERT_TRUE(f.Submit(waiting, 8).ok());
+  ASSERT_TRUE(f.sched->StepForTest());  // `running` takes the only session at once
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  ASSERT_GT(stats.kv_bytes_limit.value(), 0);
+  EXPECT_GT(stats.kv_usage_ratio.value(), 0);
+  EXPECT_DOUBLE_EQ(stats.kv_usage_ratio.value(),
+                   stats.kv_bytes_used.value() / stats.kv_bytes_limit.value());
+  f.clock.Advance(std::chrono::milliseconds(400));  // `waiting` waits this long
+  f.RunToIdle();
+  ASSERT_TRUE(waiting->done);
+  const auto q = stats.queue_time.Snapshot();
+  EXPECT_EQ(q.count, 2u);
+  EXPECT_NEAR(q.sum, 0.4, 1e-9);  // 0 for `running`, 0.4 s for `waiting`
+}
+
 TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {
   // batch_size 16, prefill_chunk 4: while `a` decodes, `b`'s 40-token prompt
   // enters at most 4 tokens per step; alone, a prompt takes the whole batch.

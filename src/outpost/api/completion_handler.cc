@@ -120,8 +120,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
     const auto& tenants = router_->config().tenants;
     const auto it = tenants.find(key);
     const bool restricted =
-        (it != tenants.end() && it->second.data_class == router::DataClass::kRestricted) ||
-        call.data_class == router::DataClass::kRestricted;
+        router_->ResolveDataClass(key, call.data_class) == router::DataClass::kRestricted;
     if (it != tenants.end() && it->second.telemetry_content && !restricted) {
       ContentCaptureInfo info{request_id, chat ? "chat" : "text_completion", it->second.name,
                               call.request.model};

@@ -22,6 +22,23 @@ Router::Router(RoutingConfig cfg, telemetry::StatRegistry* stats)
                   {},
                   {}})
       .ComputedWith({}, [this] { return static_cast<double>(client_.connections_opened()); });
+  // Upstream health as the routing sees it: 1 when a host takes requests, 0
+  // while it fails its active health check or is ejected as an outlier.
+  auto& up = stats->Register({"outpost_upstream_up",
+                              "1 while the upstream is healthy (passes its health check, not "
+                              "ejected), else 0.",
+                              telemetry::StatType::kGauge,
+                              {"upstream", "kind"},
+                              {}});
+  for (const auto& u : cfg_.upstreams) {
+    const std::string name = u.name;
+    up.ComputedWith({name, UpstreamKindName(u.kind)}, [this, name] {
+      for (const auto& h : cluster_.Status()) {
+        if (h.name == name) return h.healthy() ? 1.0 : 0.0;
+      }
+      return 0.0;
+    });
+  }
 }
 
 DataClass Router::ResolveDataClass(const std::string& api_key,

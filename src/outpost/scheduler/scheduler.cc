@@ -244,6 +244,7 @@ int32_t Scheduler::AdmitLocked() {
     const Reuse pending = cache ? FindPending(q.req, reuse) : Reuse{};
     const std::vector<size_t> idle = PickIdle(n, pending.match > 0 ? Reuse{} : reuse);
     queued_choices_ -= q.req.n;
+    stats_.queue_time.Observe(Seconds(now - q.enqueued));
     auto group = std::make_shared<Group>();
     group->sink = q.sink;
     group->slots = idle;
@@ -429,7 +430,7 @@ void Scheduler::Step() {
     ++n_sampled;
   }
   const auto step_time = clock_->Now() - step_start;
-  UpdateRate(n_sampled, step_time);
+  UpdateRate(n_sampled, n_prefill, step_time);
   spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
                 n_sampled, Seconds(step_time) * 1000);
   uint64_t held = 0, cached = 0;
@@ -437,7 +438,10 @@ void Scheduler::Step() {
     held += s.kv.size();
     if (s.state == SlotState::kIdle) cached += s.kv.size();
   }
-  stats_.kv_bytes_used.Set(static_cast<double>(held * options_.kv_bytes_per_token));
+  const double used = static_cast<double>(held * options_.kv_bytes_per_token);
+  stats_.kv_bytes_used.Set(used);
+  const double limit = stats_.kv_bytes_limit.value();
+  stats_.kv_usage_ratio.Set(limit > 0 ? std::min(1.0, used / limit) : 0.0);
   stats_.prefix_cache_tokens.Set(static_cast<double>(cached));
   cache_tokens_.store(static_cast<int64_t>(cached), std::memory_order_relaxed);
 }
@@ -704,15 +708,21 @@ void Scheduler::FailBatch(const Status& st) {
   }
 }
 
-void Scheduler::UpdateRate(int32_t n_sampled, util::Clock::Duration step) {
-  // Rate over busy time only (idle gaps do not dilute it), refreshed each second.
+void Scheduler::UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step) {
+  // Rates over busy time only (idle gaps do not dilute them), refreshed each
+  // second; never reset by a scrape.
   rate_window_tokens_ += n_sampled;
+  rate_window_prefill_ += n_prefill;
   rate_window_busy_ += step;
   const double dt = Seconds(rate_window_busy_);
   if (dt < 1.0) return;
   const double tps = static_cast<double>(rate_window_tokens_) / dt;
+  const double pps = static_cast<double>(rate_window_prefill_) / dt;
   rate_window_tokens_ = 0;
+  rate_window_prefill_ = 0;
   rate_window_busy_ = util::Clock::Duration::zero();
+  prefill_tps_ = prefill_tps_ <= 0 ? pps : 0.5 * prefill_tps_ + 0.5 * pps;
+  stats_.prefill_tokens_per_second.Set(prefill_tps_);
   std::lock_guard<std::mutex> lock(mu_);
   decode_tps_ = decode_tps_ <= 0 ? tps : 0.5 * decode_tps_ + 0.5 * tps;
   stats_.decode_tokens_per_second.Set(decode_tps_);

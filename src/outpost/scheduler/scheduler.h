@@ -256,7 +256,7 @@ class Scheduler {
   void DrainOnStop();
   int32_t RetryAfterLocked() const OUTPOST_REQUIRES(mu_);
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
-  void UpdateRate(int32_t n_sampled, util::Clock::Duration step);
+  void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
 
   // Const after construction.
   const std::unique_ptr<engine::Engine> engine_;
@@ -284,6 +284,8 @@ class Scheduler {
   std::vector<Slot> slots_;
   util::Clock::Duration rate_window_busy_{};
   int64_t rate_window_tokens_ = 0;
+  int64_t rate_window_prefill_ = 0;
+  double prefill_tps_ = 0;  // EMA, the engine thread only
   std::thread thread_;
 };
 

@@ -24,6 +24,9 @@
   HISTOGRAM(inter_token_latency, "outpost_inter_token_latency_seconds",                          \
             "Time between consecutive generated tokens of one request.",                         \
             ::outpost::telemetry::TokenGapBounds())                                               \
+  HISTOGRAM(queue_time, "outpost_request_queue_time_seconds",                                   \
+            "Time from request arrival until a session takes it (0 when one is free).",          \
+            ::outpost::telemetry::LatencyBounds())                                                \
   HISTOGRAM(request_duration, "outpost_request_duration_seconds",                                \
             "Time from request arrival to its last token.", ::outpost::telemetry::LatencyBounds()) \
   GAUGE(queue_depth, "outpost_queue_depth", "Requests waiting for a session.")                   \
@@ -34,8 +37,12 @@
   GAUGE(prefix_cache_tokens, "outpost_prefix_cache_tokens",                                      \
         "Tokens of KV idle sessions keep for reuse (reclaimable at once).")                      \
   GAUGE(kv_bytes_limit, "outpost_kv_bytes_limit", "KV cache bytes allocated for all sessions.")  \
+  GAUGE(kv_usage_ratio, "outpost_kv_usage_ratio",                                                \
+        "KV cache holding tokens as a share of what is allocated (0 to 1).")                     \
   GAUGE(decode_tokens_per_second, "outpost_decode_tokens_per_second",                            \
-        "Aggregate decode rate over the last seconds of work.")
+        "Aggregate decode rate over the last seconds of work.")                                  \
+  GAUGE(prefill_tokens_per_second, "outpost_prefill_tokens_per_second",                          \
+        "Aggregate prompt-processing rate over the last seconds of work.")
 // clang-format on
 
 namespace outpost::scheduler {
