@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import httpx
 import pytest
-from outpost_harness import free_port, serve
+from outpost_harness import BIN, free_port, serve
 
 SYSFS = {
     "class/thermal/thermal_zone0/type": "x86_pkg_temp",
@@ -35,6 +35,18 @@ SYSFS = {
     "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count": "3",
     "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count": "7",
 }
+# Each CPU's cpufreq directory as the kernel lays it out (node_exporter reads
+# all of it; Outpost reads scaling_cur_freq, kHz).
+for _cpu, _khz in (("cpu0", "2400000"), ("cpu1", "1200000")):
+    for _name, _text in (("scaling_cur_freq", _khz), ("cpuinfo_min_freq", "800000"),
+                         ("cpuinfo_max_freq", "4000000"), ("scaling_min_freq", "800000"),
+                         ("scaling_max_freq", "4000000"), ("scaling_governor", "powersave"),
+                         ("scaling_available_governors", "performance powersave"),
+                         ("scaling_driver", "intel_pstate"), ("related_cpus", _cpu[3:]),
+                         ("affected_cpus", _cpu[3:]), ("scaling_setspeed", "<unsupported>")):
+        SYSFS[f"devices/system/cpu/{_cpu}/cpufreq/{_name}"] = _text
+# The stand-in NVML library the unit tests build (tests/mocks/fake_nvml.cc).
+FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "libfake_nvml.so")
 
 
 def fake_sysfs():
@@ -74,7 +86,8 @@ def series(metrics, name, **want):
 
 
 def test_genai_metrics_sensors_and_promtool(sysfs):
-    with serve("--parallel", "2", "--embeddings", "true", env={"OUTPOST_SYSFS_ROOT": sysfs}) as s:
+    with serve("--parallel", "2", "--embeddings", "true",
+               env={"OUTPOST_SYSFS_ROOT": sysfs, "OUTPOST_NVML_LIBRARY": FAKE_NVML}) as s:
         assert "sensors: " in s.log() and "hwmon up" in s.log()
         # Long enough (over a second of work) for the windowed rates to fill.
         r = s.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello"}],
@@ -107,11 +120,21 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
     temps = series(m, "outpost_hw_temperature_celsius")
     assert temps["thermal_zone0/x86_pkg_temp"] == 45 and temps["thermal_zone1/GPU-therm"] == 51.5
     assert temps["coretemp/Package id 0"] == 52 and temps["amdgpu/temp1"] == 61
-    power = series(m, "outpost_hw_power_watts")
+    power = series(m, "outpost_hw_power_watts", source="hwmon")
     assert power == {"amdgpu/power1": 35, "ina3221/VDD_IN": 6}
+    assert series(m, "outpost_hw_power_watts", source="nvml") == {"gpu0": 120.5}
     assert series(m, "outpost_hw_throttle_events_total")["package0"] == 7
     up = {dict(l)["source"]: v for (n, l), v in m.items() if n == "outpost_sensor_up"}
     assert up["hwmon"] == 1 and up["thermal_zone"] == 1 and up["cpu_throttle"] == 1
+    assert up["cpufreq"] == 1 and up["nvml"] == 1 and up["devfreq"] == 0
+    assert series(m, "outpost_hw_clock_hertz", source="cpufreq") == {"cpu0": 2.4e9, "cpu1": 1.2e9}
+    # The GPU through NVML (the stand-in library): clock, utilisation, memory;
+    # its second device answers NOT_SUPPORTED and is left out, never 0.
+    assert series(m, "outpost_hw_clock_hertz", source="nvml") == {"gpu0": 1.41e9}
+    assert series(m, "outpost_hw_utilization_ratio") == {"gpu0": 0.37}
+    assert series(m, "outpost_hw_memory_used_bytes") == {"gpu0": 10 * 2**30}
+    assert series(m, "outpost_hw_memory_total_bytes") == {"gpu0": 80 * 2**30}
+    assert series(m, "outpost_hw_temperature_celsius", source="nvml") == {"gpu0": 65, "gpu1": 48}
     assert ":" not in "".join(n for n, _ in m)  # no recording-rule names
     # The serving set: how requests ended, the model's load, the process.
     finished = {dict(l)["finish_reason"]: v for (n, l), v in m.items()
@@ -139,7 +162,7 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
 def test_sensor_readings_match_node_exporter_on_the_same_tree(sysfs):
     port = free_port()
     ne = subprocess.Popen(["prometheus-node-exporter", f"--path.sysfs={sysfs}", "--collector.disable-defaults",
-                           "--collector.hwmon", "--collector.thermal_zone",
+                           "--collector.hwmon", "--collector.thermal_zone", "--collector.cpufreq",
                            f"--web.listen-address=127.0.0.1:{port}"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -169,5 +192,9 @@ def test_sensor_readings_match_node_exporter_on_the_same_tree(sysfs):
     ne_zones = sorted(v for (n, l), v in theirs.items() if n == "node_thermal_zone_temp")
     our_zones = sorted(series(ours, "outpost_hw_temperature_celsius", source="thermal_zone").values())
     assert ne_zones == our_zones and len(ne_zones) == 2
+    # Per CPU, the same clock.
+    ne_clock = {"cpu" + dict(l)["cpu"]: v for (n, l), v in theirs.items()
+                if n == "node_cpu_scaling_frequency_hertz"}
+    assert ne_clock == series(ours, "outpost_hw_clock_hertz", source="cpufreq") and len(ne_clock) == 2
     ne_power = {dict(l)["chip"]: v for (n, l), v in theirs.items() if n == "node_hwmon_power_average_watt"}
     assert ne_power == {"amdgpu": series(ours, "outpost_hw_power_watts")["amdgpu/power1"]}

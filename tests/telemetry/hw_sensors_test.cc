@@ -66,7 +66,7 @@ TEST(HwSensors, ReadsHwmonThermalZonesRailsAndThrottling) {
   sys.Write("devices/system/cpu/cpu0/thermal_throttle/package_throttle_count", "7");
   sys.Write("devices/system/cpu/cpu1/thermal_throttle/core_throttle_count", "0");
 
-  const auto hw = HwSensors::Discover(sys.root(), /*nvml=*/false);
+  const auto hw = HwSensors::Discover(sys.root(), /*nvml_library=*/"");
   const auto temps = Readings(*hw, HwQuantity::kTemperature);
   EXPECT_DOUBLE_EQ(temps.at("thermal_zone:thermal_zone0/x86_pkg_temp"), 45.0);
   EXPECT_DOUBLE_EQ(temps.at("thermal_zone:thermal_zone1/GPU-therm"), 51.5);
@@ -89,14 +89,81 @@ TEST(HwSensors, ReadsHwmonThermalZonesRailsAndThrottling) {
       EXPECT_EQ(s.hw_type, "cpu");
     }
   }
-  for (const auto& src : hw->sources()) EXPECT_TRUE(src.up) << src.name;
+  for (const auto& src : hw->sources()) {
+    // This tree has no clocks: those sources are down, the rest up.
+    EXPECT_EQ(src.up, src.name != "cpufreq" && src.name != "devfreq") << src.name;
+  }
+}
+
+TEST(HwSensors, ReadsCpuAndDevfreqClocks) {
+  FakeSysfs sys;
+  sys.Write("devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", "2400000");  // kHz
+  sys.Write("devices/system/cpu/cpu1/cpufreq/scaling_cur_freq", "1200000");
+  sys.Write("devices/system/cpu/cpu2/online", "1");                 // no cpufreq: no clock, not 0
+  sys.Write("class/devfreq/17000000.ga10b/cur_freq", "918000000");  // Hz (Orin's GPU)
+  sys.Write("class/devfreq/bpmp-emc/cur_freq", "3199000000");
+  const auto hw = HwSensors::Discover(sys.root(), "");
+  const auto clocks = Readings(*hw, HwQuantity::kClock);
+  EXPECT_EQ(clocks.size(), 4u);
+  EXPECT_DOUBLE_EQ(clocks.at("cpufreq:cpu0"), 2.4e9);
+  EXPECT_DOUBLE_EQ(clocks.at("cpufreq:cpu1"), 1.2e9);
+  EXPECT_DOUBLE_EQ(clocks.at("devfreq:17000000.ga10b"), 918e6);
+  EXPECT_DOUBLE_EQ(clocks.at("devfreq:bpmp-emc"), 3199e6);
+  for (const auto& s : hw->sensors()) {
+    if (s.hw_id == "17000000.ga10b") {
+      EXPECT_EQ(s.hw_type, "gpu");
+    }
+    if (s.hw_id == "cpu0") {
+      EXPECT_EQ(s.hw_type, "cpu");
+    }
+  }
+}
+
+TEST(HwSensors, NvmlThroughALoadedLibraryAndNotSupportedIsAbsent) {
+  // The stand-in library (tests/mocks/fake_nvml.cc), loaded as the driver's is.
+  FakeSysfs sys;
+  const auto hw = HwSensors::Discover(sys.root(), OUTPOST_FAKE_NVML);
+  StatRegistry reg;
+  hw->RegisterMetrics(&reg);
+  const std::string text = PrometheusText(reg.Snapshot());
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
+  };
+  const std::string gpu0 = "{hw_id=\"gpu0\",hw_type=\"gpu\",source=\"nvml\"}";
+  has("outpost_hw_temperature_celsius" + gpu0 + " 65");
+  has("outpost_hw_power_watts" + gpu0 + " 120.5");
+  has("outpost_hw_energy_joules_total" + gpu0 + " 5000");
+  has("outpost_hw_clock_hertz" + gpu0 + " 1410000000");
+  has("outpost_hw_utilization_ratio" + gpu0 + " 0.37");
+  has("outpost_hw_memory_used_bytes" + gpu0 + " 10737418240");
+  has("outpost_hw_memory_total_bytes" + gpu0 + " 85899345920");
+  // gpu1 answers NOT_SUPPORTED to all but its temperature: only that is there.
+  has("outpost_hw_temperature_celsius{hw_id=\"gpu1\",hw_type=\"gpu\",source=\"nvml\"} 48");
+  size_t gpu1 = 0;
+  for (size_t at = text.find("hw_id=\"gpu1\""); at != std::string::npos;
+       at = text.find("hw_id=\"gpu1\"", at + 1)) {
+    ++gpu1;
+  }
+  EXPECT_EQ(gpu1, 1u) << text;
+  has("outpost_sensor_up{source=\"nvml\"} 1");
+
+  // A library that is not there: NVML is simply down.
+  const auto none = HwSensors::Discover(sys.root(), "/nonexistent/libnvidia-ml.so.1");
+  bool listed = false;
+  for (const auto& src : none->sources()) {
+    if (src.name == "nvml") {
+      listed = true;
+      EXPECT_FALSE(src.up);
+    }
+  }
+  EXPECT_TRUE(listed);
 }
 
 TEST(HwSensors, AbsentOrBrokenSensorsAreLeftOutNeverZero) {
   FakeSysfs sys;
   sys.Write("class/hwmon/hwmon0/name", "broken");
   sys.Write("class/hwmon/hwmon0/temp1_input", "N/A");  // a driver that cannot read
-  const auto hw = HwSensors::Discover(sys.root(), false);
+  const auto hw = HwSensors::Discover(sys.root(), "");
   StatRegistry reg;
   hw->RegisterMetrics(&reg);
   const std::string text = PrometheusText(reg.Snapshot());
@@ -108,7 +175,7 @@ TEST(HwSensors, AbsentOrBrokenSensorsAreLeftOutNeverZero) {
   FakeSysfs sys2;
   sys2.Write("class/thermal/thermal_zone0/type", "acpitz");
   sys2.Write("class/thermal/thermal_zone0/temp", "40000");
-  const auto hw2 = HwSensors::Discover(sys2.root(), false);
+  const auto hw2 = HwSensors::Discover(sys2.root(), "");
   StatRegistry reg2;
   hw2->RegisterMetrics(&reg2);
   EXPECT_NE(

@@ -116,7 +116,10 @@ int RunServe(ServeConfig cfg) {
   // fake sysfs tree for tests).
   const char* sysfs_env = std::getenv("OUTPOST_SYSFS_ROOT");
   const std::string sysfs_root = sysfs_env != nullptr && *sysfs_env ? sysfs_env : "/sys";
-  const auto hw = telemetry::HwSensors::Discover(sysfs_root, sysfs_root == "/sys");
+  // NVML only on the real tree, unless a test names a library to load.
+  std::string nvml = sysfs_root == "/sys" ? telemetry::HwSensors::kNvmlLibrary : "";
+  if (const char* lib = std::getenv("OUTPOST_NVML_LIBRARY"); lib != nullptr) nvml = lib;
+  const auto hw = telemetry::HwSensors::Discover(sysfs_root, nvml);
   hw->RegisterMetrics(&stats);
   telemetry::RegisterProcessMetrics(&stats);
   {

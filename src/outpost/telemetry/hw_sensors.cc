@@ -91,7 +91,17 @@ using NvmlGetHandle = int (*)(unsigned, void**);
 using NvmlGetTemp = int (*)(void*, int, unsigned*);
 using NvmlGetPower = int (*)(void*, unsigned*);
 using NvmlGetEnergy = int (*)(void*, unsigned long long*);
+using NvmlGetClock = int (*)(void*, int, unsigned*);
+struct NvmlUtilization {
+  unsigned gpu, memory;  // percent
+};
+using NvmlGetUtilization = int (*)(void*, NvmlUtilization*);
+struct NvmlMemory {
+  unsigned long long total, free, used;  // bytes
+};
+using NvmlGetMemory = int (*)(void*, NvmlMemory*);
 constexpr int kNvmlTemperatureGpu = 0;
+constexpr int kNvmlClockSm = 1;
 
 }  // namespace
 
@@ -115,7 +125,8 @@ HwSensors::~HwSensors() {
   }
 }
 
-std::unique_ptr<HwSensors> HwSensors::Discover(const std::string& sysfs_root, bool nvml) {
+std::unique_ptr<HwSensors> HwSensors::Discover(const std::string& sysfs_root,
+                                               const std::string& nvml_library) {
   std::unique_ptr<HwSensors> hw(new HwSensors());
   const fs::path root(sysfs_root);
   std::error_code ec;
@@ -204,11 +215,45 @@ std::unique_ptr<HwSensors> HwSensors::Discover(const std::string& sysfs_root, bo
   }
   add_source("cpu_throttle", before);
 
+  // Clocks: each CPU's current frequency (cpufreq, kHz), and devfreq devices
+  // (a Jetson's GPU and memory controller, Hz).
+  before = hw->sensors_.size();
+  for (const auto& cpu : Numbered(root / "devices/system/cpu", "cpu")) {
+    const fs::path f = cpu / "cpufreq/scaling_cur_freq";
+    if (!fs::exists(f, ec)) continue;
+    hw->sensors_.push_back(
+        {HwQuantity::kClock, cpu.filename().string(), "cpu", "cpufreq", FileReading(f, 1e3)});
+  }
+  add_source("cpufreq", before);
+  before = hw->sensors_.size();
+  if (fs::is_directory(root / "class/devfreq", ec)) {
+    std::vector<fs::path> devices;
+    for (const auto& e : fs::directory_iterator(root / "class/devfreq", ec)) {
+      devices.push_back(e.path());
+    }
+    std::sort(devices.begin(), devices.end());
+    for (const auto& d : devices) {
+      if (!fs::exists(d / "cur_freq", ec)) continue;
+      const std::string name = d.filename().string();
+      // The governor's device name says what it clocks ("17000000.gpu",
+      // "17000000.ga10b" on Orin, "gv11b" on Xavier).
+      std::string type = HwTypeOf(name);
+      const std::string lower = Lower(name);
+      if (lower.find("ga10b") != std::string::npos || lower.find("gv11b") != std::string::npos ||
+          lower.find("gp10b") != std::string::npos) {
+        type = "gpu";
+      }
+      hw->sensors_.push_back(
+          {HwQuantity::kClock, name, type, "devfreq", FileReading(d / "cur_freq", 1)});
+    }
+  }
+  add_source("devfreq", before);
+
   // NVIDIA GPUs through NVML: each query may answer NOT_SUPPORTED (Jetson),
   // in which case that sensor is not listed.
-  if (nvml) {
+  if (!nvml_library.empty()) {
     before = hw->sensors_.size();
-    void* h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+    void* h = dlopen(nvml_library.c_str(), RTLD_LAZY | RTLD_LOCAL);
     auto init = h ? reinterpret_cast<NvmlInit>(dlsym(h, "nvmlInit_v2")) : nullptr;
     if (init != nullptr && init() == 0) {
       hw->nvml_ = h;
@@ -218,6 +263,9 @@ std::unique_ptr<HwSensors> HwSensors::Discover(const std::string& sysfs_root, bo
       auto power = reinterpret_cast<NvmlGetPower>(dlsym(h, "nvmlDeviceGetPowerUsage"));
       auto energy =
           reinterpret_cast<NvmlGetEnergy>(dlsym(h, "nvmlDeviceGetTotalEnergyConsumption"));
+      auto clock = reinterpret_cast<NvmlGetClock>(dlsym(h, "nvmlDeviceGetClockInfo"));
+      auto util = reinterpret_cast<NvmlGetUtilization>(dlsym(h, "nvmlDeviceGetUtilizationRates"));
+      auto memory = reinterpret_cast<NvmlGetMemory>(dlsym(h, "nvmlDeviceGetMemoryInfo"));
       unsigned n = 0;
       if (count != nullptr && get != nullptr && count(&n) == 0) {
         for (unsigned d = 0; d < n && d < 16; ++d) {
@@ -249,6 +297,41 @@ std::unique_ptr<HwSensors> HwSensors::Discover(const std::string& sysfs_root, bo
                    unsigned long long mj = 0;
                    if (energy(dev, &mj) != 0) return false;
                    *v = static_cast<double>(mj) * 1e-3;
+                   return true;
+                 }});
+          }
+          if (clock != nullptr && clock(dev, kNvmlClockSm, &u) == 0) {
+            hw->sensors_.push_back({HwQuantity::kClock, id, "gpu", "nvml", [clock, dev](double* v) {
+                                      unsigned mhz = 0;
+                                      if (clock(dev, kNvmlClockSm, &mhz) != 0) return false;
+                                      *v = mhz * 1e6;
+                                      return true;
+                                    }});
+          }
+          NvmlUtilization ut{};
+          if (util != nullptr && util(dev, &ut) == 0) {
+            hw->sensors_.push_back(
+                {HwQuantity::kUtilisation, id, "gpu", "nvml", [util, dev](double* v) {
+                   NvmlUtilization r{};
+                   if (util(dev, &r) != 0) return false;
+                   *v = r.gpu / 100.0;
+                   return true;
+                 }});
+          }
+          NvmlMemory mem{};
+          if (memory != nullptr && memory(dev, &mem) == 0) {
+            hw->sensors_.push_back(
+                {HwQuantity::kMemoryUsed, id, "gpu", "nvml", [memory, dev](double* v) {
+                   NvmlMemory r{};
+                   if (memory(dev, &r) != 0) return false;
+                   *v = static_cast<double>(r.used);
+                   return true;
+                 }});
+            hw->sensors_.push_back(
+                {HwQuantity::kMemoryTotal, id, "gpu", "nvml", [memory, dev](double* v) {
+                   NvmlMemory r{};
+                   if (memory(dev, &r) != 0) return false;
+                   *v = static_cast<double>(r.total);
                    return true;
                  }});
           }
@@ -287,6 +370,22 @@ void HwSensors::RegisterMetrics(StatRegistry* registry) const {
                            StatType::kCounter,
                            labels,
                            {}});
+  families[HwQuantity::kClock] =
+      &registry->Register({"outpost_hw_clock_hertz",
+                           "Current clock: CPU cores (cpufreq), devfreq devices, GPU SM clock.",
+                           StatType::kGauge,
+                           labels,
+                           {}});
+  families[HwQuantity::kUtilisation] =
+      &registry->Register({"outpost_hw_utilization_ratio",
+                           "Share of time the GPU was busy over its last sample period (0 to 1).",
+                           StatType::kGauge,
+                           labels,
+                           {}});
+  families[HwQuantity::kMemoryUsed] = &registry->Register(
+      {"outpost_hw_memory_used_bytes", "GPU memory in use.", StatType::kGauge, labels, {}});
+  families[HwQuantity::kMemoryTotal] = &registry->Register(
+      {"outpost_hw_memory_total_bytes", "GPU memory in all.", StatType::kGauge, labels, {}});
   for (const HwSensor& s : sensors_) {
     families[s.quantity]->ComputedWith({s.hw_id, s.hw_type, s.source}, [read = s.read] {
       double v = 0;

@@ -1,8 +1,9 @@
 // HwSensors — every hardware sensor the box exposes, as metrics: temperatures,
 // power and energy from Linux hwmon and thermal zones (an INA3221 on Jetson
 // boards, RAPL-backed hwmon chips, ACPI zones), thermal throttling counted by
-// the CPU, and the GPU through NVML when the driver is present (libnvidia-ml
-// is loaded at run time: no build or run dependency).
+// the CPU, CPU and devfreq clocks, and the GPU through NVML when the driver is
+// present — temperature, power, energy, SM clock, utilisation and memory
+// (libnvidia-ml is loaded at run time: no build or run dependency).
 //
 // Sensors are discovered once (Discover) under a sysfs root ("/sys"; tests
 // point it at a fake tree) and read again on every scrape. A sensor that is
@@ -27,35 +28,48 @@ namespace outpost::telemetry {
 
 class StatRegistry;
 
-enum class HwQuantity { kTemperature, kPower, kEnergy, kThrottleEvents };
+enum class HwQuantity {
+  kTemperature,
+  kPower,
+  kEnergy,
+  kThrottleEvents,
+  kClock,        // Hz: CPU cores (cpufreq), devfreq devices (Jetson GPU), NVML SM clock
+  kUtilisation,  // 0..1: NVML GPU busy share
+  kMemoryUsed,   // bytes: NVML GPU memory in use
+  kMemoryTotal,  // bytes: NVML GPU memory
+};
 
 struct HwSensor {
   HwQuantity quantity = HwQuantity::kTemperature;
   std::string hw_id;    // "coretemp/Package id 0", "thermal_zone0", "ina3221/VDD_IN", "gpu0"
   std::string hw_type;  // "cpu", "gpu", "board", "memory", "power_rail"
-  std::string source;   // "hwmon", "thermal_zone", "cpu_throttle", "nvml"
+  std::string source;   // "hwmon", "thermal_zone", "cpu_throttle", "cpufreq", "devfreq", "nvml"
   // The current value in the exposed unit (degrees C, W, J, count); false when
   // the reading failed (the series is then skipped for that scrape).
   std::function<bool(double*)> read;
 };
 
 struct HwSource {
-  std::string name;  // hwmon | thermal_zone | cpu_throttle | nvml
+  std::string name;  // hwmon | thermal_zone | cpu_throttle | cpufreq | devfreq | nvml
   bool up = false;   // present and at least one sensor answered
 };
 
 class HwSensors {
  public:
-  // Scans `sysfs_root` (and NVML unless `nvml` is false).
+  // Scans `sysfs_root`, and NVML through `nvml_library` ("" = no NVML; a
+  // path loads that library instead of the driver's, as tests do).
+  static constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
   static std::unique_ptr<HwSensors> Discover(const std::string& sysfs_root = "/sys",
-                                             bool nvml = true);
+                                             const std::string& nvml_library = kNvmlLibrary);
   ~HwSensors();
 
   const std::vector<HwSensor>& sensors() const { return sensors_; }
   const std::vector<HwSource>& sources() const { return sources_; }
 
   // Registers outpost_hw_temperature_celsius, outpost_hw_power_watts,
-  // outpost_hw_energy_joules_total, outpost_hw_throttle_events_total and
+  // outpost_hw_energy_joules_total, outpost_hw_throttle_events_total,
+  // outpost_hw_clock_hertz, outpost_hw_utilization_ratio,
+  // outpost_hw_memory_used_bytes, outpost_hw_memory_total_bytes and
   // outpost_sensor_up; values are read at scrape time. `this` must outlive
   // the registry's readers.
   void RegisterMetrics(StatRegistry* registry) const;

@@ -1,13 +1,20 @@
 #include "outpost/telemetry/prometheus_text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace outpost::telemetry {
 namespace {
 
+// Whole numbers exactly (byte counts, clocks: 10737418240, not 1.07e+10),
+// others to 15 significant digits (0.05 stays 0.05).
 std::string Num(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.15g", v);
+  }
   return buf;
 }
 
