@@ -19,6 +19,7 @@ import openai
 import pytest
 
 from outpost_harness import BIN, MODEL, free_port, serve
+from test_dashboard import _dom
 
 KEY = "lifecycle-admin-key-0123456789"
 
@@ -269,6 +270,10 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
         assert ready["version"] == "1" and ready["canary"]["version"] == "2", ready
         assert ready["canary"]["percent"] == 50 and ready["canary"]["baseline"] == "1", ready
         assert {(l["version"], l["role"]) for l in r["loaded"]} == {("1", "active"), ("2", "canary")}
+        # The live page shows the version and the canary's progress (Chromium).
+        table = re.search(r'id="model-table"[^>]*>(.*?)</table>', _dom(s.base + "/"), re.S)
+        models_cell = re.sub(r"<[^>]+>", " ", table.group(1)) if table else ""
+        assert "smollm2 v1" in models_cell and "canary v2 at 50%" in models_cell, models_cell
         seen = {}
         for round_ in range(2):
             for u in range(12):
