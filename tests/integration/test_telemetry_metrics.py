@@ -35,6 +35,12 @@ SYSFS = {
     "devices/system/cpu/cpu0/thermal_throttle/core_throttle_count": "3",
     "devices/system/cpu/cpu0/thermal_throttle/package_throttle_count": "7",
 }
+# RAPL zones under powercap (µJ): a package and its core and dram subzones.
+for _zone, _name, _uj in (("intel-rapl:0", "package-0", "123456789"), ("intel-rapl:0:0", "core", "45000000"),
+                          ("intel-rapl:0:1", "dram", "7000000")):
+    SYSFS[f"class/powercap/{_zone}/name"] = _name
+    SYSFS[f"class/powercap/{_zone}/energy_uj"] = _uj
+    SYSFS[f"class/powercap/{_zone}/max_energy_range_uj"] = "262143328850"
 # Each CPU's cpufreq directory as the kernel lays it out (node_exporter reads
 # all of it; Outpost reads scaling_cur_freq, kHz).
 for _cpu, _khz in (("cpu0", "2400000"), ("cpu1", "1200000")):
@@ -126,7 +132,9 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
     assert series(m, "outpost_hw_throttle_events_total")["package0"] == 7
     up = {dict(l)["source"]: v for (n, l), v in m.items() if n == "outpost_sensor_up"}
     assert up["hwmon"] == 1 and up["thermal_zone"] == 1 and up["cpu_throttle"] == 1
-    assert up["cpufreq"] == 1 and up["nvml"] == 1 and up["devfreq"] == 0
+    assert up["cpufreq"] == 1 and up["nvml"] == 1 and up["devfreq"] == 0 and up["rapl"] == 1
+    assert series(m, "outpost_hw_energy_joules_total", source="rapl") == {
+        "intel-rapl:0/package-0": 123.456789, "intel-rapl:0:0/core": 45, "intel-rapl:0:1/dram": 7}
     assert series(m, "outpost_hw_clock_hertz", source="cpufreq") == {"cpu0": 2.4e9, "cpu1": 1.2e9}
     # The GPU through NVML (the stand-in library): clock, utilisation, memory;
     # its second device answers NOT_SUPPORTED and is left out, never 0.
@@ -163,6 +171,7 @@ def test_sensor_readings_match_node_exporter_on_the_same_tree(sysfs):
     port = free_port()
     ne = subprocess.Popen(["prometheus-node-exporter", f"--path.sysfs={sysfs}", "--collector.disable-defaults",
                            "--collector.hwmon", "--collector.thermal_zone", "--collector.cpufreq",
+                           "--collector.rapl",
                            f"--web.listen-address=127.0.0.1:{port}"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -196,5 +205,12 @@ def test_sensor_readings_match_node_exporter_on_the_same_tree(sysfs):
     ne_clock = {"cpu" + dict(l)["cpu"]: v for (n, l), v in theirs.items()
                 if n == "node_cpu_scaling_frequency_hertz"}
     assert ne_clock == series(ours, "outpost_hw_clock_hertz", source="cpufreq") and len(ne_clock) == 2
+    # Per RAPL zone, the same energy (node_exporter names the domain in the
+    # metric, Outpost in hw_id).
+    ne_rapl = {n[len("node_rapl_"):-len("_joules_total")]: v for (n, l), v in theirs.items()
+               if n.startswith("node_rapl_")}
+    our_rapl = {hw_id.split("/")[1].replace("-0", ""): v
+                for hw_id, v in series(ours, "outpost_hw_energy_joules_total", source="rapl").items()}
+    assert ne_rapl == our_rapl and len(ne_rapl) == 3, (ne_rapl, our_rapl)
     ne_power = {dict(l)["chip"]: v for (n, l), v in theirs.items() if n == "node_hwmon_power_average_watt"}
     assert ne_power == {"amdgpu": series(ours, "outpost_hw_power_watts")["amdgpu/power1"]}

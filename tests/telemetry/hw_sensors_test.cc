@@ -91,7 +91,8 @@ TEST(HwSensors, ReadsHwmonThermalZonesRailsAndThrottling) {
   }
   for (const auto& src : hw->sources()) {
     // This tree has no clocks: those sources are down, the rest up.
-    EXPECT_EQ(src.up, src.name != "cpufreq" && src.name != "devfreq") << src.name;
+    EXPECT_EQ(src.up, src.name != "cpufreq" && src.name != "devfreq" && src.name != "rapl")
+        << src.name;
   }
 }
 
@@ -115,6 +116,27 @@ TEST(HwSensors, ReadsCpuAndDevfreqClocks) {
     }
     if (s.hw_id == "cpu0") {
       EXPECT_EQ(s.hw_type, "cpu");
+    }
+  }
+}
+
+TEST(HwSensors, ReadsRaplEnergyAndLeavesOutWhatCannotBeRead) {
+  FakeSysfs sys;
+  sys.Write("class/powercap/intel-rapl:0/name", "package-0");
+  sys.Write("class/powercap/intel-rapl:0/energy_uj", "123456789");
+  sys.Write("class/powercap/intel-rapl:0:1/name", "dram");
+  sys.Write("class/powercap/intel-rapl:0:1/energy_uj", "7000000");
+  sys.Write("class/powercap/intel-rapl:1/name", "package-1");
+  sys.Write("class/powercap/intel-rapl:1/energy_uj", "");           // unreadable (no root)
+  sys.Write("class/powercap/intel-rapl-mmio:0/name", "package-0");  // another driver: skipped
+  const auto hw = HwSensors::Discover(sys.root(), "");
+  const auto energy = Readings(*hw, HwQuantity::kEnergy);
+  EXPECT_EQ(energy.size(), 2u);
+  EXPECT_DOUBLE_EQ(energy.at("rapl:intel-rapl:0/package-0"), 123.456789);
+  EXPECT_DOUBLE_EQ(energy.at("rapl:intel-rapl:0:1/dram"), 7.0);
+  for (const auto& s : hw->sensors()) {
+    if (s.hw_id == "intel-rapl:0:1/dram") {
+      EXPECT_EQ(s.hw_type, "memory");
     }
   }
 }

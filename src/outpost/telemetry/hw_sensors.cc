@@ -215,6 +215,29 @@ std::unique_ptr<HwSensors> HwSensors::Discover(const std::string& sysfs_root,
   }
   add_source("cpu_throttle", before);
 
+  // RAPL energy counters (powercap, µJ): intel-rapl:N (a package) and its
+  // intel-rapl:N:M subzones (core, uncore, dram). Unreadable without root on
+  // current kernels: then left out. The counter wraps at max_energy_range_uj,
+  // which rate() reads as a counter reset.
+  before = hw->sensors_.size();
+  if (fs::is_directory(root / "class/powercap", ec)) {
+    std::vector<fs::path> zones;
+    for (const auto& e : fs::directory_iterator(root / "class/powercap", ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("intel-rapl:", 0) == 0) zones.push_back(e.path());
+    }
+    std::sort(zones.begin(), zones.end());
+    for (const auto& z : zones) {
+      if (!fs::exists(z / "energy_uj", ec)) continue;
+      const std::string name = ReadLine(z / "name");
+      const std::string type = name == "dram" ? "memory" : name == "psys" ? "board" : "cpu";
+      hw->sensors_.push_back({HwQuantity::kEnergy,
+                              z.filename().string() + (name.empty() ? "" : "/" + name), type,
+                              "rapl", FileReading(z / "energy_uj", 1e-6)});
+    }
+  }
+  add_source("rapl", before);
+
   // Clocks: each CPU's current frequency (cpufreq, kHz), and devfreq devices
   // (a Jetson's GPU and memory controller, Hz).
   before = hw->sensors_.size();

@@ -1,6 +1,6 @@
 // HwSensors — every hardware sensor the box exposes, as metrics: temperatures,
 // power and energy from Linux hwmon and thermal zones (an INA3221 on Jetson
-// boards, RAPL-backed hwmon chips, ACPI zones), thermal throttling counted by
+// boards, ACPI zones), RAPL energy from powercap, thermal throttling counted by
 // the CPU, CPU and devfreq clocks, and the GPU through NVML when the driver is
 // present — temperature, power, energy, SM clock, utilisation and memory
 // (libnvidia-ml is loaded at run time: no build or run dependency).
@@ -43,14 +43,14 @@ struct HwSensor {
   HwQuantity quantity = HwQuantity::kTemperature;
   std::string hw_id;    // "coretemp/Package id 0", "thermal_zone0", "ina3221/VDD_IN", "gpu0"
   std::string hw_type;  // "cpu", "gpu", "board", "memory", "power_rail"
-  std::string source;   // "hwmon", "thermal_zone", "cpu_throttle", "cpufreq", "devfreq", "nvml"
+  std::string source;   // hwmon, thermal_zone, cpu_throttle, rapl, cpufreq, devfreq, nvml
   // The current value in the exposed unit (degrees C, W, J, count); false when
   // the reading failed (the series is then skipped for that scrape).
   std::function<bool(double*)> read;
 };
 
 struct HwSource {
-  std::string name;  // hwmon | thermal_zone | cpu_throttle | cpufreq | devfreq | nvml
+  std::string name;  // hwmon | thermal_zone | cpu_throttle | rapl | cpufreq | devfreq | nvml
   bool up = false;   // present and at least one sensor answered
 };
 
