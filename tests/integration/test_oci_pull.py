@@ -97,10 +97,12 @@ class TokenHandler(http.server.BaseHTTPRequestHandler):
 
 class ResetProxy:
     """TCP proxy in front of the registry that resets the first connection
-    whose answer passes `reset_after` bytes."""
+    whose answer passes `reset_after` bytes, and before that resets the first
+    `drop_first` connections as soon as their request arrives (a flaky link)."""
 
-    def __init__(self, upstream_port, reset_after):
+    def __init__(self, upstream_port, reset_after, drop_first=0):
         self.upstream, self.reset_after, self.resets = upstream_port, reset_after, 0
+        self.drop_first, self.dropped = drop_first, 0
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self.accept, daemon=True).start()
@@ -114,6 +116,12 @@ class ResetProxy:
             threading.Thread(target=self.serve, args=(c,), daemon=True).start()
 
     def serve(self, c):
+        if self.dropped < self.drop_first:
+            self.dropped += 1
+            c.recv(65536)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            c.close()  # a reset, no answer
+            return
         u = socket.create_connection(("127.0.0.1", self.upstream))
 
         def up():
@@ -361,6 +369,51 @@ def test_basic_auth_over_https_and_token_auth(registries, tmp_path):
     assert (None, "repository:modelpack/smollm2:pull") in registries.tokens.issued
 
 
+def test_credentials_saved_by_docker_login_or_podman_login_are_used(registries, tmp_path):
+    """The auth files docker, podman, skopeo and oras write: used when no
+    --username is given; one kept by a credential helper is named and the pull
+    goes on anonymously."""
+    import base64
+    host = f"127.0.0.1:{registries.ports['basic']}"
+    basic = f"oci://{host}/ai/smollm2:q4"
+    auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    (docker / "config.json").write_text(json.dumps({"auths": {f"https://{host}/v1/": {"auth": auth}}}))
+    env = {"DOCKER_CONFIG": str(docker), "REGISTRY_AUTH_FILE": "", "XDG_RUNTIME_DIR": str(tmp_path / "none")}
+    p = pull(tmp_path / "m", basic, "smollm2:1", "--ca-file", registries.ca, env=env)
+    assert p.returncode == 0 and "smollm2:1: verified" in p.stdout, p.stderr
+    assert f"user '{USER}' for {host} from {docker / 'config.json'}" in p.stderr, p.stderr
+    assert PASSWORD not in p.stdout + p.stderr
+    # podman's auth.json through --authfile, with the token registry.
+    podman = tmp_path / "auth.json"
+    token_host = f"127.0.0.1:{registries.ports['token']}"
+    podman.write_text(json.dumps({"auths": {token_host: {"auth": auth}}}))
+    registries.tokens.anonymous = False
+    try:
+        p = pull(tmp_path / "m", f"oci://{token_host}/modelpack/smollm2:v1", "smollm2:2",
+                 "--authfile", str(podman), env=env)
+        assert p.returncode == 0, p.stderr
+        assert (USER, "repository:modelpack/smollm2:pull") in registries.tokens.issued
+    finally:
+        registries.tokens.anonymous = True
+    # Saved credentials that are wrong are refused as given ones are.
+    bad = base64.b64encode(f"{USER}:wrong".encode()).decode()
+    (docker / "config.json").write_text(json.dumps({"auths": {host: {"auth": bad}}}))
+    p = pull(tmp_path / "m", basic, "smollm2:3", "--ca-file", registries.ca, env=env)
+    assert p.returncode == 1 and f"refused user '{USER}'" in p.stderr, p.stderr
+    # Kept by a credential helper Outpost does not run: named, then anonymous.
+    (docker / "config.json").write_text(json.dumps({"auths": {host: {}}, "credsStore": "desktop"}))
+    p = pull(tmp_path / "m", basic, "smollm2:3", "--ca-file", registries.ca, env=env)
+    assert p.returncode == 1 and "docker-credential-desktop" in p.stderr, p.stderr
+    assert "asks for a user and password" in p.stderr, p.stderr
+    # A given --username wins over any file.
+    (docker / "config.json").write_text(json.dumps({"auths": {host: {"auth": bad}}}))
+    p = pull(tmp_path / "m", basic, "smollm2:3", "--ca-file", registries.ca, "--username", USER,
+             env={**env, "OUTPOST_REGISTRY_PASSWORD": PASSWORD})
+    assert p.returncode == 0, p.stderr
+
+
 def test_a_reset_mid_blob_resumes_with_a_range(registries, tmp_path):
     proxy = ResetProxy(registries.ports["open"], reset_after=len(MODEL_BYTES) // 3)
     p = pull(tmp_path / "m", f"oci://127.0.0.1:{proxy.port}/ai/smollm2:q4", "smollm2:1", "--plain-http")
@@ -369,6 +422,21 @@ def test_a_reset_mid_blob_resumes_with_a_range(registries, tmp_path):
     v = json.loads(pull(tmp_path / "m2", f"oci://127.0.0.1:{proxy.port}/ai/smollm2:q4", "smollm2:1",
                         "--plain-http", "--json").stdout)
     assert v["digest"] == MODEL_DIGEST
+    proxy.close()
+
+
+def test_a_flaky_link_is_retried_for_the_manifest_too(registries, tmp_path):
+    src = "oci://127.0.0.1:{}/ai/smollm2:q4"
+    # Two connections reset before any answer: the manifest fetch tries again.
+    proxy = ResetProxy(registries.ports["open"], reset_after=10**12, drop_first=2)
+    p = pull(tmp_path / "m", src.format(proxy.port), "smollm2:1", "--plain-http")
+    assert p.returncode == 0 and "smollm2:1: verified" in p.stdout, p.stderr
+    assert proxy.dropped == 2 and p.stderr.count("trying again in") == 2, p.stderr
+    proxy.close()
+    # A link that stays down: given up after --attempts, saying how many.
+    proxy = ResetProxy(registries.ports["open"], reset_after=10**12, drop_first=100)
+    p = pull(tmp_path / "m", src.format(proxy.port), "smollm2:2", "--plain-http", "--attempts", "3")
+    assert p.returncode == 1 and "(3 attempts)" in p.stderr and proxy.dropped == 3, p.stderr
     proxy.close()
 
 

@@ -10,6 +10,7 @@
 #include "outpost/audit/audit_log.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/model_source.h"
+#include "outpost/router/registry_auth_file.h"
 #include "outpost/util/status_macros.h"
 #include "outpost/util/units.h"
 
@@ -213,6 +214,8 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
         return Status::InvalidArgument("'username' and 'password' go together",
                                        pr.registry.username.empty() ? "username" : "password");
       }
+      // Without a user: what `docker login` saved for the server's user.
+      pr.registry_auth_files = router::DefaultRegistryAuthFiles();
       if (b.contains("max_rate")) {
         auto rate = util::ParseBytes(b["max_rate"].get<std::string>());
         if (!rate.ok() || *rate == 0) {

@@ -20,6 +20,7 @@
 #include "outpost/models/version_json.h"
 #include "outpost/router/admin_client.h"
 #include "outpost/router/model_source.h"
+#include "outpost/router/registry_auth_file.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -364,7 +365,12 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
                       "layer's digest");
   f->pull->add_option("--username", f->username,
                       "registry user for Basic or token auth (the password from "
-                      "$OUTPOST_REGISTRY_PASSWORD; default: anonymous)");
+                      "$OUTPOST_REGISTRY_PASSWORD; default: what `docker login`, `podman "
+                      "login` or `oras login` saved, else anonymous)");
+  f->pull->add_option("--authfile", f->authfile,
+                      "the one registry auth file to read (docker config.json or containers "
+                      "auth.json; default: $REGISTRY_AUTH_FILE, "
+                      "$XDG_RUNTIME_DIR/containers/auth.json, ~/.docker/config.json)");
   f->pull->add_flag("--plain-http", f->plain_http,
                     "talk HTTP, not HTTPS, to the registry (a loopback registry without TLS "
                     "is found without it)");
@@ -376,7 +382,8 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->pull
       ->add_option("--attempts", f->attempts,
                    "tries in a row without a new byte before giving up (default 8; the "
-                   "waits between them double from 1 s to 30 s)")
+                   "waits between them double from 1 s to 30 s); for oci:// also the tries "
+                   "at the manifest")
       ->check(CLI::Range(1, 1000));
   f->pull->add_flag("--json", f->json, "print the version as JSON");
   AddSignatureFlags(f->pull, f);
@@ -481,6 +488,8 @@ int RunModel(const ModelFlags& f) {
     pr.registry.http = so;
     pr.registry.plain_http = f.plain_http;
     pr.registry.username = f.username;
+    pr.registry_auth_files = f.authfile.empty() ? router::DefaultRegistryAuthFiles()
+                                                : std::vector<std::string>{f.authfile};
     if (const char* pw = std::getenv("OUTPOST_REGISTRY_PASSWORD"); pw != nullptr) {
       pr.registry.password = pw;
     }

@@ -21,6 +21,7 @@ struct ModelFlags {
            *validate = nullptr;
   std::string url;       // pull: a path, http(s):// or oci:// source
   std::string username;  // pull: registry user (password: $OUTPOST_REGISTRY_PASSWORD)
+  std::string authfile;  // pull: the registry auth file to read ("" = the defaults)
   bool plain_http = false;
   std::string signature;                  // pull/import: a signature file given by hand
   std::string signature_policy = "warn";  // off | warn | enforce

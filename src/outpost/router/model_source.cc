@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "outpost/models/oci_artifact.h"
+#include "outpost/router/registry_auth_file.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::router {
@@ -94,7 +95,21 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
   if (src.rfind("oci://", 0) == 0) {
     models::OciReference ref;
     OUTPOST_ASSIGN_OR_RETURN(ref, models::ParseOciReference(src));
-    RegistryClient registry(ref, request.registry);
+    RegistryOptions options = request.registry;
+    options.manifest_attempts = request.pull.max_attempts;  // --attempts counts for manifests too
+    if (options.username.empty() && !request.registry_auth_files.empty()) {
+      // As docker, podman, skopeo and oras do: credentials their login saved.
+      auto found = FindRegistryCredentials(ref.registry, request.registry_auth_files);
+      if (!found.ok()) {
+        spdlog::warn("pull {}: {}; pulling anonymously", request.ref, found.status().message());
+      } else if (found->has_value()) {
+        spdlog::info("pull {}: user '{}' for {} from {}", request.ref, (*found)->username,
+                     ref.registry, (*found)->file);
+        options.username = (*found)->username;
+        options.password = (*found)->password;
+      }
+    }
+    RegistryClient registry(ref, options);
     RegistryClient::Manifest manifest;
     OUTPOST_ASSIGN_OR_RETURN(manifest, registry.FetchManifest());
     auto artifact = models::ReadModelManifest(manifest.body);

@@ -34,6 +34,11 @@ struct PullRequest {
   std::string sha256;  // required for http(s); optional pin otherwise
   models::ModelStore::PullOptions pull;
   RegistryOptions registry;  // its `http` also serves plain http(s) sources
+  // Without registry.username, an oci:// pull takes the credentials `docker
+  // login` & co. saved (router/registry_auth_file.h) from these files; empty:
+  // never. A file that cannot be used is warned about; the pull goes on
+  // anonymously.
+  std::vector<std::string> registry_auth_files;
   // Signatures (models/model_signature.h): the policy, the keys, and a
   // signature file given by hand ("" = look for one: <path>.sig or
   // model.sig beside a file, <url>.sig for https, the registry's

@@ -2,9 +2,12 @@
 
 #include <httplib.h>
 #include <openssl/evp.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -129,6 +132,7 @@ StatusOr<RegistryClient::Answer> RegistryClient::GetOnce(const std::string& path
           a.content_type = r.get_header_value("Content-Type");
           a.digest = r.get_header_value("Docker-Content-Digest");
           a.challenge = r.get_header_value("WWW-Authenticate");
+          a.retry_after = r.get_header_value("Retry-After");
           return true;
         },
         [&](const char* data, size_t n) {
@@ -267,6 +271,27 @@ StatusOr<RegistryClient::Answer> RegistryClient::GetWithAuth(const std::string& 
 }
 
 StatusOr<RegistryClient::Manifest> RegistryClient::FetchManifestAt(const std::string& reference) {
+  int64_t backoff_ms = std::max<int64_t>(1, options_.retry_initial_ms);
+  const int attempts = std::max(1, options_.manifest_attempts);
+  for (int attempt = 1;; ++attempt) {
+    int64_t retry_after_ms = -1;
+    auto m = FetchManifestOnce(reference, &retry_after_ms);
+    if (m.ok() || m.status().code() != StatusCode::kUnavailable) return m;
+    if (attempt >= attempts) {
+      return Status::Unavailable(m.status().message() + " (" + std::to_string(attempt) +
+                                 " attempt" + (attempt == 1 ? "" : "s") + ")");
+    }
+    const int64_t wait =
+        retry_after_ms >= 0 ? std::min<int64_t>(retry_after_ms, 60'000) : backoff_ms;
+    spdlog::warn("{}; trying again in {} ms (attempt {} of {})", m.status().message(), wait,
+                 attempt + 1, attempts);
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 30'000);
+  }
+}
+
+StatusOr<RegistryClient::Manifest> RegistryClient::FetchManifestOnce(const std::string& reference,
+                                                                     int64_t* retry_after_ms) {
   const std::string path = "/v2/" + ref_.repository + "/manifests/" + reference;
   Answer a;
   OUTPOST_ASSIGN_OR_RETURN(a, GetWithAuth(path, kAccept));
@@ -282,6 +307,12 @@ StatusOr<RegistryClient::Manifest> RegistryClient::FetchManifestAt(const std::st
                   "source");
   }
   if (a.status == 429 || a.status >= 500) {
+    // Retry-After in seconds (an HTTP date is left to the backoff).
+    if (!a.retry_after.empty() &&
+        a.retry_after.find_first_not_of("0123456789") == std::string::npos &&
+        a.retry_after.size() < 7) {
+      *retry_after_ms = std::stoll(a.retry_after) * 1000;
+    }
     return Status::Unavailable(where + ": the registry answered HTTP " + std::to_string(a.status));
   }
   if (a.status != 200) {

@@ -15,6 +15,7 @@
 // Thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,11 @@ struct RegistryOptions {
   std::string password;
   bool plain_http = false;
   BlobSourceOptions http;  // CA file, timeouts (its token fields are ignored)
+  // A manifest fetch that got no answer, or 429 / 5xx, is tried again (a
+  // thin, flaky link) up to this many times in all, after a backoff that
+  // starts here and doubles (Retry-After when the registry gives one).
+  int manifest_attempts = 5;
+  int64_t retry_initial_ms = 500;
 };
 
 class RegistryClient final : public models::BlobSource {
@@ -65,7 +71,7 @@ class RegistryClient final : public models::BlobSource {
  private:
   struct Answer {
     int status = 0;
-    std::string body, content_type, digest, challenge;
+    std::string body, content_type, digest, challenge, retry_after;
   };
   // GET `path` on the registry with the current credentials; once more
   // after answering a 401's challenge.
@@ -73,7 +79,9 @@ class RegistryClient final : public models::BlobSource {
   StatusOr<Answer> GetOnce(const std::string& path, const std::string& accept);
   // Answers a WWW-Authenticate challenge: sets authorization_.
   Status Authorize(const std::string& challenge);
+  // With retries (RegistryOptions::manifest_attempts), and one attempt.
   StatusOr<Manifest> FetchManifestAt(const std::string& reference);
+  StatusOr<Manifest> FetchManifestOnce(const std::string& reference, int64_t* retry_after_ms);
   std::string Base() const;
 
   const models::OciReference ref_;
