@@ -11,7 +11,7 @@ std::string ApiKeyId(const std::string& key) {
 
 AuditSink::AuditSink(std::shared_ptr<router::ResponseSink> inner, audit::AuditLog* log,
                      AuditRequestInfo info)
-    : inner_(std::move(inner)), log_(log), info_(std::move(info)) {}
+    : ForwardingSink(std::move(inner)), log_(log), info_(std::move(info)) {}
 
 AuditSink::~AuditSink() {
   if (!written_) Write(499, "", "cancelled", 0, 0);
@@ -47,10 +47,6 @@ void AuditSink::OnRoute(const router::RouteReport& route) {
   inner_->OnRoute(route);
 }
 
-void AuditSink::OnHeader(const std::string& name, const std::string& value) {
-  inner_->OnHeader(name, value);
-}
-
 void AuditSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -58,14 +54,6 @@ void AuditSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
     served_version_ = meta.version;
   }
   inner_->OnLocalStart(meta);
-}
-
-void AuditSink::OnText(int choice, std::string text) {
-  inner_->OnText(choice, std::move(text));
-}
-
-void AuditSink::OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) {
-  inner_->OnLogprobs(choice, std::move(tokens));
 }
 
 void AuditSink::OnDone(scheduler::GenerationResult result) {
@@ -83,10 +71,6 @@ void AuditSink::OnRelayHead(int http_status, const std::string& content_type) {
   inner_->OnRelayHead(http_status, content_type);
 }
 
-void AuditSink::OnRelayBody(std::string chunk) {
-  inner_->OnRelayBody(std::move(chunk));
-}
-
 void AuditSink::OnRelayEnd(Status error) {
   int status;
   {
@@ -100,10 +84,6 @@ void AuditSink::OnRelayEnd(Status error) {
 void AuditSink::OnError(Status error) {
   Write(HttpStatusFor(error.code()), "", error.message(), 0, 0);
   inner_->OnError(std::move(error));
-}
-
-bool AuditSink::Cancelled() {
-  return inner_->Cancelled();
 }
 
 }  // namespace outpost::api

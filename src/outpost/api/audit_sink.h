@@ -29,29 +29,23 @@ struct AuditRequestInfo {
 // The first 12 hex digits of SHA-256 over the key ("" for no key).
 std::string ApiKeyId(const std::string& key);
 
-class AuditSink final : public router::ResponseSink {
+class AuditSink final : public router::ForwardingSink {
  public:
   AuditSink(std::shared_ptr<router::ResponseSink> inner, audit::AuditLog* log,
             AuditRequestInfo info);
   ~AuditSink() override;  // writes the record if no end came (cancelled before any)
 
   void OnRoute(const router::RouteReport& route) override;
-  void OnHeader(const std::string& name, const std::string& value) override;
   void OnLocalStart(const router::LocalAnswerMeta& meta) override;
-  void OnText(int choice, std::string text) override;
-  void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override;
   void OnDone(scheduler::GenerationResult result) override;
   void OnRelayHead(int http_status, const std::string& content_type) override;
-  void OnRelayBody(std::string chunk) override;
   void OnRelayEnd(Status error) override;
   void OnError(Status error) override;
-  bool Cancelled() override;
 
  private:
   void Write(int status, const std::string& finish, const std::string& error, int prompt_tokens,
              int completion_tokens);
 
-  const std::shared_ptr<router::ResponseSink> inner_;
   audit::AuditLog* const log_;
   std::mutex mu_;
   AuditRequestInfo info_;

@@ -112,7 +112,7 @@ std::map<int, std::string> RelayedText(const std::string& body) {
 
 ContentCaptureSink::ContentCaptureSink(std::shared_ptr<router::ResponseSink> inner, Emit emit,
                                        ContentCaptureInfo info, CapturedInput input, int64_t now_ms)
-    : inner_(std::move(inner)),
+    : ForwardingSink(std::move(inner)),
       emit_(std::move(emit)),
       info_(std::move(info)),
       input_(std::move(input)),
@@ -176,10 +176,6 @@ void ContentCaptureSink::OnRoute(const router::RouteReport& route) {
   inner_->OnRoute(route);
 }
 
-void ContentCaptureSink::OnHeader(const std::string& name, const std::string& value) {
-  inner_->OnHeader(name, value);
-}
-
 void ContentCaptureSink::OnLocalStart(const router::LocalAnswerMeta& meta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -201,10 +197,6 @@ void ContentCaptureSink::OnText(int choice, std::string text) {
   inner_->OnText(choice, std::move(text));
 }
 
-void ContentCaptureSink::OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) {
-  inner_->OnLogprobs(choice, std::move(tokens));
-}
-
 void ContentCaptureSink::OnDone(scheduler::GenerationResult result) {
   std::map<int, std::string> finish;
   for (size_t i = 0; i < result.choices.size(); ++i) {
@@ -214,10 +206,6 @@ void ContentCaptureSink::OnDone(scheduler::GenerationResult result) {
   Send(finish, result.error.ok() ? std::string() : StatusCodeName(result.error.code()),
        result.usage.prompt_tokens, result.usage.completion_tokens);
   inner_->OnDone(std::move(result));
-}
-
-void ContentCaptureSink::OnRelayHead(int http_status, const std::string& content_type) {
-  inner_->OnRelayHead(http_status, content_type);
 }
 
 void ContentCaptureSink::OnRelayBody(std::string chunk) {
@@ -238,10 +226,6 @@ void ContentCaptureSink::OnRelayEnd(Status error) {
 void ContentCaptureSink::OnError(Status error) {
   Send({}, StatusCodeName(error.code()), 0, 0);
   inner_->OnError(std::move(error));
-}
-
-bool ContentCaptureSink::Cancelled() {
-  return inner_->Cancelled();
 }
 
 }  // namespace outpost::api

@@ -56,7 +56,7 @@ CapturedInput CaptureInput(const router::CompletionRequest& request, size_t budg
 // body, or an SSE stream of chunks. Unreadable parts are skipped.
 std::map<int, std::string> RelayedText(const std::string& body);
 
-class ContentCaptureSink final : public router::ResponseSink {
+class ContentCaptureSink final : public router::ForwardingSink {
  public:
   using Emit = std::function<void(telemetry::UplinkEvent)>;
   // `input` is the request's CaptureInput(); `now_ms` stamps the event.
@@ -65,23 +65,18 @@ class ContentCaptureSink final : public router::ResponseSink {
   ~ContentCaptureSink() override;  // emits if no end came (cancelled before any)
 
   void OnRoute(const router::RouteReport& route) override;
-  void OnHeader(const std::string& name, const std::string& value) override;
   void OnLocalStart(const router::LocalAnswerMeta& meta) override;
   void OnText(int choice, std::string text) override;
-  void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override;
   void OnDone(scheduler::GenerationResult result) override;
-  void OnRelayHead(int http_status, const std::string& content_type) override;
   void OnRelayBody(std::string chunk) override;
   void OnRelayEnd(Status error) override;
   void OnError(Status error) override;
-  bool Cancelled() override;
 
  private:
   // Builds and emits the event. `finish` per choice ("" = unknown).
   void Send(const std::map<int, std::string>& finish, const std::string& error, int prompt_tokens,
             int completion_tokens);
 
-  const std::shared_ptr<router::ResponseSink> inner_;
   const Emit emit_;
   const ContentCaptureInfo info_;
   const CapturedInput input_;

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstring>
 
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
+#include "outpost/util/base64.h"
 
 namespace outpost::api {
 namespace {
@@ -18,22 +18,10 @@ using nlohmann::json;
 
 constexpr size_t kMaxInputs = 2048;
 
+// Little-endian float32 bytes, as OpenAI sends them, in Base64.
 std::string Base64(const std::vector<float>& v) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string bytes(v.size() * sizeof(float), '\0');
-  std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian float32, as OpenAI sends
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t n = static_cast<uint8_t>(bytes[i]) << 16;
-    if (i + 1 < bytes.size()) n |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    if (i + 2 < bytes.size()) n |= static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
-  }
-  return out;
+  return util::Base64Encode(
+      std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
 }
 
 Status TokenArray(const json& a, const std::string& field, models::EmbeddingInput* in) {

@@ -23,6 +23,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "outpost/scheduler/request.h"
 #include "outpost/util/status.h"
@@ -57,6 +58,34 @@ class ResponseSink : public scheduler::GenerationSink {
   // timeout, not valid JSON).
   virtual void OnRelayEnd(Status error) = 0;
   virtual void OnError(Status error) = 0;
+};
+
+// A decorator's base: passes every call to `inner` unchanged. A sink that
+// watches an answer (the audit record, content capture) overrides the calls
+// it needs and calls these to pass them on.
+class ForwardingSink : public ResponseSink {
+ public:
+  explicit ForwardingSink(std::shared_ptr<ResponseSink> inner) : inner_(std::move(inner)) {}
+  void OnRoute(const RouteReport& route) override { inner_->OnRoute(route); }
+  void OnHeader(const std::string& name, const std::string& value) override {
+    inner_->OnHeader(name, value);
+  }
+  void OnLocalStart(const LocalAnswerMeta& meta) override { inner_->OnLocalStart(meta); }
+  void OnText(int choice, std::string text) override { inner_->OnText(choice, std::move(text)); }
+  void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override {
+    inner_->OnLogprobs(choice, std::move(tokens));
+  }
+  void OnDone(scheduler::GenerationResult result) override { inner_->OnDone(std::move(result)); }
+  void OnRelayHead(int http_status, const std::string& content_type) override {
+    inner_->OnRelayHead(http_status, content_type);
+  }
+  void OnRelayBody(std::string chunk) override { inner_->OnRelayBody(std::move(chunk)); }
+  void OnRelayEnd(Status error) override { inner_->OnRelayEnd(std::move(error)); }
+  void OnError(Status error) override { inner_->OnError(std::move(error)); }
+  bool Cancelled() override { return inner_->Cancelled(); }
+
+ protected:
+  const std::shared_ptr<ResponseSink> inner_;
 };
 
 }  // namespace outpost::router
