@@ -66,6 +66,7 @@ fuzz: bootstrap
 # Static checks: formatting and the layering of includes.
 check: format-check
 	scripts/check_layers
+	scripts/check_fuzz_targets
 
 # Benchmarks against llama.cpp's own tools (not part of `make test`).
 bench: build
