@@ -8,6 +8,7 @@
 
 #include "outpost/api/errors.h"
 #include "outpost/audit/audit_log.h"
+#include "outpost/models/canary_plan.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/model_source.h"
 #include "outpost/router/registry_auth_file.h"
@@ -80,9 +81,10 @@ StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& a
 }  // namespace
 
 std::string AdminRouteLabel(const std::string& path) {
-  for (const char* r : {"/admin/models", "/admin/models/import", "/admin/models/verify",
-                        "/admin/models/activate", "/admin/models/rollback", "/admin/models/canary",
-                        "/admin/models/promote", "/admin/models/pull"}) {
+  for (const char* r :
+       {"/admin/models", "/admin/models/import", "/admin/models/verify", "/admin/models/activate",
+        "/admin/models/rollback", "/admin/models/canary", "/admin/models/promote",
+        "/admin/models/pull", "/admin/fleet", "/admin/fleet/sync"}) {
     if (path == r) return path;
   }
   if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{ref}";
@@ -121,8 +123,8 @@ void AdminApi::Handle(const HttpRequest& req, HttpResponse& res) {
   const bool ok = out.ok();
   spdlog::info("admin: {} {} from {}: {}", action, target, req.remote_addr,
                ok ? std::string("ok") : out.status().message());
-  if (audit_ != nullptr && action != "list" && action != "show") {
-    json fields = {{"action", "model." + action},
+  if (audit_ != nullptr && action != "list" && action != "show" && action != "fleet") {
+    json fields = {{"action", action.rfind("fleet", 0) == 0 ? action : "model." + action},
                    {"target", target},
                    {"client", req.remote_addr},
                    {"result", ok ? "ok" : out.status().message()}};
@@ -137,6 +139,20 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
   const bool get = req.method == "GET" || req.method == "HEAD";
   const bool post = req.method == "POST";
   models::ModelStore* store = lifecycle_->store();
+  if (path == "/admin/fleet" || path == "/admin/fleet/sync") {
+    *action = path == "/admin/fleet" ? "fleet" : "fleet.sync";
+    *target = path;
+    if (!fleet_observed_) {
+      return Status::NotFound("no fleet desired state is configured (fleet_url)");
+    }
+    if (path == "/admin/fleet") {
+      if (!get) return Status::InvalidArgument("use GET for " + path, "method");
+      return fleet_observed_();
+    }
+    if (!post) return Status::InvalidArgument("use POST for " + path, "method");
+    fleet_sync_();
+    return json{{"sync", "requested"}, {"observed", fleet_observed_()}};
+  }
   *action = "unknown";
   *target = path;
   if (path == "/admin/models" && get) {
@@ -281,44 +297,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
         return Status::InvalidArgument(st.message(), "model");
       }
       models::ModelLifecycle::CanaryPlan plan;
-      if (b.contains("steps")) {
-        const json& steps = b["steps"];
-        if (!steps.is_array()) {
-          return Status::InvalidArgument("'steps' must be an array of percentages", "steps");
-        }
-        plan.steps.clear();
-        for (const auto& x : steps) {
-          if (!x.is_number_integer()) {
-            return Status::InvalidArgument("'steps' must hold whole percentages", "steps");
-          }
-          plan.steps.push_back(
-              static_cast<int32_t>(std::clamp<int64_t>(x.get<int64_t>(), -1, 1000)));
-        }
-      }
-      if (b.contains("bake")) {
-        auto ms = util::ParseDurationMs(b["bake"].get<std::string>());
-        if (!ms.ok()) {
-          return Status::InvalidArgument("'bake' must be a duration such as 30s or 10m", "bake");
-        }
-        plan.bake_ms = *ms;
-      }
-      if (b.contains("min_requests")) {
-        if (!b["min_requests"].is_number_integer()) {
-          return Status::InvalidArgument("'min_requests' must be a whole number", "min_requests");
-        }
-        plan.min_requests = b["min_requests"].get<int64_t>();
-      }
-      for (const char* k : {"max_ttft_ratio", "max_error_increase"}) {
-        if (!b.contains(k)) continue;
-        const bool ratio = std::string(k) == "max_ttft_ratio";
-        const double lo = ratio ? 1.0 : 0.0, hi = ratio ? 100.0 : 1.0;
-        if (!b[k].is_number() || b[k].get<double>() < lo || b[k].get<double>() > hi) {
-          return Status::InvalidArgument(
-              "'" + std::string(k) + "' must be a number from " + (ratio ? "1 to 100" : "0 to 1"),
-              k);
-        }
-        (ratio ? plan.max_ttft_ratio : plan.max_error_increase) = b[k].get<double>();
-      }
+      OUTPOST_ASSIGN_OR_RETURN(plan, models::CanaryPlanFromJson(b));
       models::ModelLifecycle::CanaryStatus c;
       OUTPOST_ASSIGN_OR_RETURN(c, lifecycle_->StartCanary(*target, plan, b.value("force", false)));
       return CanaryJson(c);

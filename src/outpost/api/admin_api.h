@@ -15,6 +15,8 @@
 //                                         "max_ttft_ratio"?: 1.5, "max_error_increase"?: 0.05}
 //   POST   /admin/models/promote         {"model": "name"}: the canary now
 //   DELETE /admin/models/{name:version}
+//   GET    /admin/fleet                  the fleet agent's observed state
+//   POST   /admin/fleet/sync             poll the desired state now
 //
 // Access: "Authorization: Bearer <admin key>". With no admin key configured
 // every route answers 403 (the admin API is off); a missing or wrong key
@@ -25,6 +27,7 @@
 // Thread-safe; the lifecycle and the audit log must outlive it.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +66,12 @@ class AdminApi {
     return path == "/admin" || path.rfind("/admin/", 0) == 0;
   }
   void Handle(const HttpRequest& req, HttpResponse& res);
+  // The fleet agent's hooks (app/ wires them; without them /admin/fleet is
+  // 404). Call before serving.
+  void SetFleet(std::function<nlohmann::json()> observed, std::function<void()> sync) {
+    fleet_observed_ = std::move(observed);
+    fleet_sync_ = std::move(sync);
+  }
   // For /ready (no key needed): the running canary of model `id` — version,
   // share, step, both versions' figures, the last decision — or null.
   nlohmann::json CanaryFor(const std::string& id) const;
@@ -76,7 +85,9 @@ class AdminApi {
   audit::AuditLog* const audit_;
   const models::SignaturePolicies policies_;
   const std::vector<models::TrustedKey> trusted_keys_;
-  const util::DailyWindow pull_window_;  // pulls' default window (body "window" overrides)
+  const util::DailyWindow pull_window_;
+  std::function<nlohmann::json()> fleet_observed_;
+  std::function<void()> fleet_sync_;  // pulls' default window (body "window" overrides)
 };
 
 // The route label for metrics: the fixed /admin routes, else "/admin/other".

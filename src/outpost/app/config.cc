@@ -1,5 +1,6 @@
 #include "outpost/app/config.h"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -269,6 +270,52 @@ const std::map<std::string, Setter>& Setters() {
          c->pull_window = v;
          return Status::Ok();
        }},
+                  {"fleet_url",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     if (!v.empty() && v.rfind("https://", 0) != 0 &&
+                         v.rfind("http://", 0) != 0 && v.rfind("oci://", 0) != 0 &&
+                         v.rfind("file://", 0) != 0 && v.rfind('/', 0) != 0) {
+                       return Status::InvalidArgument(
+                           "'" + k +
+                               "' must be an https://, http:// or oci:// reference or an "
+                               "absolute path, got '" +
+                               v + "'",
+                           k);
+                     }
+                     c->fleet_url = v;
+                     return Status::Ok();
+                   }},
+                  {"fleet_interval", TimeoutField(&ServeConfig::fleet_interval_ms)},
+                  {"fleet_site", StringField(&ServeConfig::fleet_site)},
+                  {"fleet_labels",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     size_t start = 0;
+                     while (start < v.size()) {
+                       size_t comma = v.find(',', start);
+                       if (comma == std::string::npos) comma = v.size();
+                       const std::string item = v.substr(start, comma - start);
+                       if (item.find('=') == std::string::npos || item[0] == '=') {
+                         return Status::InvalidArgument(
+                             "'" + k + "': '" + item + "' must be KEY=VALUE (KEY=VALUE,KEY=VALUE)",
+                             k);
+                       }
+                       start = comma + 1;
+                     }
+                     c->fleet_labels = v;
+                     return Status::Ok();
+                   }},
+                  {"fleet_report_url",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     if (!v.empty() && v.rfind("https://", 0) != 0 && v.rfind("http://", 0) != 0) {
+                       return Status::InvalidArgument(
+                           "'" + k + "' must start with http:// or https://, got '" + v + "'", k);
+                     }
+                     c->fleet_report_url = v;
+                     return Status::Ok();
+                   }},
+                  {"fleet_token", StringField(&ServeConfig::fleet_token)},
+                  {"fleet_tls_ca_file", StringField(&ServeConfig::fleet_tls_ca_file)},
+                  {"fleet_trusted_keys", StringField(&ServeConfig::fleet_trusted_keys)},
                   {"temperature", SamplingField(&engine::SamplingParams::temperature, 0, 2)},
                   {"top_k", SamplingField(&engine::SamplingParams::top_k, 0, 1 << 20)},
                   {"top_p", SamplingField(&engine::SamplingParams::top_p, 0.0001, 1)},
@@ -381,6 +428,20 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"pull_window",
        "daily window, local time (e.g. 22:00-06:00), in which model pulls through /admin/ move "
        "bytes; outside it they wait, and pause when it closes (default: always)"},
+      {"fleet_url",
+       "poll this signed desired-state document (https://, http://, oci:// or a path) and "
+       "converge the stored models to it: pull, canary or activate (docs/lifecycle.md; default: "
+       "off)"},
+      {"fleet_interval", "how often the desired state is polled (default 60s)"},
+      {"fleet_site", "this box's site, matched against the document's 'sites' (default: box_id)"},
+      {"fleet_labels", "this box's labels as KEY=VALUE,…, matched against the document's 'labels'"},
+      {"fleet_report_url", "POST the observed state (generation, phase, versions) here"},
+      {"fleet_token",
+       "bearer token for fleet_url and fleet_report_url (also $OUTPOST_FLEET_TOKEN; prefer the "
+       "variable)"},
+      {"fleet_tls_ca_file", "CA file for fleet_url and fleet_report_url (default: system CAs)"},
+      {"fleet_trusted_keys",
+       "comma-separated PEM public keys that may sign the desired state (default: trusted_keys)"},
       {"temperature",
        "default sampling temperature for requests without one; 0 = greedy (default: the GGUF's "
        "general.sampling.temp, else 0.8)"},
@@ -390,6 +451,16 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"repeat_penalty", "default repetition penalty; 1 = off (default: the GGUF's, else 1)"},
   };
   return *docs;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "outpost";
+  return buf;
+}
+
+std::string BoxId(const ServeConfig& cfg) {
+  return cfg.box_id.empty() ? HostName() : cfg.box_id;
 }
 
 std::string StateDir(const ServeConfig& cfg) {

@@ -91,6 +91,15 @@ struct ServeConfig {
   std::string signature_policy = "warn";  // off|warn|enforce, or PREFIX=POLICY,…,*=POLICY
   std::string trusted_keys;               // comma-separated PEM public key files
   std::string pull_window;                // HH:MM-HH:MM: /admin/ pulls move bytes only then
+  // The fleet's desired state (docs/lifecycle.md, "A fleet").
+  std::string fleet_url;  // "" = off; https://, http://, oci:// or a path
+  int64_t fleet_interval_ms = 60000;
+  std::string fleet_site;        // this box's site, for the document's selectors
+  std::string fleet_labels;      // KEY=VALUE,…
+  std::string fleet_report_url;  // where the observed state is POSTed ("" = nowhere)
+  std::string fleet_token;       // bearer token for both (also $OUTPOST_FLEET_TOKEN)
+  std::string fleet_tls_ca_file;
+  std::string fleet_trusted_keys;  // keys that may sign the document ("" = trusted_keys)
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;
@@ -128,6 +137,10 @@ Status ApplyModelFlags(ServeConfig* cfg, const std::vector<std::string>& values)
 // The state directory: cfg.state_dir, else $STATE_DIRECTORY, else
 // ${XDG_STATE_HOME:-$HOME/.local/state}/outpost.
 std::string StateDir(const ServeConfig& cfg);
+// The machine's host name ("outpost" when it has none).
+std::string HostName();
+// This box's name at the centre: box_id, else the host name.
+std::string BoxId(const ServeConfig& cfg);
 
 // Default model path: $OUTPOST_MODEL, else the bootstrap's cached default model.
 std::string DefaultModelPath();

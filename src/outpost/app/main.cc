@@ -11,6 +11,7 @@
 #include "outpost/app/audit_command.h"
 #include "outpost/app/bench_command.h"
 #include "outpost/app/config.h"
+#include "outpost/app/fleet_command.h"
 #include "outpost/app/model_command.h"
 #include "outpost/app/plan_command.h"
 #include "outpost/app/serve.h"
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   outpost::app::AddAuditCommand(&app, &audit_flags);
   outpost::app::ModelFlags store_flags;
   outpost::app::AddModelCommand(&app, &store_flags);
+  outpost::app::FleetFlags fleet_flags;
+  outpost::app::AddFleetCommand(&app, &fleet_flags);
 
   // Usage errors exit 2. An unknown command is one even with --help after it
   // (CLI11 would print the top-level help for `outpost nosuch --help` and exit 0).
@@ -67,8 +70,8 @@ int main(int argc, char** argv) {
       app.get_subcommand(argv[1]);
     } catch (const CLI::OptionNotFound&) {
       std::fprintf(stderr,
-                   "outpost: unknown command '%s' (commands: serve, plan, bench, audit; see "
-                   "outpost --help)\n",
+                   "outpost: unknown command '%s' (commands: serve, plan, bench, audit, model, "
+                   "fleet; see outpost --help)\n",
                    argv[1]);
       return 2;
     }
@@ -115,6 +118,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("bench")) return outpost::app::RunBenchCommand(*bench);
   if (app.got_subcommand("audit")) return outpost::app::RunAudit(audit_flags);
   if (app.got_subcommand("model")) return outpost::app::RunModel(store_flags);
+  if (app.got_subcommand("fleet")) return outpost::app::RunFleet(fleet_flags);
   if (!serve->parsed()) {
     std::printf("%s", app.help().c_str());
     return 0;

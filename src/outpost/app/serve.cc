@@ -49,12 +49,6 @@ struct UplinkParts {
   std::unique_ptr<telemetry::Uplink> uplink;
 };
 
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "outpost";
-  return buf;
-}
-
 // Opens the spool under the state directory and builds the uplink (not yet
 // started). Errors name the directory or the file.
 StatusOr<UplinkParts> MakeUplink(const ServeConfig& cfg, telemetry::StatRegistry* stats) {
@@ -79,7 +73,7 @@ StatusOr<UplinkParts> MakeUplink(const ServeConfig& cfg, telemetry::StatRegistry
   telemetry::UplinkOptions uo;
   uo.url = cfg.uplink_url;
   uo.format = cfg.uplink_format;
-  uo.identity.box_id = cfg.box_id.empty() ? HostName() : cfg.box_id;
+  uo.identity.box_id = BoxId(cfg);
   uo.identity.host_name = HostName();
   uo.identity.version = OUTPOST_VERSION;
   uo.interval_ms = cfg.uplink_interval_ms;
@@ -243,7 +237,7 @@ int RunServe(ServeConfig cfg) {
   if (!cfg.audit_dir.empty()) {
     audit::AuditOptions ao;
     ao.dir = cfg.audit_dir == "state" ? StateDir(cfg) + "/audit" : cfg.audit_dir;
-    ao.box_id = cfg.box_id.empty() ? HostName() : cfg.box_id;
+    ao.box_id = BoxId(cfg);
     ao.checkpoint_every = cfg.audit_checkpoint_every;
     ao.checkpoint_interval_ms = cfg.audit_checkpoint_interval_ms;
     auto opened = audit::AuditLog::Open(ao, &util::RealClock());

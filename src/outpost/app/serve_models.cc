@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "outpost/models/model_runtime.h"
+#include "outpost/router/registry_auth_file.h"
 
 namespace outpost::app {
 namespace {
@@ -30,6 +31,18 @@ StatusOr<std::string> AdminKey(const ServeConfig& cfg) {
   return keys->front();
 }
 
+// "a,b,,c" → {"a", "b", "c"}.
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < text.size();) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 bool ModelIsStoreRef(const ServeConfig& cfg) {
@@ -50,7 +63,9 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
   std::unique_ptr<ServedModels> s(new ServedModels(cfg, serving, ledger, stats));
   auto key = AdminKey(cfg);
   if (!key.ok()) return key.status();
-  if (!ModelIsStoreRef(cfg) && key->empty()) return s;  // files only, no /admin/
+  if (!ModelIsStoreRef(cfg) && key->empty() && cfg.fleet_url.empty()) {
+    return s;  // files only, no /admin/
+  }
   const std::string dir = cfg.model_store.empty() ? StateDir(cfg) + "/models" : cfg.model_store;
   auto store = models::ModelStore::Open(dir);
   if (!store.ok()) {
@@ -73,19 +88,56 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
       std::make_unique<models::ModelLifecycle>(s->store_.get(), serving, loader, stats, lo);
   auto policies = models::ParseSignaturePolicies(cfg.signature_policy);
   if (!policies.ok()) return policies.status();
-  std::vector<std::string> key_files;
-  for (size_t start = 0; start < cfg.trusted_keys.size();) {
-    size_t comma = cfg.trusted_keys.find(',', start);
-    if (comma == std::string::npos) comma = cfg.trusted_keys.size();
-    if (comma > start) key_files.push_back(cfg.trusted_keys.substr(start, comma - start));
-    start = comma + 1;
-  }
-  auto trusted = models::LoadTrustedKeys(key_files);
+  auto trusted = models::LoadTrustedKeys(SplitList(cfg.trusted_keys));
   if (!trusted.ok()) return trusted.status();
   auto window = util::DailyWindow::Parse(cfg.pull_window, "pull_window");
   if (!window.ok()) return window.status();
-  s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit,
-                                              std::move(*policies), std::move(*trusted), *window);
+  s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit, *policies, *trusted,
+                                              *window);
+  if (!cfg.fleet_url.empty()) {
+    fleet::FleetOptions fo;
+    fo.source = cfg.fleet_url;
+    fo.interval_ms = cfg.fleet_interval_ms;
+    fo.node = BoxId(cfg);
+    fo.identity.site = cfg.fleet_site.empty() ? fo.node : cfg.fleet_site;
+    auto labels = fleet::ParseLabels(cfg.fleet_labels, "fleet_labels");
+    if (!labels.ok()) return labels.status();
+    fo.identity.labels = *labels;
+    fo.report_url = cfg.fleet_report_url;
+    fo.token = cfg.fleet_token;
+    if (const char* t = std::getenv("OUTPOST_FLEET_TOKEN"); t != nullptr && *t) fo.token = t;
+    fo.ca_file = cfg.fleet_tls_ca_file;
+    if (cfg.fleet_trusted_keys.empty()) {
+      fo.document_keys = *trusted;
+    } else {
+      auto doc_keys = models::LoadTrustedKeys(SplitList(cfg.fleet_trusted_keys));
+      if (!doc_keys.ok()) {
+        return Status::InvalidArgument("fleet_trusted_keys: " + doc_keys.status().message(),
+                                       "fleet_trusted_keys");
+      }
+      fo.document_keys = *doc_keys;
+    }
+    if (fo.document_keys.empty()) {
+      return Status::InvalidArgument(
+          "fleet_url is set, but no key may sign the desired state: set fleet_trusted_keys (or "
+          "trusted_keys)",
+          "fleet_trusted_keys");
+    }
+    fo.state_file = StateDir(cfg) + "/fleet-state.json";
+    std::error_code ec;
+    std::filesystem::create_directories(StateDir(cfg), ec);
+    fo.pull_defaults.registry.http.ca_file = cfg.fleet_tls_ca_file;
+    fo.pull_defaults.registry_auth_files = router::DefaultRegistryAuthFiles();
+    if (const char* t = std::getenv("OUTPOST_PULL_TOKEN"); t != nullptr) {
+      fo.pull_defaults.registry.http.bearer_token = t;
+    }
+    fo.pull_defaults.trusted_keys = *trusted;
+    fo.pull_defaults.pull.window = *window;
+    fo.policies = *policies;
+    s->fleet_ = std::make_unique<fleet::FleetAgent>(s->lifecycle_.get(), std::move(fo), stats);
+    fleet::FleetAgent* agent = s->fleet_.get();
+    s->admin_->SetFleet([agent] { return agent->Observed(); }, [agent] { agent->Wake(); });
+  }
   spdlog::info("model store: {} ({} version(s)); /admin/ {}", dir, s->store_->List().size(),
                key->empty() ? "off (no admin key)" : "on");
   return s;
@@ -115,6 +167,7 @@ Status ServedModels::Load() {
     ids_ += (ids_.empty() ? "'" : ", '") + served->id + "'";
     ++count_;
   }
+  if (fleet_ != nullptr) return fleet_->Start();
   return Status::Ok();
 }
 
@@ -127,6 +180,7 @@ std::vector<std::shared_ptr<scheduler::Scheduler>> ServedModels::Schedulers() co
 }
 
 void ServedModels::Stop() {
+  if (fleet_ != nullptr) fleet_->Stop();
   for (auto& s : Schedulers()) s->Stop();
 }
 

@@ -10,6 +10,7 @@
 
 #include "outpost/api/admin_api.h"
 #include "outpost/app/config.h"
+#include "outpost/fleet/fleet_agent.h"
 #include "outpost/models/memory_ledger.h"
 #include "outpost/models/model_lifecycle.h"
 #include "outpost/models/model_store.h"
@@ -26,10 +27,10 @@ namespace outpost::app {
 
 class ServedModels {
  public:
-  // Opens the model store when the first model is a store reference or an
-  // admin key is configured, and builds the lifecycle and the admin API on
-  // it. Errors: InvalidArgument naming model_store or admin_key_file.
-  // `serving`, `ledger`, `stats` and `audit` (may be null) must outlive it.
+  // Opens the model store when the first model is a store reference, an
+  // admin key or a fleet desired state is configured, and builds the
+  // lifecycle, the admin API and the fleet agent on it. Errors: InvalidArgument naming model_store
+  // or admin_key_file. `serving`, `ledger`, `stats` and `audit` (may be null) must outlive it.
   static StatusOr<std::unique_ptr<ServedModels>> Open(const ServeConfig& cfg,
                                                       models::ServingSet* serving,
                                                       models::MemoryLedger* ledger,
@@ -37,7 +38,8 @@ class ServedModels {
                                                       audit::AuditLog* audit);
 
   // Loads every configured model into the serving set; on error names the
-  // model that failed (whatever loaded stays loaded: Stop() it).
+  // model that failed (whatever loaded stays loaded: Stop() it). Then starts
+  // the fleet agent, if configured.
   Status Load();
   // "'id', 'id'" for the log.
   const std::string& ids() const { return ids_; }
@@ -46,6 +48,7 @@ class ServedModels {
   api::AdminApi* admin() const { return admin_.get(); }
   // Every loaded model's scheduler, from files and from the store.
   std::vector<std::shared_ptr<scheduler::Scheduler>> Schedulers() const;
+  // Stops the fleet agent, then every scheduler.
   void Stop();
 
  private:
@@ -60,6 +63,7 @@ class ServedModels {
   std::unique_ptr<models::ModelStore> store_;
   std::unique_ptr<models::ModelLifecycle> lifecycle_;
   std::unique_ptr<api::AdminApi> admin_;
+  std::unique_ptr<fleet::FleetAgent> fleet_;
   std::vector<std::shared_ptr<scheduler::Scheduler>> file_schedulers_;
   std::string ids_;
   size_t count_ = 0;

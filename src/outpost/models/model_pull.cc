@@ -118,14 +118,32 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
   int attempts = 0;
   int64_t backoff_ms = 1000;
   bool window_closed = false;  // the window's end stopped the transfer
+  auto cancelled = [&] { return options.cancelled && options.cancelled(); };
+  auto cancel = [&]() -> StatusOr<ModelVersion> {
+    return fail(Status::Cancelled("pull of " + url + " cancelled at " + std::to_string(have) +
+                                  " bytes; they are kept: pull again to resume"));
+  };
+  // Sleeps `ms` in slices, false when cancelled meanwhile.
+  auto nap = [&](int64_t ms) {
+    const auto until = Steady::now() + std::chrono::milliseconds(ms);
+    while (Steady::now() < until) {
+      if (cancelled()) return false;
+      std::this_thread::sleep_for(
+          std::min<Steady::duration>(std::chrono::milliseconds(200), until - Steady::now()));
+    }
+    return !cancelled();
+  };
   for (;;) {
+    if (cancelled()) return cancel();
     if (const int64_t wait = options.window.SecondsUntilOpen(std::time(nullptr)); wait > 0) {
       spdlog::info("pull {}: outside its window {} at {} of {} bytes; waiting {} s", ref,
                    options.window.text(), have, total, wait);
       // In slices: the clock may be set while the box waits.
       while (!options.window.Contains(std::time(nullptr))) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(
-            std::min<int64_t>(1000, 1000 * options.window.SecondsUntilOpen(std::time(nullptr)))));
+        if (!nap(std::min<int64_t>(1000,
+                                   1000 * options.window.SecondsUntilOpen(std::time(nullptr))))) {
+          return cancel();
+        }
       }
       spdlog::info("pull {}: window {} open; resuming at {} bytes", ref, options.window.text(),
                    have);
@@ -165,6 +183,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
           }
           hash.Update(data, n);
           have += n;
+          if (cancelled()) return false;
           if (!options.window.always_open() && !options.window.Contains(std::time(nullptr))) {
             window_closed = true;  // pause here; the loop waits for the window
             return false;
@@ -183,6 +202,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
           return true;
         });
     if (!write_error.ok()) return fail(write_error);
+    if (cancelled()) return cancel();
     if (window_closed) {
       if (total > 0 && have >= total) break;
       spdlog::warn("pull {}: its window {} closed at {} of {} bytes; paused", ref,
@@ -206,7 +226,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
     }
     spdlog::warn("pull {}: {} at {} of {} bytes; again in {} ms", ref,
                  got.ok() ? "the body ended early" : got.message(), have, total, backoff_ms);
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    if (!nap(backoff_ms)) return cancel();
     backoff_ms = std::min<int64_t>(backoff_ms * 2, options.max_backoff_ms);
   }
   if (fsync(fd) != 0) return fail(Status::ResourceExhausted("fsync of " + resume + " failed"));

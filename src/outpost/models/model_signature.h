@@ -23,19 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include "outpost/models/dsse.h"
 #include "outpost/util/status.h"
 
 namespace outpost::models {
-
-struct TrustedKey {
-  std::string id;    // the first 16 hex digits of SHA-256 over the key's DER
-  std::string pem;   // SubjectPublicKeyInfo PEM (Ed25519 or EC)
-  std::string path;  // where it was read from
-};
-
-// Reads PEM public keys (a private key file is refused: it must not be on
-// the box). Errors: InvalidArgument naming the file and the problem.
-StatusOr<std::vector<TrustedKey>> LoadTrustedKeys(const std::vector<std::string>& paths);
 
 struct SignatureCheck {
   std::string format;  // "model-signing" | "dsse"

@@ -100,6 +100,10 @@ class ModelStore {
     // pull waits, and a download the window's end catches pauses and
     // resumes with a range when it opens again.
     util::DailyWindow window;
+    // Asked between chunks and while waiting (backoff, window): true stops
+    // the pull with Cancelled, the partial file kept for the next try (the
+    // fleet agent's shutdown).
+    std::function<bool()> cancelled;
   };
   // Downloads url (http:// or https://) into the store as name:version. The
   // sha256 is required: the bytes are hashed as they arrive, and only a
