@@ -631,3 +631,75 @@ def test_end_to_end_registry_pull_validate_canary_promote(registries, tmp_path):
                        json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
         assert "Paris" in r.json()["choices"][0]["text"], r.text
         assert 'decision="promote"} 1' in httpx.get(s.base + "/metrics").text
+
+
+def test_a_fleet_desired_state_published_as_an_oci_artifact_is_followed(registries, tmp_path):
+    """The desired state as an OCI artifact (pushed with ORAS beside the
+    models): the box reads the signed document from the registry, pulls the
+    model it names by manifest digest from the same registry and activates
+    it; a new push under the same tag is a new document (its manifest digest
+    is the ETag)."""
+    import oras.client
+    from outpost_harness import serve
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(tmp_path / "central.key")],
+                   check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", str(tmp_path / "central.key"), "-pubout", "-out",
+                    str(tmp_path / "central.pub")], check=True, capture_output=True)
+    r = httpx.get(f"http://{registries.open}/v2/oras/smollm2/manifests/q4",
+                  headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+    assert r.status_code == 200, r.text
+    model_digest = r.headers["Docker-Content-Digest"]
+    store = tmp_path / "store"
+    assert subprocess.run([BIN, "model", "--store", str(store), "import", MODEL, "smollm2:1"],
+                          capture_output=True).returncode == 0
+    assert subprocess.run([BIN, "model", "--store", str(store), "activate", "smollm2:1"],
+                          capture_output=True).returncode == 0
+
+    def publish(generation, entries):
+        doc = tmp_path / "state.json"
+        doc.write_text(json.dumps({"generation": generation, "models": entries}))
+        p = subprocess.run([BIN, "fleet", "sign", "--key", str(tmp_path / "central.key"), str(doc), "-o",
+                            str(tmp_path / "state.dsse.json")], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        cwd = os.getcwd()
+        os.chdir(tmp_path)
+        try:
+            oras.client.OrasClient(hostname=registries.open, insecure=True).push(
+                files=["state.dsse.json:application/vnd.outpost.desired-state.v1+json"],
+                target=f"{registries.open}/fleet/state:plant-3", quiet=True)
+        finally:
+            os.chdir(cwd)
+        r = httpx.get(f"http://{registries.open}/v2/fleet/state/manifests/plant-3",
+                      headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+        return r.headers["Docker-Content-Digest"]
+
+    doc_digest = publish(1, [{"name": "smollm2", "source": f"oci://{registries.open}/oras/smollm2@{model_digest}"}])
+    key = "fleet-oci-admin-key-0123456789"
+    auth = {"Authorization": f"Bearer {key}"}
+    with serve("--model-store", str(store), "--state-dir", str(tmp_path / "state"),
+               "--fleet-url", f"oci://{registries.open}/fleet/state:plant-3", "--fleet-interval", "1s",
+               "--fleet-trusted-keys", str(tmp_path / "central.pub"),
+               models=["smollm2"], env={"OUTPOST_ADMIN_KEY": key}) as s:
+        want = "sha256-" + model_digest[7:19]
+
+        def observed():
+            return httpx.get(s.base + "/admin/fleet", headers=auth, timeout=30).json()
+        deadline = time.time() + 240
+        o = observed()
+        while time.time() < deadline and o.get("observed_generation") != 1:
+            time.sleep(0.5)
+            o = observed()
+        assert o.get("observed_generation") == 1, o
+        assert o["document"]["etag"] == doc_digest, o
+        assert o["models"][0]["desired"] == f"smollm2:{want}" and o["models"][0]["phase"] == "converged", o
+        assert s.ready()["models"][0]["version"] == want
+        versions = {v["ref"]: v for v in httpx.get(s.base + "/admin/models", headers=auth).json()["versions"]}
+        assert versions[f"smollm2:{want}"]["source"].endswith(f"oras/smollm2@{model_digest}")
+        # Generation 2 under the same tag: back to version 1.
+        publish(2, [{"name": "smollm2", "version": "1", "source": MODEL,
+                     "sha256": versions["smollm2:1"]["digest"][7:]}])
+        deadline = time.time() + 120
+        while time.time() < deadline and observed().get("observed_generation") != 2:
+            time.sleep(0.5)
+        assert observed()["observed_generation"] == 2, observed()
+        assert s.ready()["models"][0]["version"] == "1"
