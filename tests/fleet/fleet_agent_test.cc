@@ -84,11 +84,11 @@ class Agent : public ::testing::Test {
 
   // Writes generation `gen` wanting m:`version` (signed by `who`).
   void Publish(int64_t gen, const std::string& version, const json& canary = nullptr,
-               const std::string& who = "central") {
+               const std::string& who = "central", const std::string& sha256 = "") {
     json e = {{"name", "m"},
               {"version", version},
               {"source", outpost::testing::ModelPath()},
-              {"sha256", sha256_}};
+              {"sha256", sha256.empty() ? sha256_ : sha256}};
     if (!canary.is_null()) e["canary"] = canary;
     json other = e;  // for another site: never this node's
     other["version"] = "elsewhere";
@@ -234,6 +234,20 @@ TEST_F(Agent, TheLastGoodDocumentSurvivesARestartWithoutTheSource) {
     return o["document"].value("error", "").find("older") != std::string::npos;
   });
   EXPECT_EQ(Served(), "2");
+}
+
+TEST_F(Agent, AStoredVersionWithOtherBytesIsNotTaken) {
+  // m:1 is in the store; a document pinning other bytes under that name
+  // must not make the agent serve what the store has.
+  Publish(1, "9", nullptr, "central", std::string(64, 'e'));  // a pull of a file that is not it
+  ASSERT_TRUE(store_->Import(outpost::testing::ModelPath(), "m:8").ok());
+  Make();
+  json o = Poll([](const json& o) { return Phase(o) == "failed"; });
+  EXPECT_NE(o["models"][0].value("message", "").find("digest"), std::string::npos) << o.dump();
+  Publish(2, "8", nullptr, "central", std::string(64, 'e'));
+  o = Poll([](const json& o) { return Phase(o) == "failed" && o["generation"] == 2; });
+  EXPECT_NE(o["models"][0].value("message", "").find("other bytes"), std::string::npos) << o.dump();
+  EXPECT_EQ(Served(), "1");
 }
 
 TEST_F(Agent, StartRefusesAnUnusableConfiguration) {

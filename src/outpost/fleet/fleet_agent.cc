@@ -329,6 +329,15 @@ void FleetAgent::Cycle() {
       current_ = std::move(doc).value();
       etag_ = fetched->etag;
       result = "changed";
+      // Tries of earlier generations no longer hold anything back.
+      for (auto it = tried_.begin(); it != tried_.end();) {
+        if (it->second < current_->generation) {
+          outcome_.erase(it->first);
+          it = tried_.erase(it);
+        } else {
+          ++it;
+        }
+      }
     }
   }
   polls_->CounterWith({result}).Add();
@@ -410,6 +419,19 @@ FleetAgent::ModelStatus FleetAgent::Converge(const DesiredModel& want) {
     return out;
   };
   auto have = store->Get(ref);
+  if (have.ok() && have->state != "failed" && have->state != "fetching") {
+    // The name is taken: it must be the bytes the document pins.
+    const std::string pin = want.sha256.empty() ? "" : "sha256:" + want.sha256;
+    const size_t at = want.source.rfind("@sha256:");
+    const std::string manifest = at == std::string::npos ? "" : want.source.substr(at + 1);
+    if ((!pin.empty() && have->blob_digest != pin) ||
+        (pin.empty() && !manifest.empty() && have->source.find(manifest) == std::string::npos)) {
+      return tried("failed", ref + " in the store is other bytes (" + have->blob_digest + " from " +
+                                 have->source +
+                                 ") than the document pins; remove it or give "
+                                 "another version");
+    }
+  }
   if (!have.ok() || have->state == "failed" || have->state == "fetching") {
     out.phase = "pulling";
     Publish({out});
