@@ -96,18 +96,25 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None
                 time.sleep(0.2)
         yield server
     finally:
+        server.stopped_by = None
         if proc.poll() is None:
+            server.stopped_by = "SIGTERM"
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
+                server.stopped_by = "SIGTERM twice"
                 proc.send_signal(signal.SIGTERM)
                 try:
                     proc.wait(timeout=25)
                 except subprocess.TimeoutExpired:
+                    server.stopped_by = "SIGKILL after two SIGTERMs"
                     proc.kill()
                     proc.wait()
-        report = sanitizer_report(server.log()) if os.environ.get("OUTPOST_SANITIZED") else None
+        # For assertions made after the block: how it ended, and its log.
+        server.returncode = proc.returncode
+        server.final_log = server.log()
+        report = sanitizer_report(server.final_log) if os.environ.get("OUTPOST_SANITIZED") else None
         os.unlink(log.name)
         # A sanitized build (make asan) must have run clean, leaks included.
         assert report is None, report

@@ -61,7 +61,8 @@ def test_requests_are_audited_checkpoints_reach_the_centre_and_tampering_is_caug
         table = audit("tail", "--dir", adir, "-n", "2")
         assert "checkpoint of" in table.stdout or "route=local" in table.stdout
         admin = audit("tail", "--dir", adir, "--type", "admin", "--json")
-        assert [json.loads(l)["action"] for l in admin.stdout.splitlines()] == ["serve.start", "serve.stop"]
+        assert [json.loads(l)["action"] for l in admin.stdout.splitlines()] == ["serve.start", "serve.stop"], (
+            f"stopped by {s.stopped_by}, exit code {s.returncode}; the server's log ends:\n{s.final_log[-4000:]}")
 
         ok = audit("verify", "--dir", adir)
         assert ok.returncode == 0 and ok.stdout.startswith("PASS"), ok.stdout + ok.stderr

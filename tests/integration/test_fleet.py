@@ -315,7 +315,8 @@ def test_fleet_sign_and_check_refuse_bad_documents_naming_the_field(fleet, tmp_p
     p = subprocess.run([BIN, "fleet", "sign", "--key", str(d / "central.key"), str(src)],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and "not a JSON object" in p.stderr, p.stderr
-    p = subprocess.run([BIN, "fleet", "sign", "--key", str(d / "central.pub"), str(tmp_path / "state.json")],
+    src.write_text(json.dumps(good))
+    p = subprocess.run([BIN, "fleet", "sign", "--key", str(d / "central.pub"), str(src)],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "Ed25519 private key" in p.stderr, p.stderr
     p = subprocess.run([BIN, "fleet", "nosuch"], capture_output=True, text=True, timeout=30)

@@ -199,7 +199,6 @@ StatusOr<FleetAgent::Fetched> FleetAgent::FetchHttp() {
   if (!cli.is_valid()) return Status::InvalidArgument("bad fleet_url " + url, "fleet_url");
   cli.set_connection_timeout(std::chrono::seconds(10));
   cli.set_read_timeout(std::chrono::seconds(30));
-  cli.set_follow_location(true);
   if (!options_.token.empty()) cli.set_bearer_token_auth(options_.token);
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
   if (!options_.ca_file.empty()) cli.set_ca_cert_path(options_.ca_file);
@@ -207,24 +206,37 @@ StatusOr<FleetAgent::Fetched> FleetAgent::FetchHttp() {
   httplib::Headers h;
   if (!etag_.empty()) h.emplace("If-None-Match", etag_);
   Fetched f;
-  auto res = cli.Get(path, h, [&](const char* data, size_t n) {
-    f.body.append(data, n);
-    return f.body.size() <= kMaxDocumentBytes;
-  });
-  if (!res) {
-    if (f.body.size() > kMaxDocumentBytes) {
-      return Status::InvalidArgument("GET " + url + ": the document is over 1 MiB", "document");
-    }
-    return Status::Unavailable("GET " + url + " failed: " + httplib::to_string(res.error()));
-  }
-  if (res->status == 304) {
+  // Redirects are not followed: cpp-httplib's redirect handling takes a
+  // 304 for one (and fails without a Location). The head is looked at
+  // first, so that only a 200 has its body read.
+  int status = 0;
+  auto res = cli.Get(
+      path, h,
+      [&](const httplib::Response& r) {
+        status = r.status;
+        f.etag = r.get_header_value("ETag");
+        return status == 200;
+      },
+      [&](const char* data, size_t n) {
+        f.body.append(data, n);
+        return f.body.size() <= kMaxDocumentBytes;
+      });
+  if (status == 304) {
     f.unchanged = true;
     return f;
   }
-  if (res->status != 200) {
-    return Status::Unavailable("GET " + url + ": HTTP " + std::to_string(res->status));
+  if (status != 0 && status != 200) {
+    return Status::Unavailable("GET " + url + ": HTTP " + std::to_string(status) +
+                               (status / 100 == 3 ? " (redirects are not followed: give fleet_url "
+                                                    "the final URL)"
+                                                  : ""));
   }
-  f.etag = res->get_header_value("ETag");
+  if (f.body.size() > kMaxDocumentBytes) {
+    return Status::InvalidArgument("GET " + url + ": the document is over 1 MiB", "document");
+  }
+  if (!res) {
+    return Status::Unavailable("GET " + url + " failed: " + httplib::to_string(res.error()));
+  }
   return f;
 }
 
