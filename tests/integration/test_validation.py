@@ -129,3 +129,59 @@ def test_a_running_server_refuses_a_failed_version_unless_forced(store, tmp_path
         r = httpx.post(s.base + "/v1/completions", timeout=120,
                        json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
         assert "Paris" in r.json()["choices"][0]["text"], r.text
+
+
+def test_a_running_server_validates_within_its_memory_budget(store, tmp_path):
+    """POST /admin/models/validate (and `outpost model validate --server`):
+    the server runs the suite while it serves, its peak reserved in the live
+    memory ledger; a box without room refuses, naming both figures; the
+    verdict gates activation as the offline one does."""
+    key = "validate-admin-key-0123456789"
+    auth = {"Authorization": f"Bearer {key}"}
+    with serve("--model-store", str(store), "--parallel", "1", models=["smollm2"],
+               env={"OUTPOST_ADMIN_KEY": key}) as s:
+        active = [v for v in httpx.get(s.base + "/admin/models", headers=auth).json()["versions"]
+                  if v["state"] == "active"][0]["ref"]
+        r = httpx.post(s.base + "/admin/models/validate", headers=auth, json={"model": "smollm2:3"},
+                       timeout=600)
+        assert r.status_code == 200, r.text
+        rep = r.json()
+        assert rep["passed"] is False and rep["against"] == active and rep["reserved_bytes"] > 150e6, rep
+        # The damaged copy: its failed report gates activation.
+        r = httpx.post(s.base + "/admin/models/activate", headers=auth, json={"model": "smollm2:3"}, timeout=300)
+        assert r.status_code == 400 and "failed its validation" in r.json()["error"]["message"], r.text
+        # The CLI through the server: the same route.
+        p = subprocess.run([BIN, "model", "--server", s.base, "validate", "smollm2:1", "--against",
+                            "smollm2:2", "--json"], capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "OUTPOST_ADMIN_KEY": key})
+        assert p.returncode == 0, p.stderr
+        rep = json.loads(p.stdout)
+        assert rep["passed"] and rep["against"] == "smollm2:2", rep
+        # While it serves: the server still answers.
+        r = httpx.post(s.base + "/v1/completions", timeout=120,
+                       json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
+        assert "Paris" in r.json()["choices"][0]["text"], r.text
+        for body, status, param in (({"model": "smollm2:9"}, 404, None),
+                                    ({"model": "smollm2:2", "suite": "fail.yaml"}, 400, "suite"),
+                                    ({"model": "smollm2:2", "suite": str(tmp_path / "none.yaml")}, 400, "suite"),
+                                    ({"model": "smollm2:2", "against": "smollm2:9"}, 404, None),
+                                    ({"model": "smollm2:2", "quick": True}, 400, "quick"),
+                                    ({"model": 2}, 400, "model"),
+                                    ({}, 400, "model")):
+            r = httpx.post(s.base + "/admin/models/validate", headers=auth, json=body, timeout=120)
+            assert r.status_code == status, (body, r.text)
+            if param:
+                assert r.json()["error"]["param"] == param, (body, r.text)
+        assert httpx.post(s.base + "/admin/models/validate", json={"model": "smollm2:2"},
+                          timeout=30).status_code == 401
+    # A budget with room for the served model only: validation is refused.
+    with serve("--model-store", str(store), "--parallel", "1", "--ctx-size", "1024",
+               "--memory-budget", "360MiB", models=["smollm2"], env={"OUTPOST_ADMIN_KEY": key}) as s:
+        r = httpx.post(s.base + "/admin/models/validate", headers=auth, json={"model": "smollm2:1"},
+                       timeout=120)
+        assert r.status_code == 503, r.text
+        msg = r.json()["error"]["message"]
+        assert "needs" in msg and "of the budget 360.00 MiB is free" in msg, msg
+        r = httpx.post(s.base + "/v1/completions", timeout=120,
+                       json={"prompt": "The capital of France is", "temperature": 0, "max_tokens": 12})
+        assert r.status_code == 200, r.text

@@ -9,6 +9,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/models/canary_plan.h"
+#include "outpost/models/model_validation.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/model_source.h"
 #include "outpost/router/registry_auth_file.h"
@@ -177,7 +178,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
   const bool op = path == "/admin/models/import" || path == "/admin/models/verify" ||
                   path == "/admin/models/activate" || path == "/admin/models/rollback" ||
                   path == "/admin/models/canary" || path == "/admin/models/promote" ||
-                  path == "/admin/models/pull";
+                  path == "/admin/models/pull" || path == "/admin/models/validate";
   if (op) {
     if (!post) {
       return Status::InvalidArgument("use POST for " + path, "method");
@@ -255,6 +256,25 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(v, router::PullModel(store, pr));
       return models::VersionJson(v);
+    }
+    if (*action == "validate") {
+      json b;
+      OUTPOST_ASSIGN_OR_RETURN(b, ParseBody(req.body, {"model", "against", "suite"}, {"model"}));
+      *target = b["model"].get<std::string>();
+      models::ValidateRequest vr;
+      vr.ref = *target;
+      vr.against = b.value("against", "");
+      if (b.contains("suite")) {
+        const std::string suite = b["suite"].get<std::string>();
+        if (suite.empty() || suite[0] != '/') {
+          return Status::InvalidArgument("'suite' must be an absolute path on this box", "suite");
+        }
+        auto loaded = models::LoadValidationSuite(suite);
+        if (!loaded.ok()) return Status::InvalidArgument(loaded.status().message(), "suite");
+        vr.suite = *loaded;
+      }
+      vr.ledger = ledger_;
+      return models::ValidateVersion(store, vr);
     }
     if (*action == "verify") {
       json b;

@@ -8,6 +8,9 @@
 //   POST   /admin/models/import          {"path", "model", "sha256"?}: a file on the box
 //   POST   /admin/models/pull            {"url", "model", "sha256", "max_rate"?}: resumable
 //   POST   /admin/models/verify          {"model": "name:version"}
+//   POST   /admin/models/validate        {"model", "against"?, "suite"?: path on the box}:
+//                                         the report (models/model_validation.h); its
+//                                         peak is reserved in the live memory ledger
 //   POST   /admin/models/activate        {"model": "name:version"}
 //   POST   /admin/models/rollback        {"model": "name", "reason"?} (ends a canary)
 //   POST   /admin/models/canary          {"model": "name:version", "steps"?: [5, 25, 50],
@@ -35,6 +38,7 @@
 
 #include "outpost/api/api_keys.h"
 #include "outpost/api/http_message.h"
+#include "outpost/models/memory_ledger.h"
 #include "outpost/models/model_lifecycle.h"
 #include "outpost/models/model_signature.h"
 #include "outpost/util/daily_window.h"
@@ -66,6 +70,9 @@ class AdminApi {
     return path == "/admin" || path.rfind("/admin/", 0) == 0;
   }
   void Handle(const HttpRequest& req, HttpResponse& res);
+  // The serving box's memory ledger: a validation reserves its peak there
+  // (refused when it does not fit). Call before serving.
+  void SetLedger(models::MemoryLedger* ledger) { ledger_ = ledger; }
   // The fleet agent's hooks (app/ wires them; without them /admin/fleet is
   // 404). Call before serving.
   void SetFleet(std::function<nlohmann::json()> observed, std::function<void()> sync) {
@@ -86,6 +93,7 @@ class AdminApi {
   const models::SignaturePolicies policies_;
   const std::vector<models::TrustedKey> trusted_keys_;
   const util::DailyWindow pull_window_;
+  models::MemoryLedger* ledger_ = nullptr;
   std::function<nlohmann::json()> fleet_observed_;
   std::function<void()> fleet_sync_;  // pulls' default window (body "window" overrides)
 };

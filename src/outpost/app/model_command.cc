@@ -107,30 +107,14 @@ int RunValidate(const ModelFlags& f, models::ModelStore* s) {
     }
     suite = *loaded;
   }
-  std::string base_path, base_ref;
-  if (!f.against.empty()) {
-    auto b = s->Get(f.against);
-    if (!b.ok()) return Fail(b.status());
-    base_ref = b->ref();
-    base_path = s->BlobPath(b->blob_digest);
-  } else if (auto a = s->ActiveOf(v->name); a.ok() && a->version != v->version) {
-    base_ref = a->ref();
-    base_path = s->BlobPath(a->blob_digest);
-  }
-  std::fprintf(stderr, "validating %s%s\n", f.ref.c_str(),
-               base_ref.empty() ? " (no active version to compare with: quality not checked)"
-                                : (" against " + base_ref).c_str());
-  auto report = models::ValidateModel(s->BlobPath(v->blob_digest), base_path, suite);
-  if (!report.ok()) {
-    models::ValidationReport failed;
-    failed.checks.push_back(
-        {{"name", "load"}, {"passed", false}, {"detail", report.status().message()}});
-    s->MarkValidated(f.ref, failed.ToJson().dump(), false);
-    return Fail(report.status());
-  }
-  nlohmann::json j = report->ToJson();
-  j["against"] = base_ref;
-  if (Status st = s->MarkValidated(f.ref, j.dump(), report->passed); !st.ok()) return Fail(st);
+  models::ValidateRequest req;
+  req.ref = f.ref;
+  req.against = f.against;
+  req.suite = suite;
+  auto report = models::ValidateVersion(s, req);
+  if (!report.ok()) return Fail(report.status());
+  const nlohmann::json& j = *report;
+  const bool passed = j.value("passed", false);
   if (f.json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -139,9 +123,9 @@ int RunValidate(const ModelFlags& f, models::ModelStore* s) {
                   c["name"].get<std::string>().c_str(), c["detail"].get<std::string>().c_str());
     }
     std::printf("%s: validation %s\n", f.ref.c_str(),
-                report->passed ? "passed" : "FAILED (activation needs --force)");
+                passed ? "passed" : "FAILED (activation needs --force)");
   }
-  return report->passed ? 0 : 1;
+  return passed ? 0 : 1;
 }
 
 // The operation as a call to a running server's /admin/ API; prints its JSON
@@ -168,14 +152,14 @@ int RunRemote(const ModelFlags& f) {
     std::fprintf(stderr, "outpost model sign: run it where the private key is, without --server\n");
     return 2;
   }
-  if (f.validate->parsed()) {
-    std::fprintf(stderr,
-                 "outpost model validate: runs on the box against --store (it loads the model "
-                 "beside the server's)\n");
-    return 2;
-  }
   std::string method = "POST", path, body;
-  if (f.list->parsed()) {
+  if (f.validate->parsed()) {
+    path = "/admin/models/validate";
+    nlohmann::json b = {{"model", f.ref}};
+    if (!f.against.empty()) b["against"] = f.against;
+    if (!f.suite.empty()) b["suite"] = f.suite;  // a path on the server's box
+    body = b.dump();
+  } else if (f.list->parsed()) {
     method = "GET";
     path = "/admin/models";
   } else if (f.show->parsed() || f.remove->parsed()) {
@@ -410,11 +394,14 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
       "validate",
       "load NAME:VERSION and run its validation suite: smoke prompts, perplexity / KL divergence / "
       "same-top-token rate against the active version on a pinned text, a speed floor; the "
-      "report is kept with the version, and a failing version needs --force to serve");
+      "report is kept with the version, and a failing version needs --force to serve; with "
+      "--server the running server validates it, its peak reserved in the server's memory "
+      "budget");
   f->validate->add_option("ref", f->ref, "NAME:VERSION")->required();
   f->validate->add_option("--suite", f->suite,
-                          "the suite (YAML: smoke, quality, speed; see docs/lifecycle.md); "
-                          "default: one smoke prompt and the quality bounds");
+                          "the suite (YAML: smoke, quality, speed; see docs/lifecycle.md; with "
+                          "--server a path on its box); default: one smoke prompt and the quality "
+                          "bounds");
   f->validate->add_option("--against", f->against,
                           "NAME:VERSION to compare with (default: NAME's active version)");
   f->validate->add_flag("--json", f->json, "print the report as JSON");

@@ -94,6 +94,7 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
   if (!window.ok()) return window.status();
   s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit, *policies, *trusted,
                                               *window);
+  s->admin_->SetLedger(ledger);
   if (!cfg.fleet_url.empty()) {
     fleet::FleetOptions fo;
     fo.source = cfg.fleet_url;

@@ -6,9 +6,15 @@
 #include <algorithm>
 #include <cctype>
 
+#include "outpost/engine/context.h"
+#include "outpost/engine/kv_layout.h"
 #include "outpost/engine/model.h"
+#include "outpost/engine/model_info.h"
 #include "outpost/engine/quality.h"
+#include "outpost/models/memory_ledger.h"
+#include "outpost/models/model_store.h"
 #include "outpost/util/status_macros.h"
+#include "outpost/util/units.h"
 #include "outpost/util/yaml_file.h"
 
 namespace outpost::models {
@@ -249,6 +255,76 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
   r.passed = true;
   for (const auto& c : r.checks) r.passed = r.passed && c["passed"].get<bool>();
   return r;
+}
+
+StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
+                                           const std::string& base_path) {
+  uint64_t total = 0;
+  for (const std::string& path : {candidate_path, base_path}) {
+    if (path.empty()) continue;
+    engine::ModelInfo info;
+    OUTPOST_ASSIGN_OR_RETURN(info, engine::ReadModelInfo(path));
+    constexpr int32_t kCtx = 512;
+    const uint64_t kv =
+        engine::KvBytesPerToken(info.n_layers, info.n_kv_heads, info.head_dim_k, info.head_dim_v,
+                                engine::KvBytesPerElement(engine::KvType::kF16)) *
+        kCtx;
+    const uint64_t logits = 256ull * static_cast<uint64_t>(info.n_vocab) * sizeof(float);
+    total += info.weight_bytes + kv + engine::EstimateOverheadBytes(info, kCtx, 1, kCtx) + logits;
+  }
+  return total;
+}
+
+StatusOr<nlohmann::json> ValidateVersion(ModelStore* store, const ValidateRequest& request) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, store->Get(request.ref));
+  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+    return Status::InvalidArgument(
+        request.ref + " is " + v.state + "; only a verified version validates", "model");
+  }
+  std::string base_path, base_ref;
+  if (!request.against.empty()) {
+    ModelVersion b;
+    OUTPOST_ASSIGN_OR_RETURN(b, store->Get(request.against));
+    base_ref = b.ref();
+    base_path = store->BlobPath(b.blob_digest);
+  } else if (auto a = store->ActiveOf(v.name); a.ok() && a->version != v.version) {
+    base_ref = a->ref();
+    base_path = store->BlobPath(a->blob_digest);
+  }
+  const std::string path = store->BlobPath(v.blob_digest);
+  std::unique_ptr<MemoryReservation> reservation;
+  uint64_t need = 0;
+  if (request.ledger != nullptr) {
+    OUTPOST_ASSIGN_OR_RETURN(need, EstimateValidationBytes(path, base_path));
+    auto r = request.ledger->Reserve("validation of " + request.ref, need);
+    if (!r.ok()) {
+      return Status::ResourceExhausted(
+          "validating " + request.ref + (base_ref.empty() ? "" : " against " + base_ref) +
+          " needs " + util::FormatBytes(need) + " (the planner's estimate), and " +
+          util::FormatBytes(request.ledger->available()) + " of the budget " +
+          util::FormatBytes(request.ledger->budget()) +
+          " is free beside what is loaded; validate on a box with room, or with "
+          "`outpost model validate` while the server is stopped");
+    }
+    reservation = std::move(r).value();
+  }
+  spdlog::info("validating {}{}", request.ref,
+               base_ref.empty() ? " (no version to compare with: quality not checked)"
+                                : " against " + base_ref);
+  auto report = ValidateModel(path, base_path, request.suite, request.n_threads);
+  if (!report.ok()) {
+    ValidationReport failed;
+    failed.checks.push_back(
+        {{"name", "load"}, {"passed", false}, {"detail", report.status().message()}});
+    (void)store->MarkValidated(request.ref, failed.ToJson().dump(), false);
+    return report.status();
+  }
+  nlohmann::json j = report->ToJson();
+  j["against"] = base_ref;
+  if (request.ledger != nullptr) j["reserved_bytes"] = need;
+  OUTPOST_RETURN_IF_ERROR(store->MarkValidated(request.ref, j.dump(), report->passed));
+  return j;
 }
 
 }  // namespace outpost::models

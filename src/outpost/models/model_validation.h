@@ -69,4 +69,34 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
 // The text quality is scored on (pinned_text.cc).
 const char* PinnedText();
 
+// What ValidateModel holds at its peak, by the planner's math: per model
+// loaded (the candidate, and the base when given) its weights, a KV cache
+// and compute buffers for one 512-token sequence, and the logits of a
+// quality chunk. Conservative: the base's weights are counted although a
+// serving box has them mapped already. Errors: as engine::ReadModelInfo.
+StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
+                                           const std::string& base_path);
+
+class ModelStore;
+class MemoryLedger;
+
+struct ValidateRequest {
+  std::string ref;      // NAME:VERSION, verified
+  std::string against;  // "" = the active version of NAME (none: no quality check)
+  ValidationSuite suite;
+  int n_threads = 0;
+  // A serving box: the validation's peak is reserved in the live ledger for
+  // its duration, and refused (ResourceExhausted naming both figures) when
+  // it does not fit beside what is loaded. Null: not checked (the CLI).
+  MemoryLedger* ledger = nullptr;
+};
+
+// Validates a stored version and records the report with it
+// (ModelStore::MarkValidated; a model that does not load is recorded as a
+// failed report). Returns the report as JSON (with "against" and, when a
+// ledger was given, "reserved_bytes"). Errors: NotFound (no such version),
+// InvalidArgument (not verified), ResourceExhausted (does not fit), the
+// load's error.
+StatusOr<nlohmann::json> ValidateVersion(ModelStore* store, const ValidateRequest& request);
+
 }  // namespace outpost::models
