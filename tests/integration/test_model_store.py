@@ -207,3 +207,67 @@ def test_damaged_archives_are_refused_and_leave_nothing(tmp_path):
     assert p.returncode == 2 and "--sha256 is for a GGUF file" in p.stderr
     p = model(a, "export", "m:404", str(tmp_path / "x.tar"))
     assert p.returncode == 1 and "no model m:404" in p.stderr
+
+
+def test_an_archive_carries_the_signature_and_activation_checks_it_again(tmp_path):
+    """The signature a version was taken with travels in its export (an OCI
+    referrer of the manifest), is checked under the importing site's policy,
+    and is checked again when a server activates the version: a key removed
+    from trusted_keys since the import refuses it."""
+    import httpx
+    from outpost_harness import serve
+    for who in ("central", "other"):
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(tmp_path / f"{who}.key")],
+                       check=True, capture_output=True)
+        subprocess.run(["openssl", "pkey", "-in", str(tmp_path / f"{who}.key"), "-pubout", "-out",
+                        str(tmp_path / f"{who}.pub")], check=True, capture_output=True)
+    gguf = tmp_path / "smollm2.gguf"
+    gguf.write_bytes(open(os.path.realpath(MODEL), "rb").read())
+    p = subprocess.run([BIN, "model", "sign", str(gguf), "--key", str(tmp_path / "central.key")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    enforce = lambda who: ["--signature-policy", "enforce", "--trusted-key", str(tmp_path / f"{who}.pub")]
+    a = tmp_path / "site-a"
+    v = json.loads(model(a, "import", str(gguf), "smollm2:1", *enforce("central"), "--json", check=True).stdout)
+    assert v["signature"].startswith("verified"), v
+    tar = tmp_path / "signed.tar"
+    model(a, "export", "smollm2:1", str(tar), check=True)
+    names = subprocess.run(["tar", "-tf", str(tar)], capture_output=True, text=True, check=True).stdout.split()
+    assert len(names) == 8, names  # + the referrer manifest, its empty config, the signature
+    index = json.loads(subprocess.run(["tar", "-xOf", str(tar), "index.json"], capture_output=True,
+                                      check=True).stdout)
+    assert [m.get("artifactType") for m in index["manifests"]] == [
+        "application/vnd.cncf.model.manifest.v1+json", "application/vnd.dsse.envelope.v1+json"], index
+    referrer = json.loads(subprocess.run(["tar", "-xOf", str(tar), "blobs/sha256/" + index["manifests"][1]["digest"][7:]],
+                                         capture_output=True, check=True).stdout)
+    assert referrer["subject"]["digest"] == v["manifest"], referrer
+    # skopeo still reads the model out of it by name.
+    subprocess.run(["skopeo", "copy", f"oci-archive:{tar}:smollm2:1", f"oci:{tmp_path / 'via-skopeo'}:x"],
+                   capture_output=True, check=True)
+    # The other site: its policy decides.
+    b = tmp_path / "site-b"
+    w = json.loads(model(b, "import", str(tar), *enforce("central"), "--json", check=True).stdout)
+    assert w["signature"].startswith("verified") and w["manifest"] == v["manifest"], w
+    p = model(tmp_path / "site-c", "import", str(tar), *enforce("other"))
+    assert p.returncode == 1 and "no trusted key" in p.stderr, p.stderr
+    assert json.loads(model(tmp_path / "site-c", "show", "smollm2:1").stdout)["state"] == "failed"
+    model(tmp_path / "plain", "import", MODEL, "smollm2:1", "--signature-policy", "off", check=True)
+    model(tmp_path / "plain", "export", "smollm2:1", str(tmp_path / "plain.tar"), check=True)
+    p = model(tmp_path / "site-d", "import", str(tmp_path / "plain.tar"), *enforce("central"))
+    assert p.returncode == 1 and "none found" in p.stderr, p.stderr
+    # At activation: site b serves another version and activates the signed one.
+    model(b, "import", MODEL, "smollm2:0", "--signature-policy", "off", check=True)
+    model(b, "activate", "smollm2:0", check=True)
+    key = "store-admin-key-0123456789"
+    auth = {"Authorization": f"Bearer {key}"}
+    for trusted, status in (("other", 403), ("central", 200)):
+        with serve("--model-store", str(b), "--signature-policy", "enforce", "--trusted-keys",
+                   str(tmp_path / f"{trusted}.pub"), models=["smollm2"], env={"OUTPOST_ADMIN_KEY": key}) as s:
+            r = httpx.post(s.base + "/admin/models/activate", headers=auth, json={"model": "smollm2:1"},
+                           timeout=300)
+            assert r.status_code == status, r.text
+            if status == 403:
+                assert "at activation" in r.json()["error"]["message"], r.text
+                assert s.ready()["models"][0]["version"] == "0"
+            else:
+                assert r.json()["to"] == "1", r.text

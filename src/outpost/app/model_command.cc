@@ -511,15 +511,38 @@ int RunModel(const ModelFlags& f) {
       return 2;
     }
     router::PullRequest pr;
-    if (!archive) {
-      pr.source = f.file;
-      pr.ref = f.ref;
-      pr.sha256 = f.sha256;
-      if (int rc = SignatureRequest(f, &pr); rc != 0) return rc;
-    }
+    pr.source = f.file;
+    pr.ref = f.ref;
+    pr.sha256 = f.sha256;
+    if (int rc = SignatureRequest(f, &pr); rc != 0) return rc;
     auto v = archive ? s.ImportArchive(f.file, f.ref, Bar("importing"))
                      : router::PullModel(&s, pr, Bar("importing"));
     if (!v.ok()) return Fail(v.status());
+    if (archive) {
+      // The signature the archive carried (or --signature), under the policy.
+      std::string signature;
+      if (!pr.signature_path.empty()) {
+        std::ifstream in(pr.signature_path, std::ios::binary);
+        if (!in) {
+          std::fprintf(stderr, "outpost model import: cannot read %s\n", pr.signature_path.c_str());
+          return 2;
+        }
+        signature.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      } else if (auto kept = s.SignatureBytes(v->ref()); kept.ok()) {
+        signature = *kept;
+      }
+      std::string note;
+      Status st = models::ApplySignaturePolicy(pr.signature_policy, signature, v->blob_digest,
+                                               pr.trusted_keys, &note);
+      if (!st.ok()) {
+        s.MarkFailed(v->ref(), st.message());
+        return Fail(st);
+      }
+      if (!pr.signature_path.empty()) s.KeepSignature(v->ref(), signature);
+      s.MarkSigned(v->ref(), note);
+      v->signature = note;
+      std::fprintf(stderr, "signature: %s\n", note.c_str());
+    }
     if (f.json) {
       std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());
     } else {

@@ -74,6 +74,28 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
   s->store_ = std::move(store).value();
   models::ModelLifecycle::Options lo;
   lo.hot_standby = cfg.model_hot_standby;
+  auto policies = models::ParseSignaturePolicies(cfg.signature_policy);
+  if (!policies.ok()) return policies.status();
+  auto trusted = models::LoadTrustedKeys(SplitList(cfg.trusted_keys));
+  if (!trusted.ok()) return trusted.status();
+  // The kept signature is checked again before a version loads: a key
+  // removed from trusted_keys, or a policy tightened since the pull, holds.
+  lo.recheck = [store = s->store_.get(), policies = *policies,
+                trusted = *trusted](const models::ModelVersion& v) -> Status {
+    const models::SignaturePolicy policy = policies.For(v.source);
+    if (policy == models::SignaturePolicy::kOff) return Status::Ok();
+    auto bytes = store->SignatureBytes(v.ref());
+    std::string note;
+    Status st = models::ApplySignaturePolicy(policy, bytes.ok() ? *bytes : std::string(),
+                                             v.blob_digest, trusted, &note);
+    if (!st.ok()) {
+      return Status(st.code(), v.ref() + " at activation: " + st.message(), "signature");
+    }
+    if (note.rfind("verified", 0) != 0) {
+      spdlog::warn("lifecycle: {} at activation: signature {}", v.ref(), note);
+    }
+    return Status::Ok();
+  };
   ServeConfig model_cfg = cfg;
   auto loader = [model_cfg, ledger, stats](
                     const std::string& path, const std::string& id,
@@ -86,10 +108,6 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
   };
   s->lifecycle_ =
       std::make_unique<models::ModelLifecycle>(s->store_.get(), serving, loader, stats, lo);
-  auto policies = models::ParseSignaturePolicies(cfg.signature_policy);
-  if (!policies.ok()) return policies.status();
-  auto trusted = models::LoadTrustedKeys(SplitList(cfg.trusted_keys));
-  if (!trusted.ok()) return trusted.status();
   auto window = util::DailyWindow::Parse(cfg.pull_window, "pull_window");
   if (!window.ok()) return window.status();
   s->admin_ = std::make_unique<api::AdminApi>(s->lifecycle_.get(), *key, audit, *policies, *trusted,

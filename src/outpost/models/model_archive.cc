@@ -26,6 +26,17 @@ using layout::kManifestType;
 using layout::kRefAnnotation;
 using nlohmann::json;
 
+namespace {
+
+std::string Sha256Of(const std::string& bytes) {
+  unsigned char md[32];
+  unsigned int n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
+  return "sha256:" + Hex(md, 32);
+}
+
+}  // namespace
+
 Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
                           const Progress& progress) {
   ModelVersion v;
@@ -43,16 +54,48 @@ Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
   auto created = TarWriter::Create(tmp);
   if (!created.ok()) return created.status();
   TarWriter tar = std::move(created).value();
-  const json index = {{"schemaVersion", 2},
-                      {"mediaType", "application/vnd.oci.image.index.v1+json"},
-                      {"manifests", json::array({{{"mediaType", kManifestType},
-                                                  {"artifactType", kArtifactType},
-                                                  {"digest", v.manifest_digest},
-                                                  {"size", manifest_text.size()},
-                                                  {"annotations", {{kRefAnnotation, ref}}}}})}};
+  json index = {{"schemaVersion", 2},
+                {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                {"manifests", json::array({{{"mediaType", kManifestType},
+                                            {"artifactType", kArtifactType},
+                                            {"digest", v.manifest_digest},
+                                            {"size", manifest_text.size()},
+                                            {"annotations", {{kRefAnnotation, ref}}}}})}};
+  // The kept signature goes along as an OCI 1.1 referrer of the manifest
+  // (its `subject`), as registries carry signatures.
+  std::string signature, referrer;
+  if (!v.signature_blob.empty()) {
+    std::ifstream sin(BlobPath(v.signature_blob), std::ios::binary);
+    signature.assign(std::istreambuf_iterator<char>(sin), std::istreambuf_iterator<char>());
+    const std::string type = signature.find("\"dsseEnvelope\"") != std::string::npos
+                                 ? layout::kSigstoreBundleType
+                                 : layout::kDsseEnvelopeType;
+    referrer = json{{"schemaVersion", 2},
+                    {"mediaType", kManifestType},
+                    {"artifactType", type},
+                    {"config",
+                     {{"mediaType", layout::kEmptyType}, {"digest", Sha256Of("{}")}, {"size", 2}}},
+                    {"layers", json::array({{{"mediaType", type},
+                                             {"digest", v.signature_blob},
+                                             {"size", signature.size()}}})},
+                    {"subject",
+                     {{"mediaType", kManifestType},
+                      {"digest", v.manifest_digest},
+                      {"size", manifest_text.size()}}}}
+                   .dump();
+    index["manifests"].push_back({{"mediaType", kManifestType},
+                                  {"artifactType", type},
+                                  {"digest", Sha256Of(referrer)},
+                                  {"size", referrer.size()}});
+  }
   auto blob_name = [](const std::string& d) { return "blobs/sha256/" + d.substr(7); };
   Status st = tar.AddBytes("oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   if (st.ok()) st = tar.AddBytes("index.json", index.dump());
+  if (st.ok() && !referrer.empty()) {
+    st = tar.AddBytes(blob_name(Sha256Of(referrer)), referrer);
+    if (st.ok()) st = tar.AddBytes(blob_name(Sha256Of("{}")), "{}");
+    if (st.ok()) st = tar.AddBytes(blob_name(v.signature_blob), signature);
+  }
   if (st.ok()) st = tar.AddBytes(blob_name(v.manifest_digest), manifest_text);
   if (st.ok()) {
     const std::string config = manifest["config"].value("digest", "");
@@ -166,7 +209,14 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
     return Status::InvalidArgument("archive " + tar_path + " has no OCI index.json", "archive");
   }
   std::vector<std::pair<std::string, std::string>> named;  // ref → manifest digest
+  std::vector<std::string> referrers;                      // signature manifests' digests
   for (const auto& e : index["manifests"]) {
+    if (!e.is_object()) continue;
+    if (e.contains("artifactType") && e["artifactType"].is_string() &&
+        layout::IsSignatureType(e["artifactType"].get<std::string>())) {
+      referrers.push_back(e.value("digest", ""));
+      continue;
+    }
     std::string r;
     if (e.contains("annotations") && e["annotations"].is_object()) {
       r = e["annotations"].value(kRefAnnotation, "");
@@ -245,7 +295,29 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
       return st;
     }
   }
-  return Finish(name, version, gguf_digest, size, manifest_digest);
+  // A signature the archive carries for this manifest is kept with the
+  // version (the importer applies its policy to it).
+  std::string signature;
+  for (const auto& d : referrers) {
+    const json r = json::parse(small.count(d) != 0 ? small[d] : "", nullptr, false);
+    if (!r.is_object() || !r.contains("subject") || !r["subject"].is_object() ||
+        r["subject"].value("digest", "") != manifest_digest || !r.contains("layers") ||
+        !r["layers"].is_array() || r["layers"].empty() || !r["layers"][0].is_object()) {
+      continue;
+    }
+    const std::string layer = r["layers"][0].value("digest", "");
+    if (small.count(layer) != 0) signature = small[layer];
+  }
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Finish(name, version, gguf_digest, size, manifest_digest));
+  if (!signature.empty()) {
+    std::string digest;
+    OUTPOST_ASSIGN_OR_RETURN(digest, PutBlob(signature));
+    OUTPOST_RETURN_IF_ERROR(SetText(
+        v, "UPDATE versions SET signature_blob = ? WHERE name = ? AND version = ?", digest));
+    v.signature_blob = digest;
+  }
+  return v;
 }
 
 }  // namespace outpost::models

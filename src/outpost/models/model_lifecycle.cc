@@ -343,6 +343,7 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref, 
     }
   }
   if (st.ok()) st = ValidationGate(v, force);
+  if (st.ok() && options_.recheck) st = options_.recheck(v);
   if (st.ok() && canaries_.count(v.name) > 0) {
     st = Status::InvalidArgument("a canary of " + v.name + " is running (" +
                                      canaries_.at(v.name).model->version +
@@ -458,7 +459,9 @@ StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::st
   if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
     return Status::InvalidArgument(ref + " cannot be a canary: it is " + v.state, "model");
   }
-  if (Status gate = ValidationGate(v, force); !gate.ok()) {
+  Status gate = ValidationGate(v, force);
+  if (gate.ok() && options_.recheck) gate = options_.recheck(v);
+  if (!gate.ok()) {
     return gate;
   }
   std::string warmup;

@@ -74,6 +74,11 @@ class ModelLifecycle {
     // The warm-up generation: a chat message and at most this many tokens.
     std::string warmup_prompt = "Say hello.";
     int32_t warmup_tokens = 8;
+    // Asked before an activation or a canary loads a version (not at
+    // Start, not for a rollback): an error refuses it, the active version
+    // untouched. The app checks the kept signature again under the current
+    // policy and keys here.
+    std::function<Status(const ModelVersion&)> recheck;
   };
 
   ModelLifecycle(ModelStore* store, ServingSet* serving, Loader loader,

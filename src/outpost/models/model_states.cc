@@ -2,6 +2,7 @@
 #include <sqlite3.h>
 
 #include <ctime>
+#include <fstream>
 
 #include "outpost/models/model_store.h"
 #include "outpost/util/status_macros.h"
@@ -69,6 +70,28 @@ Status ModelStore::MarkValidated(const std::string& ref, const std::string& repo
                            "name = ? AND version = ?"
                          : "UPDATE versions SET validation = ? WHERE name = ? AND version = ?",
                  report_json);
+}
+
+Status ModelStore::KeepSignature(const std::string& ref, const std::string& bytes) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  if (bytes.size() > (1u << 20)) {
+    return Status::InvalidArgument("the signature of " + ref + " is over 1 MiB", "signature");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string digest;
+  OUTPOST_ASSIGN_OR_RETURN(digest, PutBlob(bytes));
+  return SetText(v, "UPDATE versions SET signature_blob = ? WHERE name = ? AND version = ?",
+                 digest);
+}
+
+StatusOr<std::string> ModelStore::SignatureBytes(const std::string& ref) {
+  ModelVersion v;
+  OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
+  if (v.signature_blob.empty()) return std::string();
+  std::ifstream in(BlobPath(v.signature_blob), std::ios::binary);
+  if (!in) return Status::Internal("the kept signature of " + ref + " is missing from the store");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 Status ModelStore::MarkSigned(const std::string& ref, const std::string& signature) {

@@ -146,6 +146,7 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
   v.activated_unix = sqlite3_column_int64(st, 12);
   v.signature = text(13);
   v.validation = text(14);
+  v.signature_blob = text(15);
   if (!v.validation.empty()) {
     const auto j = nlohmann::json::parse(v.validation, nullptr, false);
     v.validation_failed = !j.is_object() || !j.value("passed", false);
@@ -155,8 +156,8 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
 
 constexpr const char* kSelect =
     "SELECT name, version, state, error, source, manifest_digest, blob_digest, size, "
-    "architecture, quantization, n_params, created, activated, signature, validation FROM "
-    "versions";
+    "architecture, quantization, n_params, created, activated, signature, validation, "
+    "signature_blob FROM versions";
 
 }  // namespace
 
@@ -224,6 +225,7 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
   s->Exec("ALTER TABLE versions ADD COLUMN activated INTEGER NOT NULL DEFAULT 0");
   s->Exec("ALTER TABLE versions ADD COLUMN signature TEXT NOT NULL DEFAULT ''");
   s->Exec("ALTER TABLE versions ADD COLUMN validation TEXT NOT NULL DEFAULT ''");
+  s->Exec("ALTER TABLE versions ADD COLUMN signature_blob TEXT NOT NULL DEFAULT ''");
   if (!fs::exists(dir + "/oci-layout")) {
     WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }
@@ -562,12 +564,14 @@ Status ModelStore::Remove(const std::string& ref) {
   sqlite3_step(del);
   sqlite3_finalize(del);
   OUTPOST_RETURN_IF_ERROR(WriteIndex());
-  // Blobs no other version names go (the GGUF, its config and manifest).
+  // Blobs no other version names go (the GGUF, its config and manifest, its
+  // kept signature).
   std::set<std::string> keep;
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT blob_digest, manifest_digest FROM versions", -1, &st, nullptr);
+  sqlite3_prepare_v2(db_, "SELECT blob_digest, manifest_digest, signature_blob FROM versions", -1,
+                     &st, nullptr);
   while (sqlite3_step(st) == SQLITE_ROW) {
-    for (int c = 0; c < 2; ++c) {
+    for (int c = 0; c < 3; ++c) {
       const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
       if (p != nullptr && *p) keep.insert(p);
     }
@@ -576,6 +580,9 @@ Status ModelStore::Remove(const std::string& ref) {
   std::error_code ec;
   if (!v.blob_digest.empty() && keep.count(v.blob_digest) == 0) {
     fs::remove(BlobPath(v.blob_digest), ec);
+  }
+  if (!v.signature_blob.empty() && keep.count(v.signature_blob) == 0) {
+    fs::remove(BlobPath(v.signature_blob), ec);
   }
   if (!v.manifest_digest.empty() && keep.count(v.manifest_digest) == 0) {
     std::ifstream in(BlobPath(v.manifest_digest));

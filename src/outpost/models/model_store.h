@@ -59,6 +59,7 @@ struct ModelVersion {
   int64_t created_unix = 0;
   int64_t activated_unix = 0;      // when it last became active (0: never)
   std::string signature;           // what its signature check found ("" = none made)
+  std::string signature_blob;      // "sha256:<hex>" of the signature kept with it ("" = none)
   std::string validation;          // the last validation report, JSON ("" = never validated)
   bool validation_failed = false;  // its verdict: activation then needs --force
   std::string ref() const { return name + ":" + version; }
@@ -166,6 +167,13 @@ class ModelStore {
   // Notes what the signature check found (shown by list/show). Errors:
   // NotFound.
   Status MarkSigned(const std::string& ref, const std::string& signature);
+  // Keeps the signature's bytes (a DSSE envelope or a Sigstore bundle) with
+  // the version, as a blob: Export carries it as an OCI referrer of the
+  // model's manifest, and an activation checks it again. Errors: NotFound,
+  // InvalidArgument (over 1 MiB).
+  Status KeepSignature(const std::string& ref, const std::string& bytes);
+  // The kept signature's bytes; "" when none is kept.
+  StatusOr<std::string> SignatureBytes(const std::string& ref);
   // MarkValidated: keeps the validation report (JSON); a passing report
   // moves a "verified" version to "validated". Errors: NotFound.
   Status MarkValidated(const std::string& ref, const std::string& report_json, bool passed);

@@ -13,6 +13,14 @@ inline constexpr const char* kArtifactType = "application/vnd.cncf.model.manifes
 inline constexpr const char* kConfigType = "application/vnd.cncf.model.config.v1+json";
 inline constexpr const char* kWeightType = "application/vnd.cncf.model.weight.v1.raw";
 inline constexpr const char* kRefAnnotation = "org.opencontainers.image.ref.name";
+// A signature kept with a version, as an OCI referrer of its manifest: an
+// OpenSSF model-signing (Sigstore) bundle, or Outpost's bare DSSE envelope.
+inline constexpr const char* kSigstoreBundleType = "application/vnd.dev.sigstore.bundle.v0.3+json";
+inline constexpr const char* kDsseEnvelopeType = "application/vnd.dsse.envelope.v1+json";
+inline constexpr const char* kEmptyType = "application/vnd.oci.empty.v1+json";
+inline bool IsSignatureType(const std::string& t) {
+  return t == kSigstoreBundleType || t == kDsseEnvelopeType;
+}
 
 inline std::string Hex(const unsigned char* p, size_t n) {
   static const char* d = "0123456789abcdef";

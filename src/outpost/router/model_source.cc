@@ -77,11 +77,18 @@ Status Check(const PullRequest& r, const std::string& signature, const std::stri
   return st;
 }
 
+// Records what the check found and keeps the signature itself (for export
+// and for the check at activation).
 StatusOr<models::ModelVersion> Signed(models::ModelStore* store, StatusOr<models::ModelVersion> v,
-                                      const std::string& note) {
+                                      const std::string& note, const std::string& signature) {
   if (!v.ok()) return v;
   OUTPOST_RETURN_IF_ERROR(store->MarkSigned(v->ref(), note));
   v->signature = note;
+  if (!signature.empty()) {
+    OUTPOST_RETURN_IF_ERROR(store->KeepSignature(v->ref(), signature));
+    auto kept = store->Get(v->ref());
+    if (kept.ok()) v->signature_blob = kept->signature_blob;
+  }
   return v;
 }
 
@@ -154,7 +161,7 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
     return Signed(store,
                   store->Pull(registry.BlobUrl(layer.digest), request.ref, layer.digest, &registry,
                               po, progress),
-                  note);
+                  note, signature);
   }
   if (src.rfind("https://", 0) == 0 || src.rfind("http://", 0) == 0) {
     HttpBlobSource http(request.registry.http);
@@ -172,8 +179,9 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
                                       &signature, &fetch_error));
     }
     OUTPOST_RETURN_IF_ERROR(Check(request, signature, want, fetch_error, &note));
-    return Signed(
-        store, store->Pull(src, request.ref, request.sha256, &http, request.pull, progress), note);
+    return Signed(store,
+                  store->Pull(src, request.ref, request.sha256, &http, request.pull, progress),
+                  note, signature);
   }
   if (src.find("://") != std::string::npos && src.rfind("file://", 0) != 0) {
     return Status::InvalidArgument(
@@ -201,7 +209,7 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
     store->MarkFailed(v.ref(), st.message());  // copied, but never to be served
     return st;
   }
-  return Signed(store, v, note);
+  return Signed(store, v, note, signature);
 }
 
 }  // namespace outpost::router
