@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mocks/test_keys.h"
+
 namespace outpost::fleet {
 namespace {
 
@@ -29,15 +31,7 @@ class SignedDocument : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     for (const char* who : {"a", "b"}) {
-      EVP_PKEY* k = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-      ASSERT_NE(k, nullptr);
-      FILE* f = std::fopen(Path(std::string(who) + ".key").c_str(), "w");
-      PEM_write_PrivateKey(f, k, nullptr, nullptr, 0, nullptr, nullptr);
-      std::fclose(f);
-      f = std::fopen(Path(std::string(who) + ".pub").c_str(), "w");
-      PEM_write_PUBKEY(f, k);
-      std::fclose(f);
-      EVP_PKEY_free(k);
+      ASSERT_TRUE(outpost::testing::WriteEd25519KeyPair(dir_.string(), who));
     }
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

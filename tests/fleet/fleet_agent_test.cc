@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "mocks/fake_engine.h"
+#include "mocks/test_keys.h"
 #include "mocks/test_model.h"
 #include "outpost/scheduler/scheduler.h"
 
@@ -37,15 +38,7 @@ class Agent : public ::testing::Test {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     for (const char* who : {"central", "stranger"}) {
-      EVP_PKEY* k = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-      ASSERT_NE(k, nullptr);
-      FILE* f = std::fopen(Path(std::string(who) + ".key").c_str(), "w");
-      PEM_write_PrivateKey(f, k, nullptr, nullptr, 0, nullptr, nullptr);
-      std::fclose(f);
-      f = std::fopen(Path(std::string(who) + ".pub").c_str(), "w");
-      PEM_write_PUBKEY(f, k);
-      std::fclose(f);
-      EVP_PKEY_free(k);
+      ASSERT_TRUE(outpost::testing::WriteEd25519KeyPair(dir_.string(), who));
     }
     auto s = models::ModelStore::Open(Path("store"));
     ASSERT_TRUE(s.ok()) << s.status().message();

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "outpost/fleet/desired_state.h"
 #include "outpost/models/model_signature.h"
 #include "outpost/util/daily_window.h"
 #include "outpost/util/units.h"
@@ -289,18 +290,8 @@ const std::map<std::string, Setter>& Setters() {
                   {"fleet_site", StringField(&ServeConfig::fleet_site)},
                   {"fleet_labels",
                    [](ServeConfig* c, const std::string& k, const std::string& v) {
-                     size_t start = 0;
-                     while (start < v.size()) {
-                       size_t comma = v.find(',', start);
-                       if (comma == std::string::npos) comma = v.size();
-                       const std::string item = v.substr(start, comma - start);
-                       if (item.find('=') == std::string::npos || item[0] == '=') {
-                         return Status::InvalidArgument(
-                             "'" + k + "': '" + item + "' must be KEY=VALUE (KEY=VALUE,KEY=VALUE)",
-                             k);
-                       }
-                       start = comma + 1;
-                     }
+                     auto labels = fleet::ParseLabels(v, k);  // the agent's own reader
+                     if (!labels.ok()) return labels.status();
                      c->fleet_labels = v;
                      return Status::Ok();
                    }},

@@ -13,6 +13,7 @@
 
 #include "outpost/models/canary_plan.h"
 #include "outpost/models/oci_artifact.h"
+#include "outpost/models/store_layout.h"
 #include "outpost/router/registry_client.h"
 #include "outpost/router/uplink_transport.h"
 #include "outpost/util/status_macros.h"
@@ -32,13 +33,7 @@ std::string Sha256Hex(const std::string& bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
+  return models::layout::Hex(md, len);
 }
 
 // Writes `text` to `path` so that a crash leaves the old file or the new one.
