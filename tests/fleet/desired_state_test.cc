@@ -169,6 +169,8 @@ TEST(DesiredState, BadDocumentsAreRefusedNamingTheField) {
        "models[0].canary.min_requests"},
       {"canary ratio", with("canary", {{"max_ttft_ratio", 0.5}}),
        "models[0].canary.max_ttft_ratio"},
+      {"canary shadow 200", with("canary", {{"shadow", 200}}), "models[0].canary.shadow"},
+      {"canary shadow a string", with("canary", {{"shadow", "10%"}}), "models[0].canary.shadow"},
   };
   for (const auto& c : cases) {
     auto s = ParseDesiredState(c.doc.dump());

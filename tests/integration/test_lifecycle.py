@@ -347,6 +347,9 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
                             ({"model": "smollm2:1", "bake": "soon"}, "bake"),
                             ({"model": "smollm2:1", "min_requests": 0}, "min_requests"),
                             ({"model": "smollm2:1", "max_ttft_ratio": 0.5}, "max_ttft_ratio"),
+                            ({"model": "smollm2:1", "shadow": 101}, "shadow"),
+                            ({"model": "smollm2:1", "shadow": "10%"}, "shadow"),
+                            ({"model": "smollm2:1", "steps": []}, "steps"),
                             ({"model": "smollm2:2"}, "model")):
             r = admin(s, "POST", "/admin/models/canary", body)
             assert r.status_code == 400 and r.json()["error"]["param"] == param, (body, r.text)

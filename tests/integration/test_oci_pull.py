@@ -633,6 +633,92 @@ def test_end_to_end_registry_pull_validate_canary_promote(registries, tmp_path):
         assert 'decision="promote"} 1' in httpx.get(s.base + "/metrics").text
 
 
+def test_end_to_end_a_worse_version_is_caught_in_the_shadow_and_rolled_back_live(registries, tmp_path):
+    """The other ending, with real files: a copy of the default model whose
+    metadata names " Paris" as its end-of-sequence token (a packaging bug: it
+    loads, warms up and greets, but answers nothing where the answer is
+    "Paris"), published with ORAS and pulled by digest. Validation fails it.
+    Forced into a canary with a shadow phase, it is judged on mirrored
+    requests and aborted before any user sees it; forced into a live canary,
+    it is rolled back by the box after its first step, on its empty answers.
+    The active version is never touched."""
+    import oras.client
+    import gguf_edit
+    from outpost_harness import serve
+    work = tmp_path / "publish"
+    work.mkdir()
+    bad = work / "smollm2-eos-bug.gguf"
+    bad.write_bytes(MODEL_BYTES)
+    gguf_edit.set_uint32(str(bad), "tokenizer.ggml.eos_token_id", gguf_edit.token_id(str(bad), "\u0120Paris"))
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        oras.client.OrasClient(hostname=registries.open, insecure=True).push(
+            files=[f"{bad.name}:application/vnd.docker.ai.gguf.v3"], target=f"{registries.open}/ai/smollm2:eos-bug",
+            quiet=True)
+    finally:
+        os.chdir(cwd)
+    store = tmp_path / "store"
+    for args in (["import", MODEL, "smollm2:1"], ["activate", "smollm2:1"]):
+        assert subprocess.run([BIN, "model", "--store", str(store), *args], capture_output=True).returncode == 0
+    p = pull(store, f"oci://{registries.open}/ai/smollm2:eos-bug", "smollm2:2")
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([BIN, "model", "--store", str(store), "validate", "smollm2:2"], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 1 and "FAIL" in p.stdout, p.stdout + p.stderr
+
+    key = "e2e-admin-key-0123456789"
+    with serve("--model-store", str(store), "--parallel", "4", models=["smollm2"],
+               env={"OUTPOST_ADMIN_KEY": key}) as s:
+        auth = {"Authorization": f"Bearer {key}"}
+        plan = {"model": "smollm2:2", "steps": [50], "bake": "2s", "min_requests": 3, "max_ttft_ratio": 100}
+
+        def ask(n):
+            r = httpx.post(s.base + "/v1/completions", timeout=120,
+                           json={"model": "smollm2", "user": f"user-{n}", "prompt": "The capital of France is",
+                                 "temperature": 0, "max_tokens": 6})
+            assert r.status_code == 200, r.text
+            return r.json()["choices"][0]["text"]
+
+        def until_ended():
+            answers, deadline = [], time.time() + 120
+            while time.time() < deadline and httpx.get(s.base + "/admin/models", headers=auth).json()["canaries"]:
+                answers.append(ask(len(answers)))
+            return answers
+
+        def version():
+            return {v["ref"]: v for v in httpx.get(s.base + "/admin/models", headers=auth).json()["versions"]}["smollm2:2"]
+
+        r = httpx.post(s.base + "/admin/models/canary", headers=auth, json=dict(plan, shadow=100), timeout=300)
+        assert r.status_code == 400 and "failed its validation" in r.json()["error"]["message"], r.text
+        r = httpx.post(s.base + "/admin/models/canary", headers=auth, json=dict(plan, shadow=100, force=True),
+                       timeout=300)
+        assert r.status_code == 200, r.text
+        assert r.json()["phase"] == "shadow" and r.json()["percent"] == 0 and r.json()["shadow_percent"] == 100
+        ready = httpx.get(s.base + "/ready").json()
+        assert "shadow" in json.dumps(ready), ready
+        answers = until_ended()
+        # No user ever got the candidate: every answer is the active version's.
+        assert answers and all("Paris" in a for a in answers), answers
+        v = version()
+        assert v["state"] == "retired" and "empty answers" in v["error"], v
+        m = httpx.get(s.base + "/metrics").text
+        assert 'decision="abort"} 1' in m, [l for l in m.splitlines() if "canary_decisions" in l]
+
+        # Live: half of the conversations get it until the box rolls it back.
+        r = httpx.post(s.base + "/admin/models/canary", headers=auth, json=dict(plan, force=True), timeout=300)
+        assert r.status_code == 200 and r.json()["phase"] == "live" and r.json()["percent"] == 50, r.text
+        answers = until_ended()
+        assert any(a == "" for a in answers), answers  # the canary's users saw its empty answers ...
+        v = version()
+        assert v["state"] == "retired" and "canary aborted: empty answers" in v["error"], v
+        assert 'decision="abort"} 2' in httpx.get(s.base + "/metrics").text
+        # ... and after the rollback nobody does: the active version serves everyone.
+        assert all("Paris" in ask(1000 + n) for n in range(6))
+        listing = httpx.get(s.base + "/admin/models", headers=auth).json()
+        assert {v["ref"]: v["state"] for v in listing["versions"]}["smollm2:1"] == "active"
+
+
 def test_a_fleet_desired_state_published_as_an_oci_artifact_is_followed(registries, tmp_path):
     """The desired state as an OCI artifact (pushed with ORAS beside the
     models): the box reads the signed document from the registry, pulls the

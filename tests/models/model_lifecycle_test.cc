@@ -358,6 +358,78 @@ TEST_F(Canary, AnErrorBurstAbortsAtOnceAndRollbackEndsACanary) {
   EXPECT_EQ(Served(), "1");
 }
 
+// The shadow phase: no conversation reaches the candidate; a sample of
+// requests is mirrored; judged like a step, then the live steps.
+class ShadowCanary : public Canary {
+ protected:
+  void StartShadow(std::vector<int32_t> steps, int32_t shadow, int64_t min_requests) {
+    Make(true);
+    ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+    ModelLifecycle::CanaryPlan plan;
+    plan.steps = std::move(steps);
+    plan.shadow = shadow;
+    plan.bake_ms = 1000;
+    plan.min_requests = min_requests;
+    auto c = lifecycle_->StartCanary("m:2", plan);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->phase, "shadow");
+    EXPECT_EQ(c->percent, 0);
+    EXPECT_EQ(c->shadow_percent, shadow);
+    canary_ = made_.back().lock();
+    active_ = serving_.Find("m");
+  }
+};
+
+TEST_F(ShadowCanary, NoConversationSeesItThenTheStepsBegin) {
+  StartShadow({50}, 20, 5);
+  EXPECT_EQ(State("m:2"), "canary");
+  for (int k = 0; k < 500; ++k) {
+    EXPECT_EQ(serving_.Find("m", "conversation-" + std::to_string(k))->version, "1");
+  }
+  int mirrored = 0;
+  for (int i = 0; i < 100; ++i) mirrored += serving_.ShadowOf("m") == canary_ ? 1 : 0;
+  EXPECT_EQ(mirrored, 20);
+  Traffic(2, 0.1, 0.1);  // too few for a verdict: extended, still in the shadow
+  ASSERT_TRUE(Within(3, [&] {
+    auto c = lifecycle_->Canaries();
+    return !c.empty() && c[0].last_decision.find("extended in the shadow") != std::string::npos;
+  }));
+  EXPECT_EQ(lifecycle_->Canaries()[0].phase, "shadow");
+  Traffic(5, 0.1, 0.1);
+  ASSERT_TRUE(Within(3, [&] {
+    auto c = lifecycle_->Canaries();
+    return !c.empty() && c[0].phase == "live" && c[0].percent == 50;
+  }));
+  EXPECT_NE(lifecycle_->Canaries()[0].last_decision.find("out of the shadow to 50%"),
+            std::string::npos)
+      << lifecycle_->Canaries()[0].last_decision;
+  EXPECT_EQ(serving_.ShadowOf("m"), nullptr);  // live now: no more mirroring
+  Traffic(5, 0.1, 0.1);
+  ASSERT_TRUE(Within(3, [&] { return Served() == "2"; }));
+  EXPECT_EQ(State("m:2"), "active");
+}
+
+TEST_F(ShadowCanary, WithoutStepsTheShadowEndsInThePromotion) {
+  StartShadow({}, 100, 5);
+  Traffic(5, 0.1, 0.1);
+  ASSERT_TRUE(Within(3, [&] { return Served() == "2"; }));
+  EXPECT_EQ(State("m:2"), "active");
+  EXPECT_EQ(State("m:1"), "standby");
+}
+
+TEST_F(ShadowCanary, WorseInTheShadowIsAbortedWithoutServingAnyone) {
+  StartShadow({5, 50}, 50, 5);
+  for (int i = 0; i < 5; ++i) {
+    canary_->outcomes->Record(false, false, /*empty=*/true, 0, -1);
+    active_->outcomes->Record(false, false, false, 10, 0.1);
+  }
+  ASSERT_TRUE(Within(3, [&] { return State("m:2") == "retired"; }));
+  EXPECT_NE(store_->Get("m:2")->error.find("empty answers 100.0%"), std::string::npos)
+      << store_->Get("m:2")->error;
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(serving_.ShadowOf("m"), nullptr);
+}
+
 TEST_F(Canary, BadPlansNameTheField) {
   Make(true);
   ASSERT_TRUE(lifecycle_->Start("m:1").ok());
@@ -365,13 +437,18 @@ TEST_F(Canary, BadPlansNameTheField) {
     std::vector<int32_t> steps;
     int64_t bake_ms, min_requests;
     const char* param;
-  } bad[] = {{{}, 1000, 5, "steps"},      {{0}, 1000, 5, "steps"}, {{100}, 1000, 5, "steps"},
-             {{25, 5}, 1000, 5, "steps"}, {{5}, 10, 5, "bake"},    {{5}, 1000, 0, "min_requests"}};
+    int32_t shadow = 0;
+  } bad[] = {{{}, 1000, 5, "steps"},       {{0}, 1000, 5, "steps"},
+             {{100}, 1000, 5, "steps"},    {{25, 5}, 1000, 5, "steps"},
+             {{5}, 10, 5, "bake"},         {{5}, 1000, 0, "min_requests"},
+             {{5}, 1000, 5, "shadow", -1}, {{5}, 1000, 5, "shadow", 101},
+             {{}, 10, 5, "bake", 10}};  // no steps is fine with a shadow; the bake is not
   for (const auto& b : bad) {
     ModelLifecycle::CanaryPlan plan;
     plan.steps = b.steps;
     plan.bake_ms = b.bake_ms;
     plan.min_requests = b.min_requests;
+    plan.shadow = b.shadow;
     auto c = lifecycle_->StartCanary("m:2", plan);
     ASSERT_FALSE(c.ok());
     EXPECT_EQ(c.status().param(), b.param) << c.status().message();

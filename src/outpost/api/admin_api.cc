@@ -36,13 +36,20 @@ json CanaryJson(const models::ModelLifecycle::CanaryStatus& c) {
               {"cancelled", o.cancelled},
               {"empty", o.empty},
               {"tokens", o.tokens}};
+    if (o.compared > 0 || o.shadow_skipped > 0) {
+      j["compared"] = o.compared;  // shadow: greedy answers compared with the active's
+      j["same"] = o.same;
+      j["skipped_busy"] = o.shadow_skipped;
+    }
     j["ttft_p95_s"] = ttft_p95 >= 0 ? json(ttft_p95) : json(nullptr);
     return j;
   };
   return {{"model", c.model},
           {"version", c.version},
           {"baseline", c.baseline},
+          {"phase", c.phase},
           {"percent", c.percent},
+          {"shadow_percent", c.shadow_percent},
           {"step", c.step},
           {"steps", c.steps},
           {"step_age_s", c.step_age_s},
@@ -305,9 +312,10 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       OUTPOST_ASSIGN_OR_RETURN(
           b, ParseBody(req.body,
                        {"model", "steps", "bake", "min_requests", "max_ttft_ratio",
-                        "max_error_increase", "force"},
+                        "max_error_increase", "shadow", "force"},
                        {"model"},
-                       {"steps", "min_requests", "max_ttft_ratio", "max_error_increase", "force"}));
+                       {"steps", "min_requests", "max_ttft_ratio", "max_error_increase", "shadow",
+                        "force"}));
       if (b.contains("force") && !b["force"].is_boolean()) {
         return Status::InvalidArgument("'force' must be true or false", "force");
       }

@@ -107,7 +107,7 @@ async function tick(){
  $("sensor-table").innerHTML=sensors.length?"<tr><th>sensor</th><th>type</th><th class=n>value</th></tr>"+sensors.map(s=>
   `<tr><td>${esc(s.hw_id)}</td><td>${esc(s.hw_type)}</td><td class=n>${s.value.toFixed(1)} ${s.kind==="power"?"W":"°C"}</td></tr>`).join(""):"<tr><td>no sensors found</td></tr>";
  $("model-table").innerHTML="<tr><th>model</th><th class=n>sessions</th><th class=n>queue</th><th class=n>tok/s</th><th class=n>cache hits</th></tr>"+
-  models.map(m=>`<tr><td>${esc(m.id)}${m.version?" v"+esc(m.version):""}${m.canary?` <span class=s>→ canary v${esc(m.canary.version)} at ${m.canary.percent}%</span>`:""}</td><td class=n>${m.active} / ${m.max_sessions}</td><td class=n>${m.queued}</td><td class=n>${fmt(m.decode_tokens_per_second,1)}</td><td class=n>${m.prefix_cache&&m.prefix_cache.enabled?Math.round(100*m.prefix_cache.hit_rate)+"%":"off"}</td></tr>`).join("");
+  models.map(m=>`<tr><td>${esc(m.id)}${m.version?" v"+esc(m.version):""}${m.canary?` <span class=s>→ canary v${esc(m.canary.version)} ${m.canary.phase==="shadow"?"in the shadow ("+m.canary.shadow_percent+"% mirrored)":"at "+m.canary.percent+"%"}</span>`:""}</td><td class=n>${m.active} / ${m.max_sessions}</td><td class=n>${m.queued}</td><td class=n>${fmt(m.decode_tokens_per_second,1)}</td><td class=n>${m.prefix_cache&&m.prefix_cache.enabled?Math.round(100*m.prefix_cache.hit_rate)+"%":"off"}</td></tr>`).join("");
  const routes=cur.routes_total||{},total=Object.values(routes).reduce((a,b)=>a+b,0);
  if(total>0){const ks=Object.keys(routes).sort();
   $("route-bar").innerHTML=ks.map((k,i)=>`<div title="${esc(k)}" style="width:${100*routes[k]/total}%;background:${C[i%5]}"></div>`).join("");

@@ -196,6 +196,8 @@ int RunRemote(const ModelFlags& f) {
     path = "/admin/models/canary";
     nlohmann::json b = {{"model", f.ref}};
     if (!f.steps.empty()) b["steps"] = f.steps;
+    if (f.no_steps) b["steps"] = nlohmann::json::array();
+    if (f.shadow > 0) b["shadow"] = f.shadow;
     if (!f.bake.empty()) b["bake"] = f.bake;
     if (f.min_requests > 0) b["min_requests"] = f.min_requests;
     if (f.max_ttft_ratio > 0) b["max_ttft_ratio"] = f.max_ttft_ratio;
@@ -226,6 +228,15 @@ int RunRemote(const ModelFlags& f) {
     std::fprintf(stderr, "outpost model: %s answered %d: %s\n", f.server.c_str(), reply->status,
                  msg.c_str());
     return 1;
+  }
+  if (!f.json && f.canary->parsed() && j.is_object() && j.value("phase", "") == "shadow") {
+    std::printf(
+        "canary %s:%s against %s: in the shadow, %d%% of requests mirrored (answers dropped), "
+        "then %d step(s); watch it with `outpost model --server %s list`\n",
+        j.value("model", "").c_str(), j.value("version", "").c_str(),
+        j.value("baseline", "").c_str(), j.value("shadow_percent", 0), j.value("steps", 0),
+        f.server.c_str());
+    return 0;
   }
   if (!f.json && f.canary->parsed() && j.is_object()) {
     std::printf(
@@ -388,6 +399,13 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->canary->add_option("--max-ttft-ratio", f->max_ttft_ratio,
                         "abort when the canary's TTFT p95 is above the active version's times "
                         "this (default 1.5)");
+  f->canary->add_option("--shadow", f->shadow,
+                        "first mirror this percent of requests to it while the box has spare "
+                        "capacity, its answers dropped, and judge that as a step (0: no shadow)");
+  f->canary
+      ->add_flag("--no-steps", f->no_steps,
+                 "with --shadow: promote once the shadow phase passes, with no live step")
+      ->excludes("--steps");
   f->canary->add_flag("--json", f->json, "print the answer as JSON");
   f->canary->add_flag("--force", f->force, "start it even though its last validation failed");
   f->validate = model->add_subcommand(

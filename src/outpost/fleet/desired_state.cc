@@ -118,9 +118,9 @@ StatusOr<DesiredModel> ParseEntry(const json& e, const std::string& at) {
   if (e.contains("canary") && !e["canary"].is_null()) {
     const json& c = e["canary"];
     if (!c.is_object()) return Bad(at + ".canary", "must be an object");
-    if (Status st =
-            CheckKeys(c, at + ".canary",
-                      {"steps", "bake", "min_requests", "max_ttft_ratio", "max_error_increase"});
+    if (Status st = CheckKeys(
+            c, at + ".canary",
+            {"steps", "bake", "min_requests", "max_ttft_ratio", "max_error_increase", "shadow"});
         !st.ok()) {
       return st;
     }
@@ -128,15 +128,9 @@ StatusOr<DesiredModel> ParseEntry(const json& e, const std::string& at) {
     if (!plan.ok()) {
       return Bad(at + ".canary." + plan.status().param(), "is wrong: " + plan.status().message());
     }
-    if (plan->steps.empty()) return Bad(at + ".canary.steps", "must not be empty");
-    int32_t last = 0;
-    for (int32_t s : plan->steps) {
-      if (s <= last || s >= 100) {
-        return Bad(at + ".canary.steps", "must rise, each between 1 and 99 (percent)");
-      }
-      last = s;
+    if (Status st = models::CheckCanaryPlan(*plan); !st.ok()) {
+      return Bad(at + ".canary." + st.param(), "is wrong: " + st.message());
     }
-    if (plan->min_requests < 1) return Bad(at + ".canary.min_requests", "must be at least 1");
     m.canary = *plan;
   }
   return m;

@@ -21,6 +21,12 @@
 namespace outpost::fleet {
 namespace {
 
+// A canary's figures in the observed state (step is 1-based; 0 in the shadow).
+nlohmann::json CanaryFigures(const models::ModelLifecycle::CanaryStatus& c) {
+  return {{"phase", c.phase}, {"percent", c.percent}, {"shadow_percent", c.shadow_percent},
+          {"step", c.step},   {"steps", c.steps},     {"decision", c.last_decision}};
+}
+
 using nlohmann::json;
 
 constexpr size_t kMaxDocumentBytes = 1 << 20;
@@ -401,10 +407,7 @@ FleetAgent::ModelStatus FleetAgent::Converge(const DesiredModel& want) {
   }
   if (canary) {
     out.phase = "canary";
-    out.canary = {{"percent", canary->percent},
-                  {"step", canary->step + 1},
-                  {"steps", canary->steps},
-                  {"decision", canary->last_decision}};
+    out.canary = CanaryFigures(*canary);
     return out;
   }
   const std::string ref = want.Ref();
@@ -473,10 +476,7 @@ FleetAgent::ModelStatus FleetAgent::Converge(const DesiredModel& want) {
     outcome_[ref] = "canary started";
     spdlog::info("fleet: canary of {} at {}% (generation {})", ref, started->percent, gen);
     out.phase = "canary";
-    out.canary = {{"percent", started->percent},
-                  {"step", started->step + 1},
-                  {"steps", started->steps},
-                  {"decision", started->last_decision}};
+    out.canary = CanaryFigures(*started);
     return out;
   }
   auto swap = lifecycle_->Activate(ref);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "outpost/models/canary_plan.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
@@ -423,23 +424,7 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Rollback(const std::string& name,
 StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::string& ref,
                                                                    const CanaryPlan& plan,
                                                                    bool force) {
-  if (plan.steps.empty() || plan.steps.size() > 10) {
-    return Status::InvalidArgument("'steps' must list 1 to 10 shares", "steps");
-  }
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    if (plan.steps[i] < 1 || plan.steps[i] > 99 || (i > 0 && plan.steps[i] <= plan.steps[i - 1])) {
-      return Status::InvalidArgument(
-          "'steps' must be rising percentages from 1 to 99 (the last step is followed by the "
-          "promotion)",
-          "steps");
-    }
-  }
-  if (plan.bake_ms < 1000 || plan.bake_ms > 7 * 86'400'000LL) {
-    return Status::InvalidArgument("'bake' must be between 1 s and 7 days", "bake");
-  }
-  if (plan.min_requests < 1 || plan.min_requests > 1'000'000) {
-    return Status::InvalidArgument("'min_requests' must be between 1 and 1000000", "min_requests");
-  }
+  OUTPOST_RETURN_IF_ERROR(CheckCanaryPlan(plan));
   std::lock_guard<std::mutex> lock(op_mu_);
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, store_->Get(ref));
@@ -485,14 +470,18 @@ StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::st
   run.model = loaded;
   run.baseline = active->version;
   run.plan = plan;
+  run.shadow_phase = plan.shadow > 0;
   auto& r = canaries_[v.name] = std::move(run);
   StartStep(&r, 0);
-  r.last_decision = "started at " + std::to_string(plan.steps[0]) + "%";
+  r.last_decision = r.shadow_phase ? "started in the shadow: " + std::to_string(plan.shadow) +
+                                         "% of requests mirrored"
+                                   : "started at " + std::to_string(plan.steps[0]) + "%";
   canary_decisions_->CounterWith({v.name, "start"}).Add();
-  spdlog::info(
-      "lifecycle: canary {} against {}: {}% of conversations, steps of {} s, at least {} "
-      "requests each",
-      ref, active->version, plan.steps[0], plan.bake_ms / 1000, plan.min_requests);
+  spdlog::info("lifecycle: canary {} against {}: {}, steps of {} s, at least {} requests each", ref,
+               active->version,
+               r.shadow_phase ? std::to_string(plan.shadow) + "% of requests mirrored in the shadow"
+                              : std::to_string(plan.steps[0]) + "% of conversations",
+               plan.bake_ms / 1000, plan.min_requests);
   PublishVersions();
   CanaryStatus status = StatusOf(v.name, r);
   std::lock_guard<std::mutex> view_lock(view_mu_);
@@ -509,6 +498,11 @@ void ModelLifecycle::StartStep(CanaryRun* run, size_t step) {
   if (const auto active = serving_->Find(run->model->id)) {
     run->active0 = active->outcomes->Take();
   }
+  if (run->shadow_phase) {
+    serving_->SetCanary(run->model, 0, run->plan.shadow * 100);
+    canary_share_->GaugeWith({run->model->id}).Set(0);
+    return;
+  }
   serving_->SetCanary(run->model, run->plan.steps[step] * 100);
   canary_share_->GaugeWith({run->model->id}).Set(run->plan.steps[step]);
 }
@@ -519,22 +513,16 @@ ModelLifecycle::CanaryStatus ModelLifecycle::StatusOf(const std::string& name,
   s.model = name;
   s.version = run.model->version;
   s.baseline = run.baseline;
-  s.percent = run.plan.steps[run.step];
-  s.step = run.step + 1;
+  s.phase = run.shadow_phase ? "shadow" : "live";
+  s.percent = run.shadow_phase ? 0 : run.plan.steps[run.step];
+  s.shadow_percent = run.shadow_phase ? run.plan.shadow : 0;
+  s.step = run.shadow_phase ? 0 : run.step + 1;
   s.steps = run.plan.steps.size();
   s.step_age_s = SecondsSince(run.step_start);
-  auto diff = [](VersionOutcomes::Snapshot a, const VersionOutcomes::Snapshot& b) {
-    a.requests -= b.requests;
-    a.errors -= b.errors;
-    a.cancelled -= b.cancelled;
-    a.empty -= b.empty;
-    a.tokens -= b.tokens;
-    return a;
-  };
-  s.canary = diff(run.model->outcomes->Take(), run.canary0);
+  s.canary = VersionOutcomes::Since(run.model->outcomes->Take(), run.canary0);
   s.canary_ttft_p95_s = run.model->outcomes->TtftP95Since(run.canary0);
   if (const auto active = serving_->Find(name)) {
-    s.active = diff(active->outcomes->Take(), run.active0);
+    s.active = VersionOutcomes::Since(active->outcomes->Take(), run.active0);
     s.active_ttft_p95_s = active->outcomes->TtftP95Since(run.active0);
   }
   s.last_decision = run.last_decision;
@@ -559,9 +547,12 @@ void ModelLifecycle::EvaluateCanaries() {
     }
     if (Steady::now() < run.next_verdict) continue;
     if (c.requests < run.plan.min_requests) {
-      run.last_decision = "extended at " + std::to_string(s.percent) +
-                          "%: " + std::to_string(c.requests) + " of " +
-                          std::to_string(run.plan.min_requests) + " requests needed for a verdict";
+      run.last_decision =
+          (run.shadow_phase
+               ? "extended in the shadow: " + std::to_string(c.requests) + " mirrored (" +
+                     std::to_string(c.shadow_skipped) + " skipped, no spare capacity)"
+               : "extended at " + std::to_string(s.percent) + "%: " + std::to_string(c.requests)) +
+          " of " + std::to_string(run.plan.min_requests) + " requests needed for a verdict";
       run.next_verdict = Steady::now() + std::chrono::milliseconds(run.plan.bake_ms);
       canary_decisions_->CounterWith({name, "extend"}).Add();
       spdlog::info("lifecycle: canary {}:{} {}", name, s.version, run.last_decision);
@@ -583,6 +574,25 @@ void ModelLifecycle::EvaluateCanaries() {
     }
     if (why[0] != '\0') {
       aborts.emplace_back(name, why);
+      continue;
+    }
+    if (run.shadow_phase) {
+      const std::string same = c.compared > 0 ? ", same answer " + std::to_string(c.same) + " of " +
+                                                    std::to_string(c.compared)
+                                              : "";
+      if (run.plan.steps.empty()) {
+        spdlog::info("lifecycle: canary {}:{} passed the shadow after {} mirrored requests{}", name,
+                     s.version, c.requests, same);
+        promotions.push_back(name);
+        continue;
+      }
+      run.shadow_phase = false;
+      StartStep(&run, 0);
+      run.last_decision = "out of the shadow to " + std::to_string(run.plan.steps[0]) + "% after " +
+                          std::to_string(c.requests) + " mirrored requests (errors " +
+                          std::to_string(c.errors) + same + ")";
+      canary_decisions_->CounterWith({name, "advance"}).Add();
+      spdlog::info("lifecycle: canary {}:{} {}", name, s.version, run.last_decision);
       continue;
     }
     if (run.step + 1 >= run.plan.steps.size()) {

@@ -14,6 +14,13 @@
 // recent standby): from hot standby at once, else loaded from disk like an
 // activation. The version rolled back from is retired with the reason.
 //
+// Shadow (a canary plan with `shadow`): before the first step, the
+// candidate gets no conversations; a sample of the active version's requests
+// is mirrored to it while both have spare capacity (LocalTarget::Mirror), its
+// answers dropped and its outcomes judged as a step's (greedy answers are
+// also compared word for word with the active's — shown, not judged: two
+// quantizations may differ and both be right).
+//
 // Canary: the candidate is loaded and warmed up as for an activation, then
 // gets a share of conversations (sticky: ServingSet::Find with the call's
 // session id, user or API key), raised step by step (e.g. 5 → 25 → 50%)
@@ -132,10 +139,18 @@ class ModelLifecycle {
     int64_t min_requests = 50;                 // canary requests a step needs for a verdict
     double max_error_increase = 0.05;          // error or empty rate above the active's + this
     double max_ttft_ratio = 1.5;               // TTFT p95 above the active's × this
+    // A shadow phase first (0: none): this percent of the active version's
+    // requests is mirrored to the candidate when both have spare capacity,
+    // its answers dropped; judged like a step, then the steps begin (none:
+    // the promotion follows). For quiet boxes and models no user should
+    // see before they are proven.
+    int32_t shadow = 0;
   };
   struct CanaryStatus {
     std::string model, version, baseline;  // baseline: the active version
-    int32_t percent = 0;
+    std::string phase;                     // "shadow" or "live"
+    int32_t percent = 0;                   // of conversations (0 in the shadow phase)
+    int32_t shadow_percent = 0;            // of requests mirrored (shadow phase)
     size_t step = 0, steps = 0;
     double step_age_s = 0;
     VersionOutcomes::Snapshot canary, active;  // in this step
@@ -184,6 +199,7 @@ class ModelLifecycle {
     std::string baseline;  // the active version when it started
     CanaryPlan plan;
     size_t step = 0;
+    bool shadow_phase = false;  // before steps[0]
     std::chrono::steady_clock::time_point step_start, next_verdict;
     VersionOutcomes::Snapshot canary0, active0;  // at the step's start
     std::string last_decision;

@@ -116,15 +116,36 @@ std::shared_ptr<const ServedModel> ServingSet::Find(const std::string& id,
   return base;
 }
 
-void ServingSet::SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp) {
+void ServingSet::SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp,
+                           int32_t shadow_bp) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& c : canaries_) {
     if (c.model->id == m->id) {
-      c = {std::move(m), share_bp};
+      c.model = std::move(m);
+      c.share_bp = share_bp;
+      c.shadow_bp = shadow_bp;
       return;
     }
   }
-  canaries_.push_back({std::move(m), share_bp});
+  Canary c;
+  c.model = std::move(m);
+  c.share_bp = share_bp;
+  c.shadow_bp = shadow_bp;
+  canaries_.push_back(std::move(c));
+}
+
+std::shared_ptr<const ServedModel> ServingSet::ShadowOf(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& c : canaries_) {
+    if (c.model->id != id || c.shadow_bp <= 0) continue;
+    // Call n is in the sample when floor(n·bp/10000) steps up: exactly bp
+    // of every 10000, evenly spread.
+    const uint64_t n = c.shadow_draws++;
+    const auto bp = static_cast<uint64_t>(c.shadow_bp);
+    if ((n + 1) * bp / 10000 > n * bp / 10000) return c.model;
+    return nullptr;
+  }
+  return nullptr;
 }
 
 std::shared_ptr<const ServedModel> ServingSet::ClearCanary(const std::string& id) {

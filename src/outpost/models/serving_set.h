@@ -97,7 +97,14 @@ class ServingSet {
   int32_t waiting() const;
 
   // Starts (or changes the share of) a canary for m->id; share_bp 0-10000.
-  void SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp);
+  // `shadow_bp` (0-10000): the share of the active version's requests that
+  // are also mirrored to the canary (ShadowOf), whose answers are dropped —
+  // the canary's shadow phase, with share_bp 0.
+  void SetCanary(std::shared_ptr<const ServedModel> m, int32_t share_bp, int32_t shadow_bp = 0);
+  // During a shadow phase of `id`: the candidate when this request is in
+  // the sample (exactly shadow_bp of every 10000 calls, spread evenly), else
+  // null. Draws from a counter, so call it once per request.
+  std::shared_ptr<const ServedModel> ShadowOf(const std::string& id) const;
   // Ends the canary of `id`; returns its model (null when there was none).
   std::shared_ptr<const ServedModel> ClearCanary(const std::string& id);
   std::vector<std::shared_ptr<const ServedModel>> List() const;
@@ -112,6 +119,8 @@ class ServingSet {
   struct Canary {
     std::shared_ptr<const ServedModel> model;
     int32_t share_bp = 0;
+    int32_t shadow_bp = 0;
+    mutable uint64_t shadow_draws = 0;  // ShadowOf's counter
   };
   std::vector<Canary> canaries_ OUTPOST_GUARDED_BY(mu_);
   mutable uint64_t unkeyed_ OUTPOST_GUARDED_BY(mu_) = 0;

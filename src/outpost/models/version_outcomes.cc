@@ -25,6 +25,29 @@ void VersionOutcomes::Record(bool error, bool cancelled, bool empty, int64_t tok
   }
 }
 
+void VersionOutcomes::RecordComparison(bool same) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++totals_.compared;
+  totals_.same += same ? 1 : 0;
+}
+
+void VersionOutcomes::RecordShadowSkipped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++totals_.shadow_skipped;
+}
+
+VersionOutcomes::Snapshot VersionOutcomes::Since(Snapshot a, const Snapshot& b) {
+  a.requests -= b.requests;
+  a.errors -= b.errors;
+  a.cancelled -= b.cancelled;
+  a.empty -= b.empty;
+  a.tokens -= b.tokens;
+  a.compared -= b.compared;
+  a.same -= b.same;
+  a.shadow_skipped -= b.shadow_skipped;
+  return a;
+}
+
 VersionOutcomes::Snapshot VersionOutcomes::Take() const {
   std::lock_guard<std::mutex> lock(mu_);
   return totals_;

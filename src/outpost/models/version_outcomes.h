@@ -19,6 +19,11 @@ class VersionOutcomes {
   // (cancelled by a client), answered nothing, its generated tokens and its
   // time to first token (< 0: none came).
   void Record(bool error, bool cancelled, bool empty, int64_t tokens, double ttft_s);
+  // Shadow phase (the candidate's outcomes only): a mirrored greedy request
+  // whose answer was or was not the active version's, word for word; and a
+  // request not mirrored because either version was busy.
+  void RecordComparison(bool same);
+  void RecordShadowSkipped();
 
   struct Snapshot {
     int64_t requests = 0;  // finished, of any outcome
@@ -27,7 +32,12 @@ class VersionOutcomes {
     int64_t empty = 0;  // ended without error and without output
     int64_t tokens = 0;
     uint64_t ttft_seq = 0;  // TTFT samples recorded so far (for TtftP95Since)
+    int64_t compared = 0;   // shadow: greedy answers compared with the active's
+    int64_t same = 0;       // of which identical
+    int64_t shadow_skipped = 0;
   };
+  // The counts of `a` since `b` (ttft_seq stays `a`'s).
+  static Snapshot Since(Snapshot a, const Snapshot& b);
   Snapshot Take() const;
   // p95 of the TTFTs recorded after `since` (of the last 4096 kept); < 0
   // when there are none.

@@ -159,11 +159,13 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     gen.cache_scope =
         router_->CacheScope(call.api_key, router_->ResolveDataClass(call.api_key, call.data_class));
   }
+  // A canary's shadow phase: perhaps the candidate answers it too, unseen.
+  auto compare = local_.Mirror(*served, call, gen);
   if (cascade_to) {
     RunCascade(*served, std::move(gen), call, local_reason, *cascade_to, sink);
     return nullptr;
   }
-  LocalTarget::Run(*served, std::move(gen), sink);
+  LocalTarget::Run(*served, std::move(gen), sink, std::move(compare));
   return nullptr;
 }
 

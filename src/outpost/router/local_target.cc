@@ -1,42 +1,84 @@
 #include "outpost/router/local_target.h"
 
 #include <chrono>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
 
 #include "outpost/router/tool_calls.h"
 #include "outpost/scheduler/scheduler.h"
+#include "outpost/util/thread_annotations.h"
 
 namespace outpost::router {
+
+// The two answers to one mirrored request — the active version's (side 0)
+// and the candidate's (side 1) — compared once both are complete; the
+// verdict goes to the candidate's outcomes. Either engine thread may finish
+// last.
+class ShadowCompare {
+ public:
+  explicit ShadowCompare(std::shared_ptr<models::VersionOutcomes> candidate)
+      : candidate_(std::move(candidate)) {}
+
+  void Done(int side, std::string text, bool complete) {
+    std::lock_guard<std::mutex> lock(mu_);
+    text_[side] = std::move(text);
+    complete_ = complete_ && complete;
+    if (++done_ < 2 || !complete_) return;
+    candidate_->RecordComparison(text_[0] == text_[1]);
+  }
+
+ private:
+  const std::shared_ptr<models::VersionOutcomes> candidate_;
+  std::mutex mu_;
+  std::string text_[2] OUTPOST_GUARDED_BY(mu_);
+  bool complete_ OUTPOST_GUARDED_BY(mu_) = true;
+  int done_ OUTPOST_GUARDED_BY(mu_) = 0;
+};
+
 namespace {
 
-// Passes everything on to the client's sink and records how the request
-// ended in its version's outcomes (errors, cut, empty, tokens, TTFT).
+// Passes everything on to the client's sink (none: a shadow request, whose
+// answer is dropped) and records how the request ended in its version's
+// outcomes (errors, cut, empty, tokens, TTFT). With `compare`, the first
+// choice's text goes to it as side `side`.
 class OutcomeSink final : public scheduler::GenerationSink {
  public:
-  OutcomeSink(std::shared_ptr<ResponseSink> sink, std::shared_ptr<models::VersionOutcomes> out)
-      : sink_(std::move(sink)), out_(std::move(out)), start_(std::chrono::steady_clock::now()) {}
+  OutcomeSink(std::shared_ptr<ResponseSink> sink, std::shared_ptr<models::VersionOutcomes> out,
+              std::shared_ptr<ShadowCompare> compare = nullptr, int side = 0)
+      : sink_(std::move(sink)),
+        out_(std::move(out)),
+        compare_(std::move(compare)),
+        side_(side),
+        start_(std::chrono::steady_clock::now()) {}
 
   void OnText(int choice, std::string text) override {
     if (ttft_s_ < 0) {
       ttft_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     }
-    sink_->OnText(choice, std::move(text));
+    if (compare_ && choice == 0) text_ += text;
+    if (sink_) sink_->OnText(choice, std::move(text));
   }
   void OnLogprobs(int choice, std::vector<scheduler::TokenInfo> tokens) override {
-    sink_->OnLogprobs(choice, std::move(tokens));
+    if (sink_) sink_->OnLogprobs(choice, std::move(tokens));
   }
   void OnDone(scheduler::GenerationResult result) override {
     const bool error = result.finish == scheduler::FinishReason::kError;
     const bool cancelled = result.finish == scheduler::FinishReason::kCancelled;
     out_->Record(error, cancelled, ttft_s_ < 0, result.usage.completion_tokens, ttft_s_);
-    sink_->OnDone(std::move(result));
+    if (compare_) compare_->Done(side_, std::move(text_), !error && !cancelled);
+    if (sink_) sink_->OnDone(std::move(result));
   }
-  bool Cancelled() override { return sink_->Cancelled(); }
+  bool Cancelled() override { return sink_ && sink_->Cancelled(); }
 
  private:
   const std::shared_ptr<ResponseSink> sink_;
   const std::shared_ptr<models::VersionOutcomes> out_;
+  const std::shared_ptr<ShadowCompare> compare_;
+  const int side_;
   const std::chrono::steady_clock::time_point start_;
   double ttft_s_ = -1;  // engine thread only
+  std::string text_;    // engine thread only
 };
 
 }  // namespace
@@ -85,11 +127,45 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
 }
 
 void LocalTarget::Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
-                      const std::shared_ptr<ResponseSink>& sink) {
+                      const std::shared_ptr<ResponseSink>& sink,
+                      std::shared_ptr<ShadowCompare> compare) {
   sink->OnLocalStart(
       LocalAnswerMeta{model.id, model.system_fingerprint, gen.answer_parser, model.version});
-  auto counted = std::make_shared<OutcomeSink>(sink, model.outcomes);
+  auto counted = std::make_shared<OutcomeSink>(sink, model.outcomes, std::move(compare), 0);
   if (Status st = model.scheduler->Submit(std::move(gen), counted); !st.ok()) sink->OnError(st);
+}
+
+std::shared_ptr<ShadowCompare> LocalTarget::Mirror(const models::ServedModel& served,
+                                                   const CompletionCall& call,
+                                                   const scheduler::GenerationRequest& gen) const {
+  const auto shadow = serving_->ShadowOf(served.id);
+  if (shadow == nullptr || shadow.get() == &served) return nullptr;
+  // Spare capacity only: the mirror must never delay a real request.
+  const auto active = served.scheduler->Snapshot();
+  const auto candidate = shadow->scheduler->Snapshot();
+  if (active.queued > 0 || active.would_wait || candidate.active + candidate.queued > 0) {
+    shadow->outcomes->RecordShadowSkipped();
+    return nullptr;
+  }
+  scheduler::GenerationRequest copy;
+  if (Status st = Prepare(*shadow, call, &copy); !st.ok()) {
+    // The candidate cannot take what the active version took: a failure of
+    // the candidate, counted as one.
+    spdlog::info("shadow {}:{}: {}", shadow->id, shadow->version, st.message());
+    shadow->outcomes->Record(/*error=*/true, false, false, 0, -1);
+    return nullptr;
+  }
+  copy.id = gen.id + "-shadow";
+  copy.priority = scheduler::Priority::kBatch;
+  copy.cache_scope = gen.cache_scope;
+  const bool greedy = gen.sampling.temperature && *gen.sampling.temperature <= 0.0f;
+  auto compare = greedy ? std::make_shared<ShadowCompare>(shadow->outcomes) : nullptr;
+  auto dropped = std::make_shared<OutcomeSink>(nullptr, shadow->outcomes, compare, 1);
+  if (Status st = shadow->scheduler->Submit(std::move(copy), dropped); !st.ok()) {
+    shadow->outcomes->RecordShadowSkipped();
+    return nullptr;
+  }
+  return compare;
 }
 
 }  // namespace outpost::router

@@ -14,6 +14,8 @@
 
 namespace outpost::router {
 
+class ShadowCompare;
+
 class LocalTarget {
  public:
   explicit LocalTarget(const models::ServingSet* serving) : serving_(serving) {}
@@ -33,8 +35,21 @@ class LocalTarget {
   // Hands `gen` to the model's scheduler; the answer goes to `sink`
   // (OnLocalStart, then OnText/OnDone from the engine thread, or OnError when
   // the scheduler refuses it). How it ended is recorded in model.outcomes.
+  // `compare` (from Mirror) receives the answer too.
   static void Run(const models::ServedModel& model, scheduler::GenerationRequest gen,
-                  const std::shared_ptr<ResponseSink>& sink);
+                  const std::shared_ptr<ResponseSink>& sink,
+                  std::shared_ptr<ShadowCompare> compare = nullptr);
+
+  // The canary's shadow phase: when the serving set draws this request for
+  // the shadow sample of `served`'s id, and there is spare capacity (nothing
+  // queued for `served`, the candidate idle), the same call goes to the
+  // candidate at batch priority; its answer is dropped and its outcome
+  // recorded in the candidate's outcomes, as a canary's would be. Returns
+  // what Run needs to compare the two answers (greedy requests only), or
+  // null when nothing was mirrored. Never fails the caller's request.
+  std::shared_ptr<ShadowCompare> Mirror(const models::ServedModel& served,
+                                        const CompletionCall& call,
+                                        const scheduler::GenerationRequest& gen) const;
 
  private:
   const models::ServingSet* const serving_;
