@@ -299,7 +299,7 @@ def push(reg):
                 "subject": {"mediaType": mp["mediaType"], "digest": mp_digest, "size": len(json.dumps(mp))}}
     put_manifest(base, "modelpack/smollm2", "sha256-" + mp_digest[7:], referrer)
     reg.signed_dir = signed
-    # Two shards (the same bytes twice will do: the pull refuses before any download).
+    # Two "shards" that are one unsplit file twice (refused: the file says it is whole).
     shards = dict(mp, layers=[dict(mp["layers"][0]), dict(mp["layers"][0])])
     put_manifest(base, "modelpack/smollm2", "shards", shards)
     tarred = dict(mp, layers=[dict(mp["layers"][0], mediaType="application/vnd.cncf.model.weight.v1.tar")])
@@ -445,7 +445,8 @@ def test_bad_artifacts_are_refused_and_nothing_is_published(registries, tmp_path
     o = registries.open
     rows = [
         (f"oci://{o}/ai/nothing:q4", "no such manifest", []),
-        (f"oci://{o}/modelpack/smollm2:shards", "in 2 GGUF shards", []),
+        # Two layers of one file: refused before any download.
+        (f"oci://{o}/modelpack/smollm2:shards", "shard 2 is shard 1 again", []),
         (f"oci://{o}/modelpack/smollm2:tarred", "packed in a tar layer", []),
         (f"oci://{o}/modelpack/smollm2@sha256:{'0' * 64}", "no such manifest", []),
         (f"oci://{o}/ai/smollm2:q4", "is not the digest of", ["--sha256", "0" * 64]),
@@ -460,6 +461,113 @@ def test_bad_artifacts_are_refused_and_nothing_is_published(registries, tmp_path
     assert MODEL_DIGEST[7:] not in blobs and not [b for b in blobs if b.startswith(".resume")], blobs
     listing = subprocess.run([BIN, "model", "--store", str(store), "list"], capture_output=True, text=True).stdout
     assert "verified" not in listing and "active" not in listing, listing
+
+
+def test_a_split_model_is_pulled_kept_signed_exported_and_served_as_its_shards(registries, tmp_path):
+    """A model split by the pinned llama.cpp's gguf-split into three files,
+    published as Docker Model Runner publishes shards (one gguf.v3 layer per
+    file, in order) with ORAS: pulled as three blobs, loaded from the store
+    by llama.cpp's own split naming, signed as one model, exported and
+    imported with its shards, and serving "Paris"."""
+    import oras.client
+    from outpost_harness import serve
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    work = tmp_path / "split"
+    work.mkdir()
+    subprocess.run([os.path.join(root, ".deps", "llama.cpp-build", "bin", "llama-gguf-split"), "--split",
+                    "--split-max-size", "40M", MODEL, str(work / "smollm2")], check=True, capture_output=True,
+                   timeout=300)
+    names = sorted(f for f in os.listdir(work) if f.endswith(".gguf"))
+    assert names == [f"smollm2-0000{i}-of-00003.gguf" for i in (1, 2, 3)], names
+    digests = ["sha256:" + hashlib.sha256((work / n).read_bytes()).hexdigest() for n in names]
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        oras.client.OrasClient(hostname=registries.open, insecure=True).push(
+            files=[f"{n}:application/vnd.docker.ai.gguf.v3" for n in names],
+            target=f"{registries.open}/ai/smollm2:split", quiet=True)
+    finally:
+        os.chdir(cwd)
+
+    store = tmp_path / "store"
+    p = pull(store, f"oci://{registries.open}/ai/smollm2:split", "smollm2:split", "--json")
+    assert p.returncode == 0, p.stderr
+    v = json.loads(p.stdout)
+    assert v["shards"] == digests and v["digest"] == digests[0], v
+    assert v["size"] == sum((work / n).stat().st_size for n in names), v
+    assert "@sha256:" in v["source"]
+    p = subprocess.run([BIN, "model", "--store", str(store), "verify", "smollm2:split"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    # The store's OCI layout lists the three layers in order (skopeo reads it).
+    raw = json.loads(subprocess.run(["skopeo", "inspect", "--raw", f"oci:{store}:smollm2:split"], check=True,
+                                    capture_output=True, text=True).stdout)
+    assert [l["digest"] for l in raw["layers"]] == digests, raw
+
+    # Local files: the first shard brings the others; a missing one, or a
+    # shard that is not the first, is refused by name.
+    local = tmp_path / "local"
+    p = subprocess.run([BIN, "model", "--store", str(local), "import", str(work / names[1]), "smollm2:2"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "is shard 2 of 3" in p.stderr, p.stderr
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for n in (names[0], names[2]):
+        shutil.copy(work / n, partial / n)
+    p = subprocess.run([BIN, "model", "--store", str(local), "import", str(partial / names[0]), "smollm2:3"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "shard 2 of 3" in p.stderr and "is missing" in p.stderr, p.stderr
+
+    # Signed as one model: the signature names every shard; enforced on import.
+    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(tmp_path / "k.pem")], check=True)
+    subprocess.run(["openssl", "pkey", "-in", str(tmp_path / "k.pem"), "-pubout", "-out", str(tmp_path / "k.pub")],
+                   check=True)
+    p = subprocess.run([BIN, "model", "sign", str(work / names[0]), "--key", str(tmp_path / "k.pem")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "the 2 shards after it" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([BIN, "model", "--store", str(local), "import", str(work / names[0]), "smollm2:4",
+                        "--signature-policy", "enforce", "--trusted-key", str(tmp_path / "k.pub")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    shown = json.loads(subprocess.run([BIN, "model", "--store", str(local), "show", "smollm2:4"],
+                                      capture_output=True, text=True).stdout)
+    assert shown["signature"].startswith("verified"), shown
+    # The same signature does not vouch for other bytes in one shard.
+    tampered = tmp_path / "tampered"
+    shutil.copytree(work, tampered)
+    with open(tampered / names[2], "r+b") as f:
+        f.seek(-10, 2)
+        f.write(b"\x00" * 10)
+    p = subprocess.run([BIN, "model", "--store", str(local), "import", str(tampered / names[0]), "smollm2:5",
+                        "--signature-policy", "enforce", "--trusted-key", str(tmp_path / "k.pub"),
+                        "--signature", str(work / (names[0] + ".sig"))], capture_output=True, text=True)
+    assert p.returncode == 1 and "shard 3 of 3" in p.stderr, p.stderr
+
+    # Export with its shards, import elsewhere, serve.
+    tar = tmp_path / "split.tar"
+    p = subprocess.run([BIN, "model", "--store", str(store), "export", "smollm2:split", str(tar)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    site = tmp_path / "site"
+    p = subprocess.run([BIN, "model", "--store", str(site), "import", str(tar), "smollm2:1", "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["shards"] == digests
+    assert subprocess.run([BIN, "model", "--store", str(site), "activate", "smollm2:1"],
+                          capture_output=True).returncode == 0
+    with serve("--model-store", str(site), models=["smollm2"]) as s:
+        r = httpx.post(s.base + "/v1/completions", timeout=120,
+                       json={"model": "smollm2", "prompt": "The capital of France is", "temperature": 0,
+                             "max_tokens": 8})
+        assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["text"], r.text
+        assert s.metric("outpost_model_weight_bytes") > 90e6  # every shard's weights, planned for
+    # Removing it leaves no shard behind.
+    p = subprocess.run([BIN, "model", "--store", str(store), "remove", "smollm2:split"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    left = set(os.listdir(store / "blobs" / "sha256"))
+    assert not left & {d[7:] for d in digests}, left
+    assert not os.listdir(store / "splits")
 
 
 def test_a_running_server_pulls_from_the_registry_and_serves_it(registries, tmp_path):

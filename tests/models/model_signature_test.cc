@@ -172,13 +172,36 @@ TEST_F(Keys, PoliciesDecideAsDocumented) {
   };
   for (const auto& row : rows) {
     std::string note;
-    Status st = ApplySignaturePolicy(row.policy, row.signature, kTinyDigest, keys, &note);
+    Status st = ApplySignaturePolicy(row.policy, row.signature, {kTinyDigest}, keys, &note);
     EXPECT_EQ(st.ok(), row.ok) << SignaturePolicyName(row.policy) << " " << note;
     EXPECT_NE(note.find(row.note), std::string::npos) << note;
     if (!st.ok()) {
       EXPECT_EQ(st.code(), StatusCode::kPermissionDenied);
     }
   }
+}
+
+TEST_F(Keys, ASplitModelsSignatureMustVouchForEveryShard) {
+  const std::string third = "sha256:" + std::string(64, 'c');
+  const std::string both = *SignModel(Path("a.key"), {{"model-00001-of-00002.gguf", kTinyDigest},
+                                                      {"model-00002-of-00002.gguf", kOtherDigest}});
+  const auto keys = Trust({"a.pub"});
+  std::string note;
+  EXPECT_TRUE(ApplySignaturePolicy(SignaturePolicy::kEnforce, both, {kTinyDigest, kOtherDigest},
+                                   keys, &note)
+                  .ok())
+      << note;
+  EXPECT_EQ(note.rfind("verified: dsse", 0), 0u) << note;
+  Status st =
+      ApplySignaturePolicy(SignaturePolicy::kEnforce, both, {kTinyDigest, third}, keys, &note);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("shard 2 of 2"), std::string::npos) << st.message();
+  // A one-file signature does not cover a model split in two.
+  const std::string one = *SignModel(Path("a.key"), "model.gguf", kTinyDigest);
+  EXPECT_FALSE(
+      ApplySignaturePolicy(SignaturePolicy::kEnforce, one, {kTinyDigest, kOtherDigest}, keys, &note)
+          .ok());
+  EXPECT_FALSE(SignModel(Path("a.key"), {{"x.gguf", "sha256:nothex"}}).ok());
 }
 
 TEST(SignaturePolicies, OneForAllOrLongestPrefix) {

@@ -14,6 +14,7 @@
 #include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
 #include "outpost/engine/model.h"
+#include "outpost/engine/model_info.h"
 #include "outpost/models/model_signature.h"
 #include "outpost/models/model_store.h"
 #include "outpost/models/model_validation.h"
@@ -57,12 +58,10 @@ int SignatureRequest(const ModelFlags& f, router::PullRequest* pr) {
   return 0;
 }
 
-int RunSign(const ModelFlags& f) {
-  std::ifstream in(f.file, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "outpost model sign: cannot read %s\n", f.file.c_str());
-    return 2;
-  }
+// "sha256:<hex>" of a file's bytes; "" when it cannot be read.
+std::string FileDigest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   std::vector<char> buf(1 << 20);
@@ -76,16 +75,38 @@ int RunSign(const ModelFlags& f) {
   static const char* d = "0123456789abcdef";
   std::string digest = "sha256:";
   for (unsigned int i = 0; i < len; ++i) (digest += d[md[i] >> 4]) += d[md[i] & 15];
-  const std::string name = std::filesystem::path(f.file).filename().string();
-  auto envelope = models::SignModel(f.key, name, digest);
+  return digest;
+}
+
+int RunSign(const ModelFlags& f) {
+  // A split model's first shard: the signature covers every shard.
+  std::vector<std::string> paths = {f.file};
+  if (auto info = engine::ReadModelInfo(f.file); info.ok() && info->shards.size() > 1) {
+    paths = info->shards;
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& p : paths) {
+    const std::string digest = FileDigest(p);
+    if (digest.empty()) {
+      std::fprintf(stderr, "outpost model sign: cannot read %s\n", p.c_str());
+      return 2;
+    }
+    files.emplace_back(std::filesystem::path(p).filename().string(), digest);
+  }
+  auto envelope = models::SignModel(f.key, files);
   if (!envelope.ok()) {
     std::fprintf(stderr, "outpost model sign: %s\n", envelope.status().message().c_str());
     return 2;
   }
   const std::string out = f.out.empty() ? f.file + ".sig" : f.out;
   std::ofstream(out, std::ios::trunc) << *envelope;
-  std::printf("signed %s (%s) with %s: %s\n", name.c_str(), digest.c_str(), f.key.c_str(),
-              out.c_str());
+  if (files.size() > 1) {
+    std::printf("signed %s and the %zu shards after it with %s: %s\n", files[0].first.c_str(),
+                files.size() - 1, f.key.c_str(), out.c_str());
+  } else {
+    std::printf("signed %s (%s) with %s: %s\n", files[0].first.c_str(), files[0].second.c_str(),
+                f.key.c_str(), out.c_str());
+  }
   return 0;
 }
 
@@ -550,7 +571,7 @@ int RunModel(const ModelFlags& f) {
         signature = *kept;
       }
       std::string note;
-      Status st = models::ApplySignaturePolicy(pr.signature_policy, signature, v->blob_digest,
+      Status st = models::ApplySignaturePolicy(pr.signature_policy, signature, v->files(),
                                                pr.trusted_keys, &note);
       if (!st.ok()) {
         s.MarkFailed(v->ref(), st.message());
@@ -567,8 +588,15 @@ int RunModel(const ModelFlags& f) {
       std::printf("%s: %s, %s %s, %s\n", v->ref().c_str(), v->state.c_str(),
                   v->architecture.c_str(), v->quantization.c_str(),
                   util::FormatBytes(v->size).c_str());
-      std::printf("  file %s\n  manifest %s (OCI layout: oci:%s:%s)\n", v->blob_digest.c_str(),
-                  v->manifest_digest.c_str(), dir.c_str(), v->ref().c_str());
+      if (v->shards.empty()) {
+        std::printf("  file %s\n", v->blob_digest.c_str());
+      } else {
+        for (size_t i = 0; i < v->shards.size(); ++i) {
+          std::printf("  shard %zu of %zu %s\n", i + 1, v->shards.size(), v->shards[i].c_str());
+        }
+      }
+      std::printf("  manifest %s (OCI layout: oci:%s:%s)\n", v->manifest_digest.c_str(),
+                  dir.c_str(), v->ref().c_str());
     }
     return 0;
   }

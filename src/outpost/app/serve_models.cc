@@ -86,8 +86,8 @@ StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cf
     if (policy == models::SignaturePolicy::kOff) return Status::Ok();
     auto bytes = store->SignatureBytes(v.ref());
     std::string note;
-    Status st = models::ApplySignaturePolicy(policy, bytes.ok() ? *bytes : std::string(),
-                                             v.blob_digest, trusted, &note);
+    Status st = models::ApplySignaturePolicy(policy, bytes.ok() ? *bytes : std::string(), v.files(),
+                                             trusted, &note);
     if (!st.ok()) {
       return Status(st.code(), v.ref() + " at activation: " + st.message(), "signature");
     }

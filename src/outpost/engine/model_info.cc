@@ -1,6 +1,7 @@
 // Reads GGUF metadata through ggml's gguf API (no weights are loaded).
 #include <ggml.h>
 #include <gguf.h>
+#include <llama.h>
 
 #include <filesystem>
 #include <memory>
@@ -83,6 +84,74 @@ std::string GetString(const gguf_context* g, const std::string& key) {
   return gguf_get_val_str(g, id);
 }
 
+// Adds the tensors of one parsed file to `info`: their data must lie inside
+// the file (a truncated download fails here).
+Status AddTensors(const gguf_context* g, const ggml_context* meta, const std::string& path,
+                  uint64_t file_bytes, ModelInfo* info) {
+  const size_t data_offset = gguf_get_data_offset(g);
+  const int64_t n_tensors = gguf_get_n_tensors(g);
+  for (int64_t i = 0; i < n_tensors; ++i) {
+    const size_t size = gguf_get_tensor_size(g, i);
+    const size_t end = data_offset + gguf_get_tensor_offset(g, i) + size;
+    if (end > file_bytes) {
+      return Status::InvalidArgument(
+          "'" + path + "' is truncated: tensor '" + gguf_get_tensor_name(g, i) + "' ends at byte " +
+              std::to_string(end) + " but the file has " + std::to_string(file_bytes) + " bytes",
+          "model");
+    }
+    info->weight_bytes += size;
+  }
+  for (ggml_tensor* t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t)) {
+    info->n_params += static_cast<uint64_t>(ggml_nelements(t));
+  }
+  return Status::Ok();
+}
+
+// The shards after the first (`first` is shard 1 of `count`): found by
+// llama.cpp's own naming (its split numbers are 0-based), each checked to
+// be the shard it should be.
+Status AddShards(const std::string& first, int64_t count, ModelInfo* info) {
+  char prefix[4096];
+  if (llama_split_prefix(prefix, sizeof prefix, first.c_str(), 0, static_cast<int>(count)) <= 0) {
+    return Status::InvalidArgument(
+        "'" + first + "' is the first of " + std::to_string(count) +
+            " shards, but its name does not follow gguf-split's PREFIX-00001-of-NNNNN.gguf, so "
+            "the others cannot be found",
+        "model");
+  }
+  info->shards.push_back(first);
+  for (int64_t i = 2; i <= count; ++i) {
+    char buf[4096];
+    llama_split_path(buf, sizeof buf, prefix, static_cast<int>(i - 1), static_cast<int>(count));
+    const std::string path = buf;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return Status::NotFound("shard " + std::to_string(i) + " of " + std::to_string(count) +
+                                  " of '" + first + "' is missing: " + path,
+                              "model");
+    }
+    ggml_context* meta_raw = nullptr;
+    gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
+    std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(path.c_str(), params));
+    std::unique_ptr<ggml_context, GgmlDeleter> meta(meta_raw);
+    if (!g) {
+      return Status::InvalidArgument(
+          "'" + path + "' could not be parsed as GGUF (truncated or corrupt header)", "model");
+    }
+    if (GetInt(g.get(), "split.no") != i - 1 || GetInt(g.get(), "split.count") != count) {
+      return Status::InvalidArgument("'" + path + "' is not shard " + std::to_string(i) + " of " +
+                                         std::to_string(count) +
+                                         " (its split.no/split.count say otherwise)",
+                                     "model");
+    }
+    const uint64_t bytes = std::filesystem::file_size(path, ec);
+    info->file_bytes += bytes;
+    if (Status st = AddTensors(g.get(), meta.get(), path, bytes, info); !st.ok()) return st;
+    info->shards.push_back(path);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
@@ -115,23 +184,18 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
   }
 
   // Tensor data must lie inside the file: a truncated download fails here.
-  const size_t data_offset = gguf_get_data_offset(g.get());
-  const int64_t n_tensors = gguf_get_n_tensors(g.get());
-  for (int64_t i = 0; i < n_tensors; ++i) {
-    const size_t size = gguf_get_tensor_size(g.get(), i);
-    const size_t end = data_offset + gguf_get_tensor_offset(g.get(), i) + size;
-    if (end > info.file_bytes) {
-      return Status::InvalidArgument("'" + path + "' is truncated: tensor '" +
-                                         gguf_get_tensor_name(g.get(), i) + "' ends at byte " +
-                                         std::to_string(end) + " but the file has " +
-                                         std::to_string(info.file_bytes) + " bytes",
+  if (Status st = AddTensors(g.get(), meta.get(), path, info.file_bytes, &info); !st.ok()) {
+    return st;
+  }
+  if (const int64_t count = GetInt(g.get(), "split.count"); count > 1) {
+    const int64_t no = GetInt(g.get(), "split.no");
+    if (no != 0) {
+      return Status::InvalidArgument("'" + path + "' is shard " + std::to_string(no + 1) + " of " +
+                                         std::to_string(count) +
+                                         " of a split model; give the first shard",
                                      "model");
     }
-    info.weight_bytes += size;
-  }
-  for (ggml_tensor* t = ggml_get_first_tensor(meta.get()); t;
-       t = ggml_get_next_tensor(meta.get(), t)) {
-    info.n_params += static_cast<uint64_t>(ggml_nelements(t));
+    if (Status st = AddShards(path, count, &info); !st.ok()) return st;
   }
 
   info.architecture = GetString(g.get(), "general.architecture");

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "outpost/util/status.h"
 
@@ -28,11 +29,18 @@ struct ModelInfo {
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;
   int32_t sliding_window = 0;  // 0 when the model has no sliding-window layers
+  // A model split across files by llama.cpp's gguf-split
+  // (PREFIX-00001-of-00003.gguf, …): every file, first to last; file_bytes,
+  // weight_bytes and n_params are their totals. Empty for a single file.
+  std::vector<std::string> shards;
 };
 
-// Reads the metadata of the GGUF at `path`. Errors: NotFound when the file is
-// missing, InvalidArgument when it is not a GGUF, is truncated, or lacks the
-// architecture keys needed for planning (the message names the key).
+// Reads the metadata of the GGUF at `path` — for a split model, the first
+// shard, whose siblings are found beside it by llama.cpp's naming and read
+// too. Errors: NotFound when the file (or a shard) is missing,
+// InvalidArgument when it is not a GGUF, is truncated, is a shard other
+// than the first, or lacks the architecture keys needed for planning (the
+// message names the key).
 StatusOr<ModelInfo> ReadModelInfo(const std::string& path);
 
 }  // namespace outpost::engine

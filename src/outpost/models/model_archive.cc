@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -261,27 +262,31 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
         "archive " + tar_path + ": the manifest of " + ref + ": " + artifact.status().message(),
         "archive");
   }
-  const std::string gguf_digest = artifact->layers[0].digest;
-  if (artifact->layers.size() > 1 || partials.count(gguf_digest) == 0 ||
-      partials.count(config_digest) == 0) {
+  std::vector<std::string> files;
+  std::set<std::string> needed = {manifest_digest, config_digest};
+  uint64_t size = 0;
+  for (const WeightLayer& l : artifact->layers) {
+    files.push_back(l.digest);
+    needed.insert(l.digest);
+    size += partials.count(l.digest) != 0 ? fs::file_size(partials[l.digest], ec) : 0;
+  }
+  bool complete = partials.count(config_digest) != 0;
+  for (const WeightLayer& l : artifact->layers)
+    complete = complete && partials.count(l.digest) != 0;
+  if (!complete) {
     cleanup();
     return Status::InvalidArgument(
         "archive " + tar_path + ": the manifest of " + ref +
-            (artifact->layers.size() > 1
-                 ? " has " + std::to_string(artifact->layers.size()) +
-                       " GGUF shards (shards are not supported yet)"
-                 : " needs its GGUF layer and its config, present in the archive"),
+            " needs its GGUF layer(s) and its config, present in the archive",
         "archive");
   }
-  const uint64_t size = fs::file_size(partials[gguf_digest], ec);
   if (Status st = Begin(name, version, tar_path, size); !st.ok()) {
     cleanup();
     return st;
   }
   // Publish the blobs the manifest names; drop the rest.
   for (const auto& [d, p] : partials) {
-    const bool needed = d == manifest_digest || d == gguf_digest || d == config_digest;
-    if (!needed) {
+    if (needed.count(d) == 0) {
       fs::remove(p, ec);
       continue;
     }
@@ -309,7 +314,7 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
     if (small.count(layer) != 0) signature = small[layer];
   }
   ModelVersion v;
-  OUTPOST_ASSIGN_OR_RETURN(v, Finish(name, version, gguf_digest, size, manifest_digest));
+  OUTPOST_ASSIGN_OR_RETURN(v, Finish(name, version, files, size, manifest_digest));
   if (!signature.empty()) {
     std::string digest;
     OUTPOST_ASSIGN_OR_RETURN(digest, PutBlob(signature));

@@ -131,7 +131,7 @@ void ModelLifecycle::Count(const std::string& model, const std::string& action,
 
 StatusOr<std::shared_ptr<ServedModel>> ModelLifecycle::LoadVersion(const ModelVersion& v,
                                                                    std::string* warmup) {
-  const std::string path = store_->BlobPath(v.blob_digest);
+  const std::string path = store_->ModelPath(v);
   spdlog::info("lifecycle: loading {} from {}", v.ref(), path);
   std::shared_ptr<ServedModel> m;
   OUTPOST_ASSIGN_OR_RETURN(m, loader_(path, v.name, v.version));

@@ -57,14 +57,84 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
             sha256 + "'",
         "sha256");
   }
-  const std::string want = "sha256:" + hex;
+  return PullLayers({{url, "sha256:" + hex, 0}}, ref, source, options, progress);
+}
+
+StatusOr<ModelVersion> ModelStore::PullLayers(const std::vector<Layer>& layers,
+                                              const std::string& ref, BlobSource* source,
+                                              const PullOptions& options,
+                                              const Progress& progress) {
+  std::string name, version;
+  OUTPOST_RETURN_IF_ERROR(ParseModelRef(ref, &name, &version));
+  if (layers.empty()) return Status::InvalidArgument("nothing to pull", "source");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (layers[j].digest == l.digest) {
+        return Status::InvalidArgument("shard " + std::to_string(i + 1) + " is shard " +
+                                           std::to_string(j + 1) +
+                                           " again: the layers are not a split model",
+                                       "source");
+      }
+    }
+    if (l.url.rfind("https://", 0) != 0 && l.url.rfind("http://", 0) != 0) {
+      return Status::InvalidArgument(
+          "the source must be an http:// or https:// URL, got '" + l.url + "'", "url");
+    }
+    if (l.digest.rfind("sha256:", 0) != 0 || !layout::IsHex64(l.digest.substr(7))) {
+      return Status::InvalidArgument("'" + l.digest + "' is not a sha256 digest", "sha256");
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OUTPOST_RETURN_IF_ERROR(
+        Begin(name, version, options.source.empty() ? layers[0].url : options.source, 0));
+  }
+  uint64_t total = 0, before = 0, missing = 0;
+  for (const Layer& l : layers) {
+    std::error_code ec;
+    total += l.size;
+    if (!fs::exists(BlobPath(l.digest), ec)) missing += l.size;
+  }
+  if (layers.size() > 1 && missing > 0) {
+    // Before the first byte, for all the shards (each download checks its own too).
+    if (Status st = CheckDisk(ref, missing); !st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      SetState(name, version, "failed", st.message());
+      return st;
+    }
+  }
+  std::vector<std::string> files;
+  for (const Layer& l : layers) {
+    const std::string where = layers.size() > 1
+                                  ? ref + " (shard " + std::to_string(files.size() + 1) + " of " +
+                                        std::to_string(layers.size()) + ")"
+                                  : ref;
+    Status st = FetchBlob(l, where, source, options, [&](uint64_t done, uint64_t t) {
+      if (progress) progress(before + done, layers.size() > 1 ? total : t);
+    });
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      SetState(name, version, "failed", st.message());
+      return st;
+    }
+    files.push_back(l.digest);
+    std::error_code ec;
+    before += fs::file_size(BlobPath(l.digest), ec);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return Finish(name, version, files, before, "");
+}
+
+Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSource* source,
+                             const PullOptions& options, const Progress& progress) {
+  const std::string& url = layer.url;
+  const std::string& want = layer.digest;
+  const std::string hex = want.substr(7);
   std::unique_lock<std::mutex> lock(mu_);
-  OUTPOST_RETURN_IF_ERROR(Begin(name, version, options.source.empty() ? url : options.source, 0));
   pull_done_.wait(lock, [&] { return pulling_.count(hex) == 0; });
   std::error_code ec;
-  if (fs::exists(BlobPath(want), ec)) {  // another pull (or import) brought these bytes
-    return Finish(name, version, want, fs::file_size(BlobPath(want), ec), "");
-  }
+  if (fs::exists(BlobPath(want), ec)) return Status::Ok();  // another pull (or import) brought it
   pulling_.insert(hex);
   lock.unlock();
   // From here the download runs without the store's lock.
@@ -79,11 +149,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
       s->pull_done_.notify_all();
     }
   } done{this, hex};
-  auto fail = [&](Status st) -> StatusOr<ModelVersion> {
-    std::lock_guard<std::mutex> l(mu_);
-    SetState(name, version, "failed", st.message());
-    return st;
-  };
+  auto fail = [](Status st) { return st; };
   const std::string resume = dir_ + "/blobs/sha256/.resume-" + hex;
   const std::string validator_file = resume + ".validator";
 
@@ -119,7 +185,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
   int64_t backoff_ms = 1000;
   bool window_closed = false;  // the window's end stopped the transfer
   auto cancelled = [&] { return options.cancelled && options.cancelled(); };
-  auto cancel = [&]() -> StatusOr<ModelVersion> {
+  auto cancel = [&]() -> Status {
     return fail(Status::Cancelled("pull of " + url + " cancelled at " + std::to_string(have) +
                                   " bytes; they are kept: pull again to resume"));
   };
@@ -241,8 +307,7 @@ StatusOr<ModelVersion> ModelStore::Pull(const std::string& url, const std::strin
   fs::remove(validator_file, ec);
   if (Status st = Commit(resume, digest); !st.ok()) return fail(st);
   spdlog::info("pull {}: {} bytes from {}, {}", ref, have, url, digest);
-  std::lock_guard<std::mutex> l(mu_);
-  return Finish(name, version, digest, have, "");
+  return Status::Ok();
 }
 
 }  // namespace outpost::models

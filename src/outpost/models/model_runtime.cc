@@ -30,7 +30,14 @@ std::string ModelIdFor(const ModelRuntimeOptions& cfg) {
   // From the real file name (the bootstrap's default.gguf is a symlink).
   std::error_code ec;
   const auto real = std::filesystem::canonical(cfg.path, ec);
-  return (ec ? std::filesystem::path(cfg.path) : real).stem().string();
+  std::string stem = (ec ? std::filesystem::path(cfg.path) : real).stem().string();
+  // A split model's first shard, NAME-00001-of-00003: the model is NAME.
+  constexpr size_t kSplitSuffix = sizeof("-00001-of-00003") - 1;
+  if (stem.size() > kSplitSuffix && stem.compare(stem.size() - kSplitSuffix, 7, "-00001-") == 0 &&
+      stem.compare(stem.size() - 9, 4, "-of-") == 0) {
+    stem.resize(stem.size() - kSplitSuffix);
+  }
+  return stem;
 }
 
 StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,

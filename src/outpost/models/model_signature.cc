@@ -68,23 +68,36 @@ StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
 
 StatusOr<std::string> SignModel(const std::string& private_key_pem_path, const std::string& name,
                                 const std::string& file_digest) {
-  const std::string hex =
-      file_digest.rfind("sha256:", 0) == 0 ? file_digest.substr(7) : file_digest;
+  return SignModel(private_key_pem_path, {{name, file_digest}});
+}
+
+StatusOr<std::string> SignModel(const std::string& private_key_pem_path,
+                                const std::vector<std::pair<std::string, std::string>>& files) {
   // The subject digest, as model signing computes it: SHA-256 over the
-  // concatenated raw resource digests (one here).
-  unsigned char raw[32];
-  for (size_t i = 0; i < 32 && hex.size() == 64; ++i) {
-    raw[i] = static_cast<unsigned char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  // concatenated raw resource digests, in order.
+  std::string raw;
+  json resources = json::array();
+  for (const auto& [name, digest] : files) {
+    const std::string hex = digest.rfind("sha256:", 0) == 0 ? digest.substr(7) : digest;
+    if (!layout::IsHex64(hex)) {
+      return Status::InvalidArgument("'" + digest + "' is not a sha256 digest", "digest");
+    }
+    for (size_t i = 0; i < 32; ++i) {
+      raw.push_back(static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16)));
+    }
+    resources.push_back({{"name", name}, {"algorithm", "sha256"}, {"digest", hex}});
   }
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(raw, sizeof raw, md, &len, EVP_sha256(), nullptr);
+  EVP_Digest(raw.data(), raw.size(), md, &len, EVP_sha256(), nullptr);
+  const std::string subject = files.size() == 1 ? files[0].first : "model";
   const json statement = {
       {"_type", kStatementType},
-      {"subject", json::array({{{"name", name}, {"digest", {{"sha256", layout::Hex(md, len)}}}}})},
+      {"subject",
+       json::array({{{"name", subject}, {"digest", {{"sha256", layout::Hex(md, len)}}}}})},
       {"predicateType", kPredicateType},
       {"predicate",
-       {{"resources", json::array({{{"name", name}, {"algorithm", "sha256"}, {"digest", hex}}})},
+       {{"resources", resources},
         {"serialization",
          {{"method", "files"}, {"hash_type", "sha256"}, {"allow_symlinks", false}}}}}};
   return SignDsse(private_key_pem_path, kPayloadType, statement.dump());
@@ -158,8 +171,8 @@ const char* SignaturePolicyName(SignaturePolicy p) {
 }
 
 Status ApplySignaturePolicy(SignaturePolicy policy, const std::string& signature_json,
-                            const std::string& file_digest, const std::vector<TrustedKey>& keys,
-                            std::string* note) {
+                            const std::vector<std::string>& file_digests,
+                            const std::vector<TrustedKey>& keys, std::string* note) {
   if (policy == SignaturePolicy::kOff) {
     *note = "not checked (policy off)";
     return Status::Ok();
@@ -174,7 +187,17 @@ Status ApplySignaturePolicy(SignaturePolicy policy, const std::string& signature
     }
     return Status::Ok();
   }
-  auto check = VerifyModelSignature(signature_json, file_digest, keys);
+  StatusOr<SignatureCheck> check = Status::InvalidArgument("no file to check", "signature");
+  for (size_t i = 0; i < file_digests.size(); ++i) {
+    check = VerifyModelSignature(signature_json, file_digests[i], keys);
+    if (!check.ok() && file_digests.size() > 1) {
+      check = Status(check.status().code(),
+                     "shard " + std::to_string(i + 1) + " of " +
+                         std::to_string(file_digests.size()) + ": " + check.status().message(),
+                     check.status().param());
+    }
+    if (!check.ok()) break;
+  }
   if (!check.ok()) {
     *note = "bad: " + check.status().message() + " (policy " + mode + ")";
     return policy == SignaturePolicy::kEnforce ? check.status() : Status::Ok();

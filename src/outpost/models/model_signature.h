@@ -46,6 +46,10 @@ StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
 // Errors: InvalidArgument (no such key, not Ed25519).
 StatusOr<std::string> SignModel(const std::string& private_key_pem_path, const std::string& name,
                                 const std::string& file_digest);
+// Over several files (a split model's shards): one resource per file, as
+// {name, "sha256:<hex>"} in order; the subject's digest covers them all.
+StatusOr<std::string> SignModel(const std::string& private_key_pem_path,
+                                const std::vector<std::pair<std::string, std::string>>& files);
 
 enum class SignaturePolicy { kOff, kWarn, kEnforce };
 // "off" | "warn" | "enforce". Errors: InvalidArgument naming the value.
@@ -64,11 +68,13 @@ struct SignaturePolicies {
 // Errors: InvalidArgument naming the entry (field "signature_policy").
 StatusOr<SignaturePolicies> ParseSignaturePolicies(const std::string& text);
 
-// The policy's verdict on a signature (`signature_json` "" = none found).
-// OK with `*note` saying what was found (for the version's record and the
-// log), or PermissionDenied under enforce.
+// The policy's verdict on a signature (`signature_json` "" = none found)
+// for a model in the files with these digests (one GGUF, or a split model's
+// shards: the signature must vouch for every one). OK with `*note` saying
+// what was found (for the version's record and the log), or
+// PermissionDenied under enforce.
 Status ApplySignaturePolicy(SignaturePolicy policy, const std::string& signature_json,
-                            const std::string& file_digest, const std::vector<TrustedKey>& keys,
-                            std::string* note);
+                            const std::vector<std::string>& file_digests,
+                            const std::vector<TrustedKey>& keys, std::string* note);
 
 }  // namespace outpost::models

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "outpost/engine/model_info.h"
@@ -147,6 +148,13 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
   v.signature = text(13);
   v.validation = text(14);
   v.signature_blob = text(15);
+  const std::string shards = text(16);
+  for (size_t at = 0; at < shards.size();) {
+    size_t end = shards.find(' ', at);
+    if (end == std::string::npos) end = shards.size();
+    if (end > at) v.shards.push_back(shards.substr(at, end - at));
+    at = end + 1;
+  }
   if (!v.validation.empty()) {
     const auto j = nlohmann::json::parse(v.validation, nullptr, false);
     v.validation_failed = !j.is_object() || !j.value("passed", false);
@@ -157,7 +165,14 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
 constexpr const char* kSelect =
     "SELECT name, version, state, error, source, manifest_digest, blob_digest, size, "
     "architecture, quantization, n_params, created, activated, signature, validation, "
-    "signature_blob FROM versions";
+    "signature_blob, shards FROM versions";
+
+// A shard's name in splits/: llama.cpp's PREFIX-0000i-of-0000N.gguf.
+std::string ShardName(size_t i, size_t n) {
+  char name[64];
+  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.gguf", i + 1, n);
+  return name;
+}
 
 }  // namespace
 
@@ -226,6 +241,7 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
   s->Exec("ALTER TABLE versions ADD COLUMN signature TEXT NOT NULL DEFAULT ''");
   s->Exec("ALTER TABLE versions ADD COLUMN validation TEXT NOT NULL DEFAULT ''");
   s->Exec("ALTER TABLE versions ADD COLUMN signature_blob TEXT NOT NULL DEFAULT ''");
+  s->Exec("ALTER TABLE versions ADD COLUMN shards TEXT NOT NULL DEFAULT ''");
   if (!fs::exists(dir + "/oci-layout")) {
     WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }
@@ -278,6 +294,34 @@ std::vector<ModelVersion> ModelStore::Query(const std::string& where,
 std::string ModelStore::BlobPath(const std::string& digest) const {
   const std::string hex = digest.rfind("sha256:", 0) == 0 ? digest.substr(7) : digest;
   return dir_ + "/blobs/sha256/" + hex;
+}
+
+std::string ModelStore::SplitDir(const std::vector<std::string>& files) const {
+  return dir_ + "/splits/" + (files[0].rfind("sha256:", 0) == 0 ? files[0].substr(7) : files[0]);
+}
+
+Status ModelStore::LinkShards(const std::vector<std::string>& files) {
+  const std::string d = SplitDir(files);
+  std::error_code ec;
+  fs::create_directories(d, ec);
+  if (ec) return Status::Internal("cannot create " + d + ": " + ec.message());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string link = d + "/" + ShardName(i, files.size());
+    const std::string target = "../../blobs/sha256/" + files[i].substr(7);
+    if (fs::is_symlink(link, ec) && fs::read_symlink(link, ec).string() == target) continue;
+    const std::string tmp = link + ".tmp";
+    fs::remove(tmp, ec);
+    if (symlink(target.c_str(), tmp.c_str()) != 0 || rename(tmp.c_str(), link.c_str()) != 0) {
+      return Status::Internal("cannot link " + link + " to " + target);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ModelStore::ModelPath(const ModelVersion& v) {
+  if (v.shards.empty()) return BlobPath(v.blob_digest);
+  if (Status st = LinkShards(v.shards); !st.ok()) spdlog::error("model store: {}", st.message());
+  return SplitDir(v.shards) + "/" + ShardName(0, v.shards.size());
 }
 
 StatusOr<std::string> ModelStore::PutBlob(const std::string& bytes) {
@@ -358,44 +402,63 @@ Status ModelStore::Begin(const std::string& name, const std::string& version,
 }
 
 StatusOr<ModelVersion> ModelStore::Finish(const std::string& name, const std::string& version,
-                                          const std::string& blob_digest, uint64_t size,
+                                          const std::vector<std::string>& files, uint64_t size,
                                           const std::string& given_manifest) {
   SetState(name, version, "fetched", "");
   auto fail = [&](Status st) -> StatusOr<ModelVersion> {
     SetState(name, version, "failed", st.message());
     return st;
   };
-  // The GGUF check before anything loads it.
-  auto info = engine::ReadModelInfo(BlobPath(blob_digest));
+  const std::string& blob_digest = files[0];
+  const bool split = files.size() > 1;
+  // The GGUF check before anything loads it (a split model's: every shard,
+  // found by llama.cpp's names, and as many as were given).
+  std::string path = BlobPath(blob_digest);
+  if (split) {
+    if (Status st = LinkShards(files); !st.ok()) return fail(st);
+    path = SplitDir(files) + "/" + ShardName(0, files.size());
+  }
+  auto info = engine::ReadModelInfo(path);
   if (!info.ok()) {
     return fail(Status::InvalidArgument(
         "the model file is not a usable GGUF: " + info.status().message(), "model"));
   }
+  const size_t found = info->shards.empty() ? 1 : info->shards.size();
+  if (found != files.size()) {
+    return fail(Status::InvalidArgument("the model is " + std::to_string(found) +
+                                            " GGUF file(s) by its own split.count, but " +
+                                            std::to_string(files.size()) + " were given",
+                                        "model"));
+  }
   std::string manifest_digest = given_manifest;
   if (manifest_digest.empty()) {
-    const json config = {
-        {"descriptor", {{"name", name}, {"version", version}}},
-        {"config",
-         {{"format", "gguf"},
-          {"architecture", info->architecture},
-          {"paramSize", std::to_string(info->n_params)},
-          {"quantization", info->file_type}}},
-        {"modelfs", {{"type", "layers"}, {"diffIds", json::array({blob_digest})}}}};
+    const json config = {{"descriptor", {{"name", name}, {"version", version}}},
+                         {"config",
+                          {{"format", "gguf"},
+                           {"architecture", info->architecture},
+                           {"paramSize", std::to_string(info->n_params)},
+                           {"quantization", info->file_type}}},
+                         {"modelfs", {{"type", "layers"}, {"diffIds", files}}}};
     const std::string config_text = config.dump();
     auto config_digest = PutBlob(config_text);
     if (!config_digest.ok()) return fail(config_digest.status());
-    const json manifest = {
+    json manifest = {
         {"schemaVersion", 2},
         {"mediaType", kManifestType},
         {"artifactType", kArtifactType},
         {"config",
          {{"mediaType", kConfigType}, {"digest", *config_digest}, {"size", config_text.size()}}},
-        {"layers", json::array({{{"mediaType", kWeightType},
-                                 {"digest", blob_digest},
-                                 {"size", size},
-                                 {"annotations",
-                                  {{"org.cncf.model.filepath", "model.gguf"},
-                                   {"org.opencontainers.image.title", "model.gguf"}}}}})}};
+        {"layers", json::array()}};
+    std::error_code ec;
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string title = split ? ShardName(i, files.size()) : "model.gguf";
+      manifest["layers"].push_back(
+          {{"mediaType", kWeightType},
+           {"digest", files[i]},
+           {"size", split ? static_cast<uint64_t>(fs::file_size(BlobPath(files[i]), ec)) : size},
+           {"annotations",
+            {{"org.cncf.model.filepath", title}, {"org.opencontainers.image.title", title}}}});
+    }
     auto m = PutBlob(manifest.dump());
     if (!m.ok()) return fail(m.status());
     manifest_digest = *m;
@@ -403,8 +466,8 @@ StatusOr<ModelVersion> ModelStore::Finish(const std::string& name, const std::st
   sqlite3_stmt* up = nullptr;
   sqlite3_prepare_v2(db_,
                      "UPDATE versions SET state = 'verified', error = '', manifest_digest = ?, "
-                     "blob_digest = ?, size = ?, architecture = ?, quantization = ?, n_params = ? "
-                     "WHERE name = ? AND version = ?",
+                     "blob_digest = ?, size = ?, architecture = ?, quantization = ?, n_params = ?, "
+                     "shards = ? WHERE name = ? AND version = ?",
                      -1, &up, nullptr);
   sqlite3_bind_text(up, 1, manifest_digest.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(up, 2, blob_digest.c_str(), -1, SQLITE_TRANSIENT);
@@ -412,8 +475,11 @@ StatusOr<ModelVersion> ModelStore::Finish(const std::string& name, const std::st
   sqlite3_bind_text(up, 4, info->architecture.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(up, 5, info->file_type.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(up, 6, static_cast<sqlite3_int64>(info->n_params));
-  sqlite3_bind_text(up, 7, name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(up, 8, version.c_str(), -1, SQLITE_TRANSIENT);
+  std::string shards;
+  for (size_t i = 0; split && i < files.size(); ++i) shards += (i ? " " : "") + files[i];
+  sqlite3_bind_text(up, 7, shards.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(up, 8, name.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(up, 9, version.c_str(), -1, SQLITE_TRANSIENT);
   const int rc = sqlite3_step(up);
   sqlite3_finalize(up);
   if (rc != SQLITE_DONE) return fail(Status::Internal(sqlite3_errmsg(db_)));
@@ -476,6 +542,19 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (ec || !fs::is_regular_file(path)) return Status::NotFound("no model file at " + path);
+  // A split model's first shard: all of them come in. (A file that does
+  // not read as GGUF goes the single-file way, which names the problem.)
+  auto info = engine::ReadModelInfo(path);
+  if (info.ok() && info->shards.size() > 1) {
+    if (!expect_sha256.empty()) {
+      return Status::InvalidArgument("--sha256 pins one file, and " + path + " is the first of " +
+                                         std::to_string(info->shards.size()) +
+                                         " shards; import without it",
+                                     "sha256");
+    }
+    return ImportShards(info->shards, name, version, info->file_bytes, progress);
+  }
+  if (!info.ok() && info.status().code() == StatusCode::kNotFound) return info.status();
   OUTPOST_RETURN_IF_ERROR(CheckDisk(ref, size));
   std::lock_guard<std::mutex> lock(mu_);
   OUTPOST_RETURN_IF_ERROR(Begin(name, version, path, size));
@@ -500,7 +579,34 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
         "sha256"));
   }
   if (Status st = Commit(partial, *digest); !st.ok()) return fail(st);
-  return Finish(name, version, *digest, size, "");
+  return Finish(name, version, {*digest}, size, "");
+}
+
+StatusOr<ModelVersion> ModelStore::ImportShards(const std::vector<std::string>& paths,
+                                                const std::string& name, const std::string& version,
+                                                uint64_t total, const Progress& progress) {
+  OUTPOST_RETURN_IF_ERROR(CheckDisk(name + ":" + version, total));
+  std::lock_guard<std::mutex> lock(mu_);
+  OUTPOST_RETURN_IF_ERROR(Begin(name, version, paths[0], total));
+  std::vector<std::string> files;
+  uint64_t before = 0;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    const uint64_t size = fs::file_size(path, ec);
+    const std::string partial = PartialPath();
+    auto digest = CopyHashing(path, partial, size, [&](uint64_t done, uint64_t) {
+      if (progress) progress(before + done, total);
+    });
+    Status st = digest.ok() ? Commit(partial, *digest) : digest.status();
+    if (!st.ok()) {
+      fs::remove(partial, ec);
+      SetState(name, version, "failed", st.message());
+      return st;
+    }
+    files.push_back(*digest);
+    before += size;
+  }
+  return Finish(name, version, files, total, "");
 }
 
 std::vector<ModelVersion> ModelStore::List() {
@@ -536,16 +642,24 @@ Status ModelStore::Verify(const std::string& ref, const Progress& progress) {
     return Status::InvalidArgument(ref + " has no verified file (" + v.state + ": " + v.error +
                                    ")");
   }
-  std::string found;
-  OUTPOST_ASSIGN_OR_RETURN(found, CopyHashing(BlobPath(v.blob_digest), "", v.size, progress));
-  if (found != v.blob_digest) {
-    std::lock_guard<std::mutex> lock(mu_);
-    SetState(v.name, v.version, "failed",
-             "the file changed on disk: expected " + v.blob_digest + ", found " + found);
-    return Status::InvalidArgument(ref + ": the file changed on disk: expected " + v.blob_digest +
-                                   ", found " + found);
+  uint64_t before = 0;
+  for (const std::string& want : v.files()) {
+    std::string found;
+    OUTPOST_ASSIGN_OR_RETURN(found,
+                             CopyHashing(BlobPath(want), "", v.size, [&](uint64_t done, uint64_t) {
+                               if (progress) progress(before + done, v.size);
+                             }));
+    if (found != want) {
+      std::lock_guard<std::mutex> lock(mu_);
+      SetState(v.name, v.version, "failed",
+               "the file changed on disk: expected " + want + ", found " + found);
+      return Status::InvalidArgument(ref + ": the file changed on disk: expected " + want +
+                                     ", found " + found);
+    }
+    std::error_code ec;
+    before += fs::file_size(BlobPath(want), ec);
   }
-  auto info = engine::ReadModelInfo(BlobPath(v.blob_digest));
+  auto info = engine::ReadModelInfo(ModelPath(v));
   if (!info.ok()) return Status::InvalidArgument(ref + ": " + info.status().message());
   return Status::Ok();
 }
@@ -568,19 +682,25 @@ Status ModelStore::Remove(const std::string& ref) {
   // kept signature).
   std::set<std::string> keep;
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT blob_digest, manifest_digest, signature_blob FROM versions", -1,
-                     &st, nullptr);
+  sqlite3_prepare_v2(db_,
+                     "SELECT blob_digest, manifest_digest, signature_blob, shards FROM versions",
+                     -1, &st, nullptr);
   while (sqlite3_step(st) == SQLITE_ROW) {
-    for (int c = 0; c < 3; ++c) {
+    for (int c = 0; c < 4; ++c) {
       const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
-      if (p != nullptr && *p) keep.insert(p);
+      for (std::string rest = p != nullptr ? p : ""; !rest.empty();) {  // shards: space-separated
+        const size_t sp = rest.find(' ');
+        keep.insert(rest.substr(0, sp));
+        rest = sp == std::string::npos ? "" : rest.substr(sp + 1);
+      }
     }
   }
   sqlite3_finalize(st);
   std::error_code ec;
-  if (!v.blob_digest.empty() && keep.count(v.blob_digest) == 0) {
-    fs::remove(BlobPath(v.blob_digest), ec);
+  for (const std::string& d : v.files()) {
+    if (!d.empty() && keep.count(d) == 0) fs::remove(BlobPath(d), ec);
   }
+  if (!v.shards.empty() && keep.count(v.shards[0]) == 0) fs::remove_all(SplitDir(v.shards), ec);
   if (!v.signature_blob.empty() && keep.count(v.signature_blob) == 0) {
     fs::remove(BlobPath(v.signature_blob), ec);
   }

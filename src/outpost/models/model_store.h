@@ -8,11 +8,17 @@
 //                              "<name>:<version>" (skopeo: oci:<dir>:<name>:<version>)
 //   blobs/sha256/<hex>         the GGUF (a raw layer: its digest is the
 //                              file's sha256), the config, the manifest
+//   splits/<hex>/model-0000i-of-0000N.gguf
+//                              a split model's shards under the names
+//                              llama.cpp finds them by (symlinks to the
+//                              blobs; <hex> = the first shard's digest)
 //   store.db                   versions and their states (WAL, synchronous=FULL)
 // A version is published as a CNCF ModelPack artifact: artifactType
 // application/vnd.cncf.model.manifest.v1+json, config
 // application/vnd.cncf.model.config.v1+json, one layer
-// application/vnd.cncf.model.weight.v1.raw titled model.gguf.
+// application/vnd.cncf.model.weight.v1.raw titled model.gguf — or, for a
+// model split by llama.cpp's gguf-split, one such layer per shard in order,
+// titled model-0000i-of-0000N.gguf.
 //
 // States: fetching → fetched → verified (→ validated → standby → canary →
 // active → retired: the lifecycle steps that follow), or failed with the
@@ -52,8 +58,11 @@ struct ModelVersion {
   std::string error;            // why it failed
   std::string source;           // where it came from (a path, a URL)
   std::string manifest_digest;  // "sha256:<hex>" once published
-  std::string blob_digest;      // the GGUF's "sha256:<hex>"
-  uint64_t size = 0;            // the GGUF's bytes
+  std::string blob_digest;      // the GGUF's "sha256:<hex>" (a split model's first shard)
+  // A model split by gguf-split: every shard's digest, first to last
+  // (shards[0] == blob_digest). Empty for a single file.
+  std::vector<std::string> shards;
+  uint64_t size = 0;  // the GGUF's bytes (all shards')
   std::string architecture, quantization;
   uint64_t n_params = 0;
   int64_t created_unix = 0;
@@ -63,6 +72,10 @@ struct ModelVersion {
   std::string validation;          // the last validation report, JSON ("" = never validated)
   bool validation_failed = false;  // its verdict: activation then needs --force
   std::string ref() const { return name + ":" + version; }
+  // The digests of its files: the shards, or the one GGUF.
+  std::vector<std::string> files() const {
+    return shards.empty() ? std::vector<std::string>{blob_digest} : shards;
+  }
 };
 
 // "name:version" → its parts. Names: lowercase letters, digits, '.', '_',
@@ -80,14 +93,16 @@ class ModelStore {
   // Progress of a long step: bytes done of total (total 0: unknown).
   using Progress = std::function<void(uint64_t done, uint64_t total)>;
 
-  // Copies a GGUF file into the store as name:version, hashing as it goes,
+  // Copies a GGUF file into the store as name:version, hashing as it goes
+  // (the first shard of a split model: every shard, found beside it),
   // checks it (GGUF structure, the architecture keys the planner needs; a
   // pinned sha256 when `expect_sha256` is set), publishes it in the OCI
   // layout and leaves it "verified". Errors: InvalidArgument (a bad ref, an
   // existing version, a digest mismatch, not a loadable GGUF: the message
   // names what failed), NotFound (no such file), ResourceExhausted (not
   // enough disk: the free space and what is needed). A failure leaves the
-  // version "failed" with the reason, and nothing half-written.
+  // version "failed" with the reason, and nothing half-written. A pinned
+  // sha256 names one file: a split model is refused with it.
   StatusOr<ModelVersion> Import(const std::string& path, const std::string& ref,
                                 const std::string& expect_sha256 = "",
                                 const Progress& progress = nullptr);
@@ -125,6 +140,17 @@ class ModelStore {
   StatusOr<ModelVersion> Pull(const std::string& url, const std::string& ref,
                               const std::string& sha256, BlobSource* source,
                               const PullOptions& options, const Progress& progress = nullptr);
+  // As Pull, for a model in several files (a registry artifact's shard
+  // layers, in order): each downloaded, resumable and checked as Pull's
+  // one file, then the version published with them all. `size` (0:
+  // unknown) feeds the progress and the disk check.
+  struct Layer {
+    std::string url, digest;
+    uint64_t size = 0;
+  };
+  StatusOr<ModelVersion> PullLayers(const std::vector<Layer>& layers, const std::string& ref,
+                                    BlobSource* source, const PullOptions& options,
+                                    const Progress& progress = nullptr);
 
   // Writes the version as one OCI-layout tar (oci-layout, index.json, its
   // blobs): what `skopeo copy oci-archive:` reads, for air-gapped sites.
@@ -141,8 +167,11 @@ class ModelStore {
 
   std::vector<ModelVersion> List();
   StatusOr<ModelVersion> Get(const std::string& ref);
-  // The GGUF's path in the store.
+  // A blob's path in the store.
   std::string BlobPath(const std::string& digest) const;
+  // The path to load `v` from: its GGUF blob, or for a split model its first
+  // shard under the names llama.cpp finds the others by (made when missing).
+  std::string ModelPath(const ModelVersion& v);
   // Re-hashes the blob and checks the GGUF again. Errors: InvalidArgument
   // naming the expected and the found digest, or the GGUF problem.
   Status Verify(const std::string& ref, const Progress& progress = nullptr);
@@ -210,10 +239,22 @@ class ModelStore {
   Status Begin(const std::string& name, const std::string& version, const std::string& source,
                uint64_t size) OUTPOST_REQUIRES(mu_);
   // The GGUF check and the row's final fields; publishes the index.
+  // `files`: the GGUF's digest, or a split model's shards' in order.
   StatusOr<ModelVersion> Finish(const std::string& name, const std::string& version,
-                                const std::string& blob_digest, uint64_t size,
+                                const std::vector<std::string>& files, uint64_t size,
                                 const std::string& manifest_digest) OUTPOST_REQUIRES(mu_);
+  // Downloads one blob (Pull's loop); a blob already here, or brought by
+  // another pull meanwhile, is not downloaded again.
+  Status FetchBlob(const Layer& layer, const std::string& ref, BlobSource* source,
+                   const PullOptions& options, const Progress& progress);
+  // splits/<hex>/: the shards' names for llama.cpp (see the layout above).
+  std::string SplitDir(const std::vector<std::string>& files) const;
+  Status LinkShards(const std::vector<std::string>& files);
   Status CheckDisk(const std::string& what, uint64_t size) const;
+  // Import of a split model: `paths` are its shards in order.
+  StatusOr<ModelVersion> ImportShards(const std::vector<std::string>& paths,
+                                      const std::string& name, const std::string& version,
+                                      uint64_t total, const Progress& progress);
   std::string PartialPath() const;  // blobs/sha256/.partial-<random>
   // Renames a fully written, fsync'ed partial file to its digest.
   Status Commit(const std::string& partial, const std::string& digest);

@@ -287,12 +287,12 @@ StatusOr<nlohmann::json> ValidateVersion(ModelStore* store, const ValidateReques
     ModelVersion b;
     OUTPOST_ASSIGN_OR_RETURN(b, store->Get(request.against));
     base_ref = b.ref();
-    base_path = store->BlobPath(b.blob_digest);
+    base_path = store->ModelPath(b);
   } else if (auto a = store->ActiveOf(v.name); a.ok() && a->version != v.version) {
     base_ref = a->ref();
-    base_path = store->BlobPath(a->blob_digest);
+    base_path = store->ModelPath(*a);
   }
-  const std::string path = store->BlobPath(v.blob_digest);
+  const std::string path = store->ModelPath(v);
   std::unique_ptr<MemoryReservation> reservation;
   uint64_t need = 0;
   if (request.ledger != nullptr) {

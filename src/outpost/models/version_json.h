@@ -22,6 +22,7 @@ inline nlohmann::json VersionJson(const ModelVersion& v) {
                       {"params", v.n_params},
                       {"created", v.created_unix},
                       {"activated", v.activated_unix}};
+  if (!v.shards.empty()) j["shards"] = v.shards;  // a split model: every file, in order
   if (!v.error.empty()) j["error"] = v.error;
   if (!v.signature.empty()) j["signature"] = v.signature;
   if (!v.validation.empty()) {

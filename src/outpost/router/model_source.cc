@@ -60,10 +60,11 @@ Status Fetched(const PullRequest& r, StatusOr<std::string> fetched, std::string*
 }
 
 // Applies the policy; notes the result in *note and the log.
-Status Check(const PullRequest& r, const std::string& signature, const std::string& digest,
-             const std::string& fetch_error, std::string* note) {
+Status Check(const PullRequest& r, const std::string& signature,
+             const std::vector<std::string>& digests, const std::string& fetch_error,
+             std::string* note) {
   Status st =
-      models::ApplySignaturePolicy(r.signature_policy, signature, digest, r.trusted_keys, note);
+      models::ApplySignaturePolicy(r.signature_policy, signature, digests, r.trusted_keys, note);
   if (st.ok() && !fetch_error.empty()) {
     *note = "not checked: the signature could not be fetched (" + fetch_error + ")";
   }
@@ -124,18 +125,23 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
       return Status::InvalidArgument(
           src + " (" + manifest.digest + "): " + artifact.status().message(), "source");
     }
-    if (artifact->layers.size() > 1) {
-      return Status::InvalidArgument(
-          src + " is a " + artifact->shape + " model in " +
-              std::to_string(artifact->layers.size()) +
-              " GGUF shards; the store keeps one file per version (merge them with llama.cpp's "
-              "gguf-split --merge and publish that)",
-          "source");
-    }
     const models::WeightLayer& layer = artifact->layers[0];
+    std::vector<std::string> digests;
+    std::vector<models::ModelStore::Layer> layers;
+    for (const models::WeightLayer& l : artifact->layers) {
+      digests.push_back(l.digest);
+      layers.push_back({registry.BlobUrl(l.digest), l.digest, l.size});
+    }
     if (!request.sha256.empty()) {
       const std::string want =
           request.sha256.rfind("sha256:", 0) == 0 ? request.sha256 : "sha256:" + request.sha256;
+      if (layers.size() > 1) {
+        return Status::InvalidArgument(
+            "--sha256 pins one file, and " + src + " is a model in " +
+                std::to_string(layers.size()) +
+                " shards; pin the artifact by its manifest digest instead (oci://…@sha256:…)",
+            "sha256");
+      }
       if (want != layer.digest) {
         return Status::InvalidArgument("the pinned sha256 " + want + " is not the digest of " +
                                            src + "'s GGUF layer (" + layer.digest + ")",
@@ -149,19 +155,23 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
       OUTPOST_RETURN_IF_ERROR(
           Fetched(request, registry.FetchSignature(manifest.digest), &signature, &fetch_error));
     }
-    OUTPOST_RETURN_IF_ERROR(Check(request, signature, layer.digest, fetch_error, &note));
+    OUTPOST_RETURN_IF_ERROR(Check(request, signature, digests, fetch_error, &note));
     models::OciReference pinned = ref;
     pinned.tag.clear();
     pinned.digest = manifest.digest;
     models::ModelStore::PullOptions po = request.pull;
     po.source = pinned.ToString();
-    spdlog::info("pull {}: {} is a {} model, layer {} ({} bytes{}{})", request.ref, src,
-                 artifact->shape, layer.digest, layer.size, layer.title.empty() ? "" : ", ",
-                 layer.title);
-    return Signed(store,
-                  store->Pull(registry.BlobUrl(layer.digest), request.ref, layer.digest, &registry,
-                              po, progress),
-                  note, signature);
+    if (layers.size() > 1) {
+      spdlog::info("pull {}: {} is a {} model in {} shards, first {} ({} bytes{}{})", request.ref,
+                   src, artifact->shape, layers.size(), layer.digest, layer.size,
+                   layer.title.empty() ? "" : ", ", layer.title);
+    } else {
+      spdlog::info("pull {}: {} is a {} model, layer {} ({} bytes{}{})", request.ref, src,
+                   artifact->shape, layer.digest, layer.size, layer.title.empty() ? "" : ", ",
+                   layer.title);
+    }
+    return Signed(store, store->PullLayers(layers, request.ref, &registry, po, progress), note,
+                  signature);
   }
   if (src.rfind("https://", 0) == 0 || src.rfind("http://", 0) == 0) {
     HttpBlobSource http(request.registry.http);
@@ -178,7 +188,7 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
       OUTPOST_RETURN_IF_ERROR(Fetched(request, FetchBeside(src + ".sig", request.registry.http),
                                       &signature, &fetch_error));
     }
-    OUTPOST_RETURN_IF_ERROR(Check(request, signature, want, fetch_error, &note));
+    OUTPOST_RETURN_IF_ERROR(Check(request, signature, {want}, fetch_error, &note));
     return Signed(store,
                   store->Pull(src, request.ref, request.sha256, &http, request.pull, progress),
                   note, signature);
@@ -205,7 +215,7 @@ StatusOr<models::ModelVersion> PullModel(models::ModelStore* store, const PullRe
   models::ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, store->Import(path, request.ref, request.sha256, progress));
   std::string note;
-  if (Status st = Check(request, signature, v.blob_digest, "", &note); !st.ok()) {
+  if (Status st = Check(request, signature, v.files(), "", &note); !st.ok()) {
     store->MarkFailed(v.ref(), st.message());  // copied, but never to be served
     return st;
   }
