@@ -170,6 +170,8 @@ TEST(DesiredState, BadDocumentsAreRefusedNamingTheField) {
       {"canary ratio", with("canary", {{"max_ttft_ratio", 0.5}}),
        "models[0].canary.max_ttft_ratio"},
       {"canary shadow 200", with("canary", {{"shadow", 200}}), "models[0].canary.shadow"},
+      {"canary decode ratio", with("canary", {{"min_decode_ratio", -0.5}}),
+       "models[0].canary.min_decode_ratio"},
       {"canary shadow a string", with("canary", {{"shadow", "10%"}}), "models[0].canary.shadow"},
   };
   for (const auto& c : cases) {

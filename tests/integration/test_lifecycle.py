@@ -348,6 +348,7 @@ def test_canary_is_sticky_then_promoted_and_a_rollback_ends_one(store):
                             ({"model": "smollm2:1", "min_requests": 0}, "min_requests"),
                             ({"model": "smollm2:1", "max_ttft_ratio": 0.5}, "max_ttft_ratio"),
                             ({"model": "smollm2:1", "shadow": 101}, "shadow"),
+                            ({"model": "smollm2:1", "min_decode_ratio": 2}, "min_decode_ratio"),
                             ({"model": "smollm2:1", "shadow": "10%"}, "shadow"),
                             ({"model": "smollm2:1", "steps": []}, "steps"),
                             ({"model": "smollm2:2"}, "model")):

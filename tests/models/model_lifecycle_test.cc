@@ -338,6 +338,33 @@ TEST_F(Canary, SlowerThanTheActiveVersionIsAborted) {
   EXPECT_TRUE(lifecycle_->Canaries().empty());
 }
 
+TEST_F(Canary, DecodingMuchSlowerThanTheActiveVersionIsAborted) {
+  StartCanary({50}, 5);
+  // 10 requests of 20 tokens each: 190 decoded tokens on each side, the
+  // canary at 19 tokens/s, the active version at 95.
+  for (int i = 0; i < 10; ++i) {
+    canary_->outcomes->Record(false, false, false, 20, 0.1, /*decode_s=*/1.0);
+    active_->outcomes->Record(false, false, false, 20, 0.1, /*decode_s=*/0.2);
+  }
+  ASSERT_TRUE(Within(3, [&] { return State("m:2") == "retired"; }));
+  EXPECT_NE(
+      store_->Get("m:2")->error.find("decode 19.0 tokens/s against the active version's 95.0"),
+      std::string::npos)
+      << store_->Get("m:2")->error;
+  EXPECT_EQ(Served(), "1");
+}
+
+TEST_F(Canary, ADecodeRateNeedsASampleBeforeItIsJudged) {
+  StartCanary({50}, 5);
+  // 5 requests of 4 tokens: 15 decoded tokens each, too few for a verdict on
+  // speed; nothing else is worse, so the canary is promoted.
+  for (int i = 0; i < 5; ++i) {
+    canary_->outcomes->Record(false, false, false, 4, 0.1, /*decode_s=*/3.0);
+    active_->outcomes->Record(false, false, false, 4, 0.1, /*decode_s=*/0.03);
+  }
+  ASSERT_TRUE(Within(3, [&] { return Served() == "2"; }));
+}
+
 TEST_F(Canary, AnErrorBurstAbortsAtOnceAndRollbackEndsACanary) {
   StartCanary({50}, 1000);  // a verdict would need far more traffic: the burst does not wait
   Traffic(3, 0.1, 0.1, /*canary_errors=*/true);

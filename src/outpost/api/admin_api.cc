@@ -42,6 +42,8 @@ json CanaryJson(const models::ModelLifecycle::CanaryStatus& c) {
       j["skipped_busy"] = o.shadow_skipped;
     }
     j["ttft_p95_s"] = ttft_p95 >= 0 ? json(ttft_p95) : json(nullptr);
+    const double tps = o.DecodeRate(models::ModelLifecycle::kDecodeSample);
+    j["decode_tokens_per_second"] = tps >= 0 ? json(tps) : json(nullptr);
     return j;
   };
   return {{"model", c.model},
@@ -312,10 +314,10 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       OUTPOST_ASSIGN_OR_RETURN(
           b, ParseBody(req.body,
                        {"model", "steps", "bake", "min_requests", "max_ttft_ratio",
-                        "max_error_increase", "shadow", "force"},
+                        "max_error_increase", "min_decode_ratio", "shadow", "force"},
                        {"model"},
-                       {"steps", "min_requests", "max_ttft_ratio", "max_error_increase", "shadow",
-                        "force"}));
+                       {"steps", "min_requests", "max_ttft_ratio", "max_error_increase",
+                        "min_decode_ratio", "shadow", "force"}));
       if (b.contains("force") && !b["force"].is_boolean()) {
         return Status::InvalidArgument("'force' must be true or false", "force");
       }

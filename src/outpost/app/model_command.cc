@@ -222,6 +222,7 @@ int RunRemote(const ModelFlags& f) {
     if (!f.bake.empty()) b["bake"] = f.bake;
     if (f.min_requests > 0) b["min_requests"] = f.min_requests;
     if (f.max_ttft_ratio > 0) b["max_ttft_ratio"] = f.max_ttft_ratio;
+    if (f.min_decode_ratio >= 0) b["min_decode_ratio"] = f.min_decode_ratio;
     if (f.force) b["force"] = true;
     body = b.dump();
   } else if (f.promote->parsed()) {
@@ -420,6 +421,10 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->canary->add_option("--max-ttft-ratio", f->max_ttft_ratio,
                         "abort when the canary's TTFT p95 is above the active version's times "
                         "this (default 1.5)");
+  f->canary->add_option(
+      "--min-decode-ratio", f->min_decode_ratio,
+      "abort when the canary decodes fewer tokens/s than the active version "
+      "times this (default 0.5; judged once each has decoded 64 tokens in a step)");
   f->canary->add_option("--shadow", f->shadow,
                         "first mirror this percent of requests to it while the box has spare "
                         "capacity, its answers dropped, and judge that as a step (0: no shadow)");

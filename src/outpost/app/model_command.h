@@ -37,12 +37,13 @@ struct ModelFlags {
   std::vector<int> steps;  // canary shares, percent
   std::string bake;        // canary step duration ("10m")
   int64_t min_requests = 0;
-  double max_ttft_ratio = 0;   // 0: the server's default (1.5)
-  int shadow = 0;              // canary: percent of requests mirrored first (0: no shadow)
-  bool no_steps = false;       // canary: the shadow phase is followed by the promotion
-  std::string server;          // http(s)://host:port of a running outpost
-  std::string admin_key_file;  // else $OUTPOST_ADMIN_KEY
-  std::string ca_file;         // for an https server with its own CA
+  double max_ttft_ratio = 0;     // 0: the server's default (1.5)
+  double min_decode_ratio = -1;  // canary: -1 = the server's default (0.5)
+  int shadow = 0;                // canary: percent of requests mirrored first (0: no shadow)
+  bool no_steps = false;         // canary: the shadow phase is followed by the promotion
+  std::string server;            // http(s)://host:port of a running outpost
+  std::string admin_key_file;    // else $OUTPOST_ADMIN_KEY
+  std::string ca_file;           // for an https server with its own CA
   int64_t timeout_s = 600;
   std::string reason;
   std::string out;

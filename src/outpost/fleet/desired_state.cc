@@ -118,9 +118,9 @@ StatusOr<DesiredModel> ParseEntry(const json& e, const std::string& at) {
   if (e.contains("canary") && !e["canary"].is_null()) {
     const json& c = e["canary"];
     if (!c.is_object()) return Bad(at + ".canary", "must be an object");
-    if (Status st = CheckKeys(
-            c, at + ".canary",
-            {"steps", "bake", "min_requests", "max_ttft_ratio", "max_error_increase", "shadow"});
+    if (Status st = CheckKeys(c, at + ".canary",
+                              {"steps", "bake", "min_requests", "max_ttft_ratio",
+                               "max_error_increase", "shadow", "min_decode_ratio"});
         !st.ok()) {
       return st;
     }

@@ -42,7 +42,7 @@ StatusOr<ModelLifecycle::CanaryPlan> CanaryPlanFromJson(const nlohmann::json& b)
     }
     plan.shadow = static_cast<int32_t>(std::clamp<int64_t>(b["shadow"].get<int64_t>(), -1, 1000));
   }
-  for (const char* k : {"max_ttft_ratio", "max_error_increase"}) {
+  for (const char* k : {"max_ttft_ratio", "max_error_increase", "min_decode_ratio"}) {
     if (!b.contains(k)) continue;
     const bool ratio = std::string(k) == "max_ttft_ratio";
     const double lo = ratio ? 1.0 : 0.0, hi = ratio ? 100.0 : 1.0;
@@ -50,7 +50,10 @@ StatusOr<ModelLifecycle::CanaryPlan> CanaryPlanFromJson(const nlohmann::json& b)
       return Status::InvalidArgument(
           "'" + std::string(k) + "' must be a number from " + (ratio ? "1 to 100" : "0 to 1"), k);
     }
-    (ratio ? plan.max_ttft_ratio : plan.max_error_increase) = b[k].get<double>();
+    double& field = ratio                                    ? plan.max_ttft_ratio
+                    : std::string(k) == "max_error_increase" ? plan.max_error_increase
+                                                             : plan.min_decode_ratio;
+    field = b[k].get<double>();
   }
   return plan;
 }
@@ -87,7 +90,8 @@ nlohmann::json CanaryPlanJson(const ModelLifecycle::CanaryPlan& plan) {
           {"bake", std::to_string(plan.bake_ms) + "ms"},
           {"min_requests", plan.min_requests},
           {"max_ttft_ratio", plan.max_ttft_ratio},
-          {"max_error_increase", plan.max_error_increase}};
+          {"max_error_increase", plan.max_error_increase},
+          {"min_decode_ratio", plan.min_decode_ratio}};
 }
 
 }  // namespace outpost::models

@@ -2,7 +2,8 @@
 // POST /admin/models/canary and the fleet's desired-state document:
 //
 //   {"steps": [5, 25, 50], "bake": "10m", "min_requests": 50,
-//    "max_ttft_ratio": 1.5, "max_error_increase": 0.05, "shadow": 20}
+//    "max_ttft_ratio": 1.5, "max_error_increase": 0.05, "min_decode_ratio": 0.5,
+//    "shadow": 20}
 //
 // Every key is optional (the plan's defaults); other keys are the caller's
 // to allow or refuse. Types are checked here, the ranges and the steps'

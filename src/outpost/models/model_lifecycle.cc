@@ -521,9 +521,11 @@ ModelLifecycle::CanaryStatus ModelLifecycle::StatusOf(const std::string& name,
   s.step_age_s = SecondsSince(run.step_start);
   s.canary = VersionOutcomes::Since(run.model->outcomes->Take(), run.canary0);
   s.canary_ttft_p95_s = run.model->outcomes->TtftP95Since(run.canary0);
+  s.canary_decode_tps = s.canary.DecodeRate(kDecodeSample);
   if (const auto active = serving_->Find(name)) {
     s.active = VersionOutcomes::Since(active->outcomes->Take(), run.active0);
     s.active_ttft_p95_s = active->outcomes->TtftP95Since(run.active0);
+    s.active_decode_tps = s.active.DecodeRate(kDecodeSample);
   }
   s.last_decision = run.last_decision;
   return s;
@@ -571,6 +573,11 @@ void ModelLifecycle::EvaluateCanaries() {
                s.canary_ttft_p95_s > run.plan.max_ttft_ratio * s.active_ttft_p95_s) {
       std::snprintf(why, sizeof why, "TTFT p95 %.0f ms against the active version's %.0f ms",
                     1000 * s.canary_ttft_p95_s, 1000 * s.active_ttft_p95_s);
+    } else if (s.canary_decode_tps > 0 && s.active_decode_tps > 0 &&
+               s.canary_decode_tps < run.plan.min_decode_ratio * s.active_decode_tps) {
+      std::snprintf(why, sizeof why,
+                    "decode %.1f tokens/s against the active version's %.1f tokens/s",
+                    s.canary_decode_tps, s.active_decode_tps);
     }
     if (why[0] != '\0') {
       aborts.emplace_back(name, why);

@@ -139,6 +139,9 @@ class ModelLifecycle {
     int64_t min_requests = 50;                 // canary requests a step needs for a verdict
     double max_error_increase = 0.05;          // error or empty rate above the active's + this
     double max_ttft_ratio = 1.5;               // TTFT p95 above the active's × this
+    // Decode tokens/s below the active's × this (judged once each side has
+    // decoded kDecodeSample tokens in the step).
+    double min_decode_ratio = 0.5;
     // A shadow phase first (0: none): this percent of the active version's
     // requests is mirrored to the candidate when both have spare capacity,
     // its answers dropped; judged like a step, then the steps begin (none:
@@ -146,6 +149,9 @@ class ModelLifecycle {
     // see before they are proven.
     int32_t shadow = 0;
   };
+  // Tokens each version must have decoded in a step before its decode rate
+  // is judged.
+  static constexpr int64_t kDecodeSample = 64;
   struct CanaryStatus {
     std::string model, version, baseline;  // baseline: the active version
     std::string phase;                     // "shadow" or "live"
@@ -155,6 +161,7 @@ class ModelLifecycle {
     double step_age_s = 0;
     VersionOutcomes::Snapshot canary, active;  // in this step
     double canary_ttft_p95_s = -1, active_ttft_p95_s = -1;
+    double canary_decode_tps = -1, active_decode_tps = -1;  // < 0: too few tokens yet
     std::string last_decision;  // what the last evaluation said, and why
   };
   // Starts a canary of NAME:VERSION. Errors: as Activate; InvalidArgument

@@ -10,9 +10,13 @@ namespace {
 constexpr size_t kKept = 4096;
 }  // namespace
 
-void VersionOutcomes::Record(bool error, bool cancelled, bool empty, int64_t tokens,
-                             double ttft_s) {
+void VersionOutcomes::Record(bool error, bool cancelled, bool empty, int64_t tokens, double ttft_s,
+                             double decode_s) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (decode_s > 0 && tokens > 1 && !error && !cancelled) {
+    totals_.decode_tokens += tokens - 1;
+    totals_.decode_s += decode_s;
+  }
   ++totals_.requests;
   totals_.errors += error ? 1 : 0;
   totals_.cancelled += cancelled ? 1 : 0;
@@ -45,6 +49,8 @@ VersionOutcomes::Snapshot VersionOutcomes::Since(Snapshot a, const Snapshot& b) 
   a.compared -= b.compared;
   a.same -= b.same;
   a.shadow_skipped -= b.shadow_skipped;
+  a.decode_tokens -= b.decode_tokens;
+  a.decode_s -= b.decode_s;
   return a;
 }
 

@@ -16,9 +16,12 @@ namespace outpost::models {
 class VersionOutcomes {
  public:
   // One finished request: whether it failed (an error answer), was cut
-  // (cancelled by a client), answered nothing, its generated tokens and its
-  // time to first token (< 0: none came).
-  void Record(bool error, bool cancelled, bool empty, int64_t tokens, double ttft_s);
+  // (cancelled by a client), answered nothing, its generated tokens, its
+  // time to first token (< 0: none came) and the time from its first token
+  // to its end (< 0: not measured), over which the tokens after the first
+  // were decoded.
+  void Record(bool error, bool cancelled, bool empty, int64_t tokens, double ttft_s,
+              double decode_s = -1);
   // Shadow phase (the candidate's outcomes only): a mirrored greedy request
   // whose answer was or was not the active version's, word for word; and a
   // request not mirrored because either version was busy.
@@ -35,6 +38,12 @@ class VersionOutcomes {
     int64_t compared = 0;   // shadow: greedy answers compared with the active's
     int64_t same = 0;       // of which identical
     int64_t shadow_skipped = 0;
+    int64_t decode_tokens = 0;  // tokens after the first, of requests with decode_s
+    double decode_s = 0;        // their decode time
+    // Decode rate in tokens/s; < 0 below `min_tokens` tokens (no verdict).
+    double DecodeRate(int64_t min_tokens) const {
+      return decode_tokens >= min_tokens && decode_s > 0 ? decode_tokens / decode_s : -1;
+    }
   };
   // The counts of `a` since `b` (ttft_seq stays `a`'s).
   static Snapshot Since(Snapshot a, const Snapshot& b);

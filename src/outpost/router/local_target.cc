@@ -65,7 +65,10 @@ class OutcomeSink final : public scheduler::GenerationSink {
   void OnDone(scheduler::GenerationResult result) override {
     const bool error = result.finish == scheduler::FinishReason::kError;
     const bool cancelled = result.finish == scheduler::FinishReason::kCancelled;
-    out_->Record(error, cancelled, ttft_s_ < 0, result.usage.completion_tokens, ttft_s_);
+    const double total_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    out_->Record(error, cancelled, ttft_s_ < 0, result.usage.completion_tokens, ttft_s_,
+                 ttft_s_ >= 0 ? total_s - ttft_s_ : -1);
     if (compare_) compare_->Done(side_, std::move(text_), !error && !cancelled);
     if (sink_) sink_->OnDone(std::move(result));
   }
