@@ -365,6 +365,34 @@ TEST_F(Canary, ADecodeRateNeedsASampleBeforeItIsJudged) {
   ASSERT_TRUE(Within(3, [&] { return Served() == "2"; }));
 }
 
+TEST_F(Lifecycle, ACanaryTakesTheStandbysRoomButNeverColdSwaps) {
+  Make(true, /*limit=*/2);  // two versions fit at once
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  ASSERT_TRUE(lifecycle_->Activate("m:2").ok());  // m:1 is the hot standby
+  ASSERT_TRUE(store_->Import(outpost::testing::ModelPath(), "m:3").ok());
+  ModelLifecycle::CanaryPlan plan;
+  plan.bake_ms = 60'000;
+  auto c = lifecycle_->StartCanary("m:3", plan);
+  ASSERT_TRUE(c.ok()) << c.status().message();  // the standby gave way
+  EXPECT_EQ(Roles(), (std::map<std::string, std::string>{{"2", "active"}, {"3", "canary"}}));
+  ASSERT_TRUE(lifecycle_->Rollback("m", "by hand").ok());  // ends the canary
+}
+
+TEST_F(Lifecycle, WithRoomForOneVersionACanaryIsRefusedSayingWhy) {
+  Make(true, /*limit=*/1);
+  ASSERT_TRUE(lifecycle_->Start("m:1").ok());
+  ModelLifecycle::CanaryPlan plan;
+  plan.bake_ms = 60'000;
+  auto c = lifecycle_->StartCanary("m:2", plan);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(c.status().message().find("both do not fit"), std::string::npos)
+      << c.status().message();
+  EXPECT_EQ(Served(), "1");
+  EXPECT_EQ(State("m:2"), "verified");
+  EXPECT_TRUE(lifecycle_->Canaries().empty());
+}
+
 TEST_F(Canary, AnErrorBurstAbortsAtOnceAndRollbackEndsACanary) {
   StartCanary({50}, 1000);  // a verdict would need far more traffic: the burst does not wait
   Traffic(3, 0.1, 0.1, /*canary_errors=*/true);

@@ -459,8 +459,27 @@ StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::st
   } else {
     Reap(/*wait=*/true);
     auto l = LoadVersion(v, &warmup);
+    if (!l.ok() && l.status().code() == StatusCode::kResourceExhausted &&
+        standby != standby_.end()) {
+      // As for an activation: the standby gives way, only for room.
+      spdlog::info("lifecycle: canary {} does not fit beside the standby {}:{}; unloading it first",
+                   ref, standby->second->id, standby->second->version);
+      draining_.push_back(std::move(standby->second));
+      standby_.erase(standby);
+      Reap(/*wait=*/true);
+      PublishVersions();
+      l = LoadVersion(v, &warmup);
+    }
     if (!l.ok()) {
       canary_decisions_->CounterWith({v.name, "failed"}).Add();
+      if (l.status().code() == StatusCode::kResourceExhausted) {
+        // No cold canary: both versions serve at once, so both must fit.
+        return Status::ResourceExhausted(ref + " cannot be a canary here: a canary serves beside " +
+                                         active->version + ", and both do not fit (" +
+                                         l.status().message() +
+                                         "); activate it instead (a cold "
+                                         "swap) or free memory");
+      }
       return l.status();
     }
     loaded = std::move(l).value();
