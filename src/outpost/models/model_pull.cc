@@ -149,7 +149,6 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
       s->pull_done_.notify_all();
     }
   } done{this, hex};
-  auto fail = [](Status st) { return st; };
   const std::string resume = dir_ + "/blobs/sha256/.resume-" + hex;
   const std::string validator_file = resume + ".validator";
 
@@ -169,7 +168,7 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
     spdlog::info("pull {}: resuming at {} bytes (re-hashed)", ref, have);
   }
   const int fd = open(resume.c_str(), O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(Status::InvalidArgument("cannot write " + resume));
+  if (fd < 0) return Status::InvalidArgument("cannot write " + resume);
   struct Closer {
     int fd;
     ~Closer() { close(fd); }
@@ -186,8 +185,8 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
   bool window_closed = false;  // the window's end stopped the transfer
   auto cancelled = [&] { return options.cancelled && options.cancelled(); };
   auto cancel = [&]() -> Status {
-    return fail(Status::Cancelled("pull of " + url + " cancelled at " + std::to_string(have) +
-                                  " bytes; they are kept: pull again to resume"));
+    return Status::Cancelled("pull of " + url + " cancelled at " + std::to_string(have) +
+                             " bytes; they are kept: pull again to resume");
   };
   // Sleeps `ms` in slices, false when cancelled meanwhile.
   auto nap = [&](int64_t ms) {
@@ -267,7 +266,7 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
           }
           return true;
         });
-    if (!write_error.ok()) return fail(write_error);
+    if (!write_error.ok()) return write_error;
     if (cancelled()) return cancel();
     if (window_closed) {
       if (total > 0 && have >= total) break;
@@ -277,7 +276,7 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
       continue;
     }
     if (got.ok() && (total == 0 || have >= total)) break;
-    if (!got.ok() && got.code() != StatusCode::kUnavailable) return fail(got);
+    if (!got.ok() && got.code() != StatusCode::kUnavailable) return got;
     // A reset, a stall, a truncated body: try again from where it stopped.
     if (have > before) {
       attempts = 0;
@@ -288,24 +287,24 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
           "pull of " + url + " gave up after " + std::to_string(attempts) +
           " tries without progress (" + (got.ok() ? "the body ended early" : got.message()) +
           "); " + std::to_string(have) + " bytes are kept: pull again to resume");
-      return fail(st);
+      return st;
     }
     spdlog::warn("pull {}: {} at {} of {} bytes; again in {} ms", ref,
                  got.ok() ? "the body ended early" : got.message(), have, total, backoff_ms);
     if (!nap(backoff_ms)) return cancel();
     backoff_ms = std::min<int64_t>(backoff_ms * 2, options.max_backoff_ms);
   }
-  if (fsync(fd) != 0) return fail(Status::ResourceExhausted("fsync of " + resume + " failed"));
+  if (fsync(fd) != 0) return Status::ResourceExhausted("fsync of " + resume + " failed");
   const std::string digest = hash.Final();
   if (digest != want) {
     fs::remove(resume, ec);
     fs::remove(validator_file, ec);
-    return fail(Status::InvalidArgument(
+    return Status::InvalidArgument(
         "digest mismatch for " + url + ": expected " + want + ", the download is " + digest,
-        "sha256"));
+        "sha256");
   }
   fs::remove(validator_file, ec);
-  if (Status st = Commit(resume, digest); !st.ok()) return fail(st);
+  if (Status st = Commit(resume, digest); !st.ok()) return st;
   spdlog::info("pull {}: {} bytes from {}, {}", ref, have, url, digest);
   return Status::Ok();
 }
