@@ -4,6 +4,7 @@
 #include "outpost/router/local_target.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -59,6 +60,11 @@ class ClientSink final : public ResponseSink {
 
 class Shadow : public ::testing::Test {
  protected:
+  // spdlog's registry is made on first use, inside an uninstrumented library:
+  // made here, before two engine threads log at once, so ThreadSanitizer
+  // does not report its lazy construction.
+  void SetUp() override { spdlog::default_logger(); }
+
   std::shared_ptr<models::ServedModel> Model(const std::string& version, const std::string& reply,
                                              int32_t sessions = 2) {
     auto m = std::make_shared<models::ServedModel>();
