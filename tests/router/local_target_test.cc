@@ -4,7 +4,6 @@
 #include "outpost/router/local_target.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -60,11 +59,6 @@ class ClientSink final : public ResponseSink {
 
 class Shadow : public ::testing::Test {
  protected:
-  // spdlog's registry is made on first use, inside an uninstrumented library:
-  // made here, before two engine threads log at once, so ThreadSanitizer
-  // does not report its lazy construction.
-  void SetUp() override { spdlog::default_logger(); }
-
   std::shared_ptr<models::ServedModel> Model(const std::string& version, const std::string& reply,
                                              int32_t sessions = 2) {
     auto m = std::make_shared<models::ServedModel>();
@@ -77,6 +71,19 @@ class Shadow : public ::testing::Test {
         std::make_unique<FakeEngine>(sessions, 64, reply), o,
         scheduler::SchedulerStats::Register(registry_, {"model", "version"}, {"m", version}));
     m->scheduler->Start();
+    // One request through it before anything else starts: its engine thread
+    // is then running and has logged, so two engine threads never make
+    // spdlog's registry at once (its lazy construction, in the uninstrumented
+    // library, is what ThreadSanitizer would report).
+    CompletionCall call;
+    call.request.endpoint = Endpoint::kCompletion;
+    call.request.prompt = "warm";
+    call.request.max_tokens = 1;
+    scheduler::GenerationRequest gen;
+    EXPECT_TRUE(LocalTarget::Prepare(*m, call, &gen).ok());
+    auto sink = std::make_shared<ClientSink>();
+    EXPECT_TRUE(m->scheduler->Submit(std::move(gen), sink).ok());
+    sink->Wait();
     return m;
   }
   // One request through the dispatcher's steps: Prepare, Mirror, Run.
