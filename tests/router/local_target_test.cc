@@ -84,6 +84,7 @@ class Shadow : public ::testing::Test {
     auto sink = std::make_shared<ClientSink>();
     EXPECT_TRUE(m->scheduler->Submit(std::move(gen), sink).ok());
     sink->Wait();
+    Idle(*m);  // its session is free again (a mirror needs an idle candidate)
     return m;
   }
   // One request through the dispatcher's steps: Prepare, Mirror, Run.
