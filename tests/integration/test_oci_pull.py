@@ -316,6 +316,21 @@ def push(reg):
     blob.write_bytes(MODEL_BYTES)  # what the registry now serves under bad_digest: not those bytes
 
 
+def push_gguf_layers(reg, work, names, target):
+    """Pushes the files `names` in `work` with ORAS as Docker Model Runner
+    publishes a model: one gguf.v3 layer each, in order (ORAS titles each
+    layer with its path, relative to the working directory)."""
+    import oras.client
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        oras.client.OrasClient(hostname=reg.open, insecure=True).push(
+            files=[f"{n}:application/vnd.docker.ai.gguf.v3" for n in names], target=f"{reg.open}/{target}",
+            quiet=True)
+    finally:
+        os.chdir(cwd)
+
+
 def pull(store, *args, env=None, timeout=300):
     return subprocess.run([BIN, "model", "--store", str(store), "pull", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
@@ -469,7 +484,6 @@ def test_a_split_model_is_pulled_kept_signed_exported_and_served_as_its_shards(r
     file, in order) with ORAS: pulled as three blobs, loaded from the store
     by llama.cpp's own split naming, signed as one model, exported and
     imported with its shards, and serving "Paris"."""
-    import oras.client
     from outpost_harness import serve
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     work = tmp_path / "split"
@@ -480,14 +494,7 @@ def test_a_split_model_is_pulled_kept_signed_exported_and_served_as_its_shards(r
     names = sorted(f for f in os.listdir(work) if f.endswith(".gguf"))
     assert names == [f"smollm2-0000{i}-of-00003.gguf" for i in (1, 2, 3)], names
     digests = ["sha256:" + hashlib.sha256((work / n).read_bytes()).hexdigest() for n in names]
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        oras.client.OrasClient(hostname=registries.open, insecure=True).push(
-            files=[f"{n}:application/vnd.docker.ai.gguf.v3" for n in names],
-            target=f"{registries.open}/ai/smollm2:split", quiet=True)
-    finally:
-        os.chdir(cwd)
+    push_gguf_layers(registries, work, names, "ai/smollm2:split")
 
     store = tmp_path / "store"
     p = pull(store, f"oci://{registries.open}/ai/smollm2:split", "smollm2:split", "--json")
@@ -687,21 +694,13 @@ def test_end_to_end_registry_pull_validate_canary_promote(registries, tmp_path):
     the default model (re-quantized by the pinned llama.cpp) published with
     ORAS, pulled by digest, validated against the active version, given a
     canary share and promoted by the box itself."""
-    import oras.client
     from outpost_harness import serve
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     work = tmp_path / "publish"
     work.mkdir()
     subprocess.run([os.path.join(root, ".deps", "llama.cpp-build", "bin", "llama-quantize"), "--allow-requantize",
                     MODEL, str(work / "smollm2-q8.gguf"), "Q8_0"], check=True, capture_output=True, timeout=300)
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        oras.client.OrasClient(hostname=registries.open, insecure=True).push(
-            files=["smollm2-q8.gguf:application/vnd.docker.ai.gguf.v3"], target=f"{registries.open}/ai/smollm2:q8",
-            quiet=True)
-    finally:
-        os.chdir(cwd)
+    push_gguf_layers(registries, work, ["smollm2-q8.gguf"], "ai/smollm2:q8")
     store = tmp_path / "store"
     assert subprocess.run([BIN, "model", "--store", str(store), "import", MODEL, "smollm2:1"],
                           capture_output=True).returncode == 0
@@ -750,7 +749,6 @@ def test_end_to_end_a_worse_version_is_caught_in_the_shadow_and_rolled_back_live
     requests and aborted before any user sees it; forced into a live canary,
     it is rolled back by the box after its first step, on its empty answers.
     The active version is never touched."""
-    import oras.client
     import gguf_edit
     from outpost_harness import serve
     work = tmp_path / "publish"
@@ -758,14 +756,7 @@ def test_end_to_end_a_worse_version_is_caught_in_the_shadow_and_rolled_back_live
     bad = work / "smollm2-eos-bug.gguf"
     bad.write_bytes(MODEL_BYTES)
     gguf_edit.set_uint32(str(bad), "tokenizer.ggml.eos_token_id", gguf_edit.token_id(str(bad), "\u0120Paris"))
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        oras.client.OrasClient(hostname=registries.open, insecure=True).push(
-            files=[f"{bad.name}:application/vnd.docker.ai.gguf.v3"], target=f"{registries.open}/ai/smollm2:eos-bug",
-            quiet=True)
-    finally:
-        os.chdir(cwd)
+    push_gguf_layers(registries, work, [bad.name], "ai/smollm2:eos-bug")
     store = tmp_path / "store"
     for args in (["import", MODEL, "smollm2:1"], ["activate", "smollm2:1"]):
         assert subprocess.run([BIN, "model", "--store", str(store), *args], capture_output=True).returncode == 0

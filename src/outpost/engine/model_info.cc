@@ -8,6 +8,7 @@
 #include <string>
 
 #include "outpost/engine/model_info.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::engine {
 namespace {
@@ -84,6 +85,24 @@ std::string GetString(const gguf_context* g, const std::string& key) {
   return gguf_get_val_str(g, id);
 }
 
+// A GGUF's metadata and tensor descriptions (no weights), as ggml reads them.
+struct Gguf {
+  std::unique_ptr<gguf_context, GgufDeleter> g;
+  std::unique_ptr<ggml_context, GgmlDeleter> meta;
+};
+StatusOr<Gguf> OpenGguf(const std::string& path) {
+  ggml_context* meta_raw = nullptr;
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
+  Gguf f;
+  f.g.reset(gguf_init_from_file(path.c_str(), params));
+  f.meta.reset(meta_raw);
+  if (!f.g) {
+    return Status::InvalidArgument(
+        "'" + path + "' could not be parsed as GGUF (truncated or corrupt header)", "model");
+  }
+  return f;
+}
+
 // Adds the tensors of one parsed file to `info`: their data must lie inside
 // the file (a truncated download fails here).
 Status AddTensors(const gguf_context* g, const ggml_context* meta, const std::string& path,
@@ -130,15 +149,10 @@ Status AddShards(const std::string& first, int64_t count, ModelInfo* info) {
                                   " of '" + first + "' is missing: " + path,
                               "model");
     }
-    ggml_context* meta_raw = nullptr;
-    gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
-    std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(path.c_str(), params));
-    std::unique_ptr<ggml_context, GgmlDeleter> meta(meta_raw);
-    if (!g) {
-      return Status::InvalidArgument(
-          "'" + path + "' could not be parsed as GGUF (truncated or corrupt header)", "model");
-    }
-    if (GetInt(g.get(), "split.no") != i - 1 || GetInt(g.get(), "split.count") != count) {
+    Gguf f;
+    OUTPOST_ASSIGN_OR_RETURN(f, OpenGguf(path));
+    const gguf_context* g = f.g.get();
+    if (GetInt(g, "split.no") != i - 1 || GetInt(g, "split.count") != count) {
       return Status::InvalidArgument("'" + path + "' is not shard " + std::to_string(i) + " of " +
                                          std::to_string(count) +
                                          " (its split.no/split.count say otherwise)",
@@ -146,7 +160,7 @@ Status AddShards(const std::string& first, int64_t count, ModelInfo* info) {
     }
     const uint64_t bytes = std::filesystem::file_size(path, ec);
     info->file_bytes += bytes;
-    if (Status st = AddTensors(g.get(), meta.get(), path, bytes, info); !st.ok()) return st;
+    if (Status st = AddTensors(g, f.meta.get(), path, bytes, info); !st.ok()) return st;
     info->shards.push_back(path);
   }
   return Status::Ok();
@@ -174,14 +188,10 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
     }
   }
 
-  ggml_context* meta_raw = nullptr;
-  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
-  std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(path.c_str(), params));
-  std::unique_ptr<ggml_context, GgmlDeleter> meta(meta_raw);
-  if (!g) {
-    return Status::InvalidArgument(
-        "'" + path + "' could not be parsed as GGUF (truncated or corrupt header)", "model");
-  }
+  Gguf opened;
+  OUTPOST_ASSIGN_OR_RETURN(opened, OpenGguf(path));
+  const auto& g = opened.g;
+  const auto& meta = opened.meta;
 
   // Tensor data must lie inside the file: a truncated download fails here.
   if (Status st = AddTensors(g.get(), meta.get(), path, info.file_bytes, &info); !st.ok()) {

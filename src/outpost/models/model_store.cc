@@ -126,6 +126,18 @@ Status WriteAtomically(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// The shards column: digests separated by spaces ("" for a single file).
+std::vector<std::string> SplitDigests(const std::string& column) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < column.size();) {
+    size_t end = column.find(' ', at);
+    if (end == std::string::npos) end = column.size();
+    if (end > at) out.push_back(column.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 ModelVersion RowToVersion(sqlite3_stmt* st) {
   auto text = [&](int c) {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
@@ -148,13 +160,7 @@ ModelVersion RowToVersion(sqlite3_stmt* st) {
   v.signature = text(13);
   v.validation = text(14);
   v.signature_blob = text(15);
-  const std::string shards = text(16);
-  for (size_t at = 0; at < shards.size();) {
-    size_t end = shards.find(' ', at);
-    if (end == std::string::npos) end = shards.size();
-    if (end > at) v.shards.push_back(shards.substr(at, end - at));
-    at = end + 1;
-  }
+  v.shards = SplitDigests(text(16));
   if (!v.validation.empty()) {
     const auto j = nlohmann::json::parse(v.validation, nullptr, false);
     v.validation_failed = !j.is_object() || !j.value("passed", false);
@@ -300,7 +306,7 @@ std::string ModelStore::SplitDir(const std::vector<std::string>& files) const {
   return dir_ + "/splits/" + (files[0].rfind("sha256:", 0) == 0 ? files[0].substr(7) : files[0]);
 }
 
-Status ModelStore::LinkShards(const std::vector<std::string>& files) {
+StatusOr<std::string> ModelStore::LinkShards(const std::vector<std::string>& files) {
   const std::string d = SplitDir(files);
   std::error_code ec;
   fs::create_directories(d, ec);
@@ -315,13 +321,15 @@ Status ModelStore::LinkShards(const std::vector<std::string>& files) {
       return Status::Internal("cannot link " + link + " to " + target);
     }
   }
-  return Status::Ok();
+  return d + "/" + ShardName(0, files.size());
 }
 
 std::string ModelStore::ModelPath(const ModelVersion& v) {
   if (v.shards.empty()) return BlobPath(v.blob_digest);
-  if (Status st = LinkShards(v.shards); !st.ok()) spdlog::error("model store: {}", st.message());
-  return SplitDir(v.shards) + "/" + ShardName(0, v.shards.size());
+  auto first = LinkShards(v.shards);
+  if (first.ok()) return *first;
+  spdlog::error("model store: {}", first.status().message());
+  return SplitDir(v.shards) + "/" + ShardName(0, v.shards.size());  // the load names it missing
 }
 
 StatusOr<std::string> ModelStore::PutBlob(const std::string& bytes) {
@@ -415,8 +423,9 @@ StatusOr<ModelVersion> ModelStore::Finish(const std::string& name, const std::st
   // found by llama.cpp's names, and as many as were given).
   std::string path = BlobPath(blob_digest);
   if (split) {
-    if (Status st = LinkShards(files); !st.ok()) return fail(st);
-    path = SplitDir(files) + "/" + ShardName(0, files.size());
+    auto first = LinkShards(files);
+    if (!first.ok()) return fail(first.status());
+    path = *first;
   }
   auto info = engine::ReadModelInfo(path);
   if (!info.ok()) {
@@ -688,11 +697,7 @@ Status ModelStore::Remove(const std::string& ref) {
   while (sqlite3_step(st) == SQLITE_ROW) {
     for (int c = 0; c < 4; ++c) {
       const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
-      for (std::string rest = p != nullptr ? p : ""; !rest.empty();) {  // shards: space-separated
-        const size_t sp = rest.find(' ');
-        keep.insert(rest.substr(0, sp));
-        rest = sp == std::string::npos ? "" : rest.substr(sp + 1);
-      }
+      for (const std::string& d : SplitDigests(p != nullptr ? p : "")) keep.insert(d);
     }
   }
   sqlite3_finalize(st);

@@ -249,7 +249,8 @@ class ModelStore {
                    const PullOptions& options, const Progress& progress);
   // splits/<hex>/: the shards' names for llama.cpp (see the layout above).
   std::string SplitDir(const std::vector<std::string>& files) const;
-  Status LinkShards(const std::vector<std::string>& files);
+  // Makes (or keeps) those names; returns the first shard's path there.
+  StatusOr<std::string> LinkShards(const std::vector<std::string>& files);
   Status CheckDisk(const std::string& what, uint64_t size) const;
   // Import of a split model: `paths` are its shards in order.
   StatusOr<ModelVersion> ImportShards(const std::vector<std::string>& paths,
