@@ -12,6 +12,7 @@ import tempfile
 import time
 
 import httpx
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 from benchlib import free_port  # noqa: E402,F401  (one copy, shared with the benchmarks)
@@ -118,6 +119,14 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None
         os.unlink(log.name)
         # A sanitized build (make asan) must have run clean, leaks included.
         assert report is None, report
+
+
+# For the tests that measure the release build itself (resident memory against
+# the plan, decode speed, image size, memory drift): under a sanitizer (make
+# asan) ASan's shadow memory and slowdown make those numbers meaningless.
+release_build_only = pytest.mark.skipif(
+    bool(os.environ.get("OUTPOST_SANITIZED")),
+    reason="measures the release build's memory, speed or size; meaningless under a sanitizer")
 
 
 def sanitizer_report(text):

@@ -3,7 +3,7 @@ import concurrent.futures as cf
 import subprocess
 import threading
 
-from outpost_harness import BIN, MODEL, chat_body, serve
+from outpost_harness import BIN, MODEL, chat_body, release_build_only, serve
 
 CHAT = "/v1/chat/completions"
 
@@ -60,6 +60,7 @@ def test_parallel_that_does_not_fit_is_refused_at_start():
     assert "sessions of 4096 tokens fit" in out, out
 
 
+@release_build_only
 def test_memory_stays_within_budget_with_all_sessions_full():
     """parallel=auto under a 1 GiB budget; fill every session; peak RSS <= budget."""
     budget = 1024 * 1024 * 1024

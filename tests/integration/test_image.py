@@ -18,7 +18,7 @@ import time
 
 import httpx
 import pytest
-from outpost_harness import BIN, MODEL, Server, free_port
+from outpost_harness import BIN, MODEL, Server, free_port, release_build_only
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TAG = f"localhost/outpost:test-{os.getpid()}"
@@ -52,6 +52,7 @@ def mounted(image):
         sh("podman", "image", "unmount", image, check=False)
 
 
+@release_build_only
 def test_image_is_minimal_and_complete(image, mounted):
     cfg = json.loads(sh("podman", "image", "inspect", image).stdout)[0]
     c = cfg["Config"]

@@ -5,6 +5,7 @@ import subprocess
 import tempfile
 
 import pytest
+from outpost_harness import release_build_only
 from outpost_harness import BIN, GEMMA as MODEL  # the planner's figures were validated on Gemma
 from report_pages import assert_readable
 
@@ -28,6 +29,7 @@ def bench_report():
     return report, out
 
 
+@release_build_only
 def test_bench_json_has_every_field_with_sane_values(bench_report):
     r, _ = bench_report
     assert r["bandwidth"]["read_gbps"] > 0.5 and r["bandwidth"]["triad_gbps"] > 0.5
@@ -47,6 +49,7 @@ def test_bench_json_has_every_field_with_sane_values(bench_report):
     assert m["planned_bytes"] > 0
 
 
+@release_build_only
 def test_planner_memory_prediction_within_ten_percent(bench_report):
     r, _ = bench_report
     err = r["memory"]["error_pct"]
@@ -54,6 +57,7 @@ def test_planner_memory_prediction_within_ten_percent(bench_report):
     assert abs(err) <= 10.0, r["memory"]
 
 
+@release_build_only
 def test_plan_calibrated_by_the_bench_report(bench_report):
     _, path = bench_report
     p = run("plan", "--model", MODEL, "--mem", "4GiB", "--bandwidth",
