@@ -43,6 +43,28 @@ TEST(ParseRequest, UnsetSamplingKnobsStayUnset) {
   EXPECT_FALSE(r->sampling.repeat_penalty.has_value());
 }
 
+TEST(ParseRequest, ServiceTierPicksTheAdmissionClassUnlessTheHeaderAsksForBatch) {
+  using scheduler::Priority;
+  const std::vector<std::pair<std::string, Priority>> tiers = {{"priority", Priority::kPriority},
+                                                               {"default", Priority::kInteractive},
+                                                               {"auto", Priority::kInteractive},
+                                                               {"flex", Priority::kFlex}};
+  for (const auto& [tier, want] : tiers) {
+    auto r = ParseRequest(
+        Endpoint::kChat,
+        R"({"service_tier": ")" + tier + R"(", "messages": [{"role": "user", "content": "hi"}]})",
+        kVocab);
+    ASSERT_TRUE(r.ok()) << tier << ": " << r.status().message();
+    EXPECT_EQ(AdmissionClass(Priority::kInteractive, *r), want) << tier;
+    EXPECT_EQ(AdmissionClass(Priority::kBatch, *r), Priority::kBatch) << tier;
+  }
+  auto plain = ParseRequest(Endpoint::kCompletion, R"({"prompt": "hi"})", kVocab);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->service_tier.has_value());
+  EXPECT_EQ(AdmissionClass(Priority::kInteractive, *plain), Priority::kInteractive);
+  EXPECT_STREQ(scheduler::ServiceTierName(Priority::kBatch), "flex");
+}
+
 TEST(ParseRequest, ResponseFormats) {
   using Type = engine::ResponseFormat::Type;
   auto parse = [](const std::string& rf) {
@@ -205,6 +227,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"max_tokens": 1.5, )" MSGS "}", "max_tokens", "must be an integer"},
         BadCase{kChat, R"({"n": 0, )" MSGS "}", "n", "between 1 and 128"},
         BadCase{kChat, R"({"user": 5, )" MSGS "}", "user", "a string"},
+        BadCase{kChat, R"({"service_tier": "scale", )" MSGS "}", "service_tier",
+                "'auto', 'default', 'flex' or 'priority'"},
+        BadCase{kChat, R"({"service_tier": 1, )" MSGS "}", "service_tier", "a string"},
         BadCase{kChat, R"({"stop": 5, )" MSGS "}", "stop", "string or an array"},
         BadCase{kChat, R"({"stop": ["a", 1], )" MSGS "}", "stop[1]", "must be a string"},
         BadCase{kChat, R"({"logit_bias": {"abc": 1}, )" MSGS "}", "logit_bias", "not a token id"},

@@ -20,7 +20,8 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   ServeConfig c;
   const auto path = WriteTemp(
       "model: /m.gguf\nport: 9000\nparallel: 4\nmemory_budget: 2GiB\nheadroom: 25%\n"
-      "kv_type: q8_0\nqueue_wait: 5s\nmax_body_size: 1MiB\nctx_size: 2048\n");
+      "kv_type: q8_0\nqueue_wait: 5s\npriority_aging: 250ms\nmax_body_size: 1MiB\nctx_size: "
+      "2048\n");
   ASSERT_TRUE(LoadConfigFile(path, &c).ok());
   EXPECT_EQ(c.model, "/m.gguf");
   EXPECT_EQ(c.port, 9000);
@@ -29,6 +30,7 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   EXPECT_DOUBLE_EQ(c.headroom, 0.25);
   EXPECT_EQ(c.kv_type, "q8_0");
   EXPECT_EQ(c.queue_wait_ms, 5000);
+  EXPECT_EQ(c.priority_aging_ms, 250);
   EXPECT_EQ(c.max_body_size, 1u << 20);
   EXPECT_EQ(c.ctx_size, 2048);
 }
@@ -93,6 +95,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"headroom: -5%\n", "headroom", "between 0% and 400%"},
         BadConfig{"kv_type: f8\n", "kv_type", "one of f16, q8_0, q4_0"},
         BadConfig{"queue_wait: soon\n", "queue_wait", "not a duration"},
+        BadConfig{"priority_aging: -1s\n", "priority_aging", "negative"},
+        BadConfig{"priority_aging: 5y\n", "priority_aging", "unit"},
         BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
         BadConfig{"log_level: loud\n", "log_level", "one of trace"},
         BadConfig{"uplink_url: ftp://centre\n", "uplink_url", "http:// or https://"},

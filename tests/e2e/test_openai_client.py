@@ -248,3 +248,62 @@ def test_wrong_key_is_an_authentication_error(tmp_path):
             bad.models.list()
         good = openai.OpenAI(base_url=s.base + "/v1", api_key="sk-right", max_retries=0)
         assert good.models.list().data
+
+
+def test_service_tiers_through_the_client_and_a_full_queue_gives_way_to_priority():
+    """service_tier is answered as served; when every session and the whole
+    queue are taken, a "priority" request displaces a queued "flex" one (503
+    with Retry-After), which another "flex" request could not."""
+    import concurrent.futures as cf
+    import time
+    from outpost_harness import serve
+    with serve("--parallel", "1", "--queue-length", "1", "--ctx-size", "512") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        m = c.models.list().data[0].id
+        ask = [{"role": "user", "content": "What is the capital of France?"}]
+        for tier, served in (("priority", "priority"), ("flex", "flex"), ("auto", "default"), (None, "default")):
+            kw = {} if tier is None else {"service_tier": tier}
+            r = c.chat.completions.create(model=m, messages=ask, temperature=0, max_tokens=4, **kw)
+            assert r.service_tier == served, (tier, r)
+            r = c.completions.create(model=m, prompt="The capital of France is", temperature=0,
+                                     max_tokens=8, extra_body=kw)
+            assert r.service_tier == served, (tier, r)
+            assert "Paris" in r.choices[0].text, r.choices[0].text
+        chunks = list(c.chat.completions.create(model=m, messages=ask, temperature=0, max_tokens=8,
+                                                service_tier="flex", stream=True))
+        assert {ch.service_tier for ch in chunks} == {"flex"}
+
+        def wait_for(active, queued):
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                st = s.ready()["models"][0]
+                if st["active"] == active and st["queued"] == queued:
+                    return
+                time.sleep(0.02)
+            raise AssertionError(f"never {active} active + {queued} queued: {s.ready()}")
+
+        long = dict(model=m, messages=[{"role": "user", "content": "Write a long story."}],
+                    max_tokens=300, extra_body={"ignore_eos": True})
+        with cf.ThreadPoolExecutor(3) as ex:
+            running = ex.submit(c.chat.completions.create, **long)
+            wait_for(1, 0)
+            flex = ex.submit(c.with_raw_response.chat.completions.create, service_tier="flex", **long)
+            wait_for(1, 1)
+            # Another flex request finds nothing below it to displace: refused.
+            with pytest.raises(openai.InternalServerError) as refused:
+                c.chat.completions.create(model=m, messages=ask, max_tokens=4, service_tier="flex")
+            assert refused.value.status_code == 503
+            assert "queue holds 1 of 1" in refused.value.body["message"], refused.value.body
+            prio = ex.submit(c.completions.create, model=m, prompt="The capital of France is",
+                             temperature=0, max_tokens=8, extra_body={"service_tier": "priority"})
+            with pytest.raises(openai.InternalServerError) as displaced:
+                flex.result(timeout=60)
+            assert displaced.value.status_code == 503
+            assert "'flex' request gave its place" in displaced.value.body["message"], displaced.value.body
+            assert int(displaced.value.response.headers["Retry-After"]) >= 1
+            p = prio.result(timeout=120)
+            assert p.service_tier == "priority" and "Paris" in p.choices[0].text, p
+            assert running.result(timeout=120).usage.completion_tokens == 300
+        assert s.metric("outpost_requests_rejected_total", reason="displaced") == 1
+        # Still serving.
+        assert c.chat.completions.create(model=m, messages=ask, max_tokens=4).choices

@@ -157,6 +157,86 @@ TEST(Scheduler, InteractiveIsAdmittedBeforeBatch) {
             (std::vector<std::string>{"running", "interactive", "batch1", "batch2"}));
 }
 
+TEST(Scheduler, ServiceTiersAreAdmittedInOrderAndFifoWithinATier) {
+  Fixture f(Opts(1, 8));
+  auto running = f.Sink("running");
+  ASSERT_TRUE(f.Submit(running).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  const std::vector<std::pair<std::string, Priority>> arrivals = {
+      {"batch", Priority::kBatch},          {"flex", Priority::kFlex},
+      {"default1", Priority::kInteractive}, {"priority1", Priority::kPriority},
+      {"default2", Priority::kInteractive}, {"priority2", Priority::kPriority}};
+  std::vector<std::shared_ptr<RecordingSink>> sinks;
+  for (const auto& [name, p] : arrivals) {
+    sinks.push_back(f.Sink(name));
+    ASSERT_TRUE(f.Submit(sinks.back(), 4, -1, p).ok()) << name;
+  }
+  f.RunToIdle();
+  EXPECT_EQ(RecordingSink::order,
+            (std::vector<std::string>{"running", "priority1", "priority2", "default1", "default2",
+                                      "flex", "batch"}));
+}
+
+TEST(Scheduler, ALowerTierThatWaitedLongerThanItsAgingGoesFirst) {
+  for (const int64_t aging : {int64_t{1000}, int64_t{0}}) {
+    SchedulerOptions o = Opts(1, 8);
+    o.max_queue_wait_ms = 60000;
+    o.priority_aging_ms = aging;
+    Fixture f(o, std::string(30, 'z'));
+    auto running = f.Sink("running");
+    ASSERT_TRUE(f.Submit(running).ok());
+    ASSERT_TRUE(f.sched->StepForTest());
+    auto flex = f.Sink("flex"), dflt = f.Sink("default"), prio = f.Sink("priority");
+    ASSERT_TRUE(f.Submit(flex, 4, -1, Priority::kFlex).ok());  // counts as t=2000 ms
+    f.clock.Advance(std::chrono::milliseconds(2500));
+    ASSERT_TRUE(f.Submit(dflt, 4, -1, Priority::kInteractive).ok());  // t=3500 ms
+    ASSERT_TRUE(f.Submit(prio, 4, -1, Priority::kPriority).ok());     // t=2500 ms
+    f.RunToIdle();
+    const std::vector<std::string> aged = {"running", "flex", "priority", "default"};
+    const std::vector<std::string> strict = {"running", "priority", "default", "flex"};
+    EXPECT_EQ(RecordingSink::order, aging > 0 ? aged : strict) << "aging " << aging;
+  }
+}
+
+TEST(Scheduler, AFullQueueDisplacesTheNewestOfTheLowestClassForAHigherOne) {
+  Fixture f(Opts(/*sessions=*/1, /*max_queue=*/2), std::string(20, 'z'));
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  auto running = f.Sink("running");
+  ASSERT_TRUE(f.Submit(running).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  auto flex = f.Sink("flex"), batch = f.Sink("batch");
+  ASSERT_TRUE(f.Submit(flex, 4, -1, Priority::kFlex).ok());
+  ASSERT_TRUE(f.Submit(batch, 4, -1, Priority::kBatch).ok());
+  // The queue is full: a request of the same class as the lowest queued one is refused.
+  auto batch2 = f.Sink("batch2");
+  EXPECT_EQ(f.Submit(batch2, 4, -1, Priority::kBatch).code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(batch2->done);
+  // A default request takes the batch request's place, the next one the flex's.
+  auto d1 = f.Sink("default1"), d2 = f.Sink("default2"), d3 = f.Sink("default3");
+  ASSERT_TRUE(f.Submit(d1, 4, -1, Priority::kInteractive).ok());
+  ASSERT_TRUE(batch->done);
+  EXPECT_EQ(batch->result.finish, FinishReason::kError);
+  EXPECT_EQ(batch->result.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_GE(batch->result.error.retry_after_s(), 1);
+  EXPECT_NE(batch->result.error.message().find("'batch' request gave its place"), std::string::npos)
+      << batch->result.error.message();
+  EXPECT_FALSE(flex->done);
+  ASSERT_TRUE(f.Submit(d2, 4, -1, Priority::kInteractive).ok());
+  ASSERT_TRUE(flex->done);
+  EXPECT_EQ(flex->result.error.code(), StatusCode::kResourceExhausted);
+  // Nothing below "default" is left to give way.
+  const Status st = f.Submit(d3, 4, -1, Priority::kInteractive);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("queue holds 2 of 2"), std::string::npos) << st.message();
+  EXPECT_EQ(stats.rejected_by_reason.With({"displaced"}).value(), 2u);
+  EXPECT_EQ(stats.rejected_by_reason.With({"queue_full"}).value(), 2u);
+  f.RunToIdle();
+  EXPECT_EQ(RecordingSink::order,
+            (std::vector<std::string>{"batch", "flex", "running", "default1", "default2"}));
+  EXPECT_EQ(d1->text, std::string(20, 'z'));
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);
+}
+
 TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   Fixture f(Opts(1, 2), std::string(50, 'z'));
   auto running = f.Sink("running"), waiting = f.Sink("waiting");

@@ -59,11 +59,12 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   router::CompletionCall call;
   auto priority = ParsePriority(req.header("X-Outpost-Priority"));
   if (!priority.ok()) return fail(priority.status());
-  call.priority = *priority;
   // Token ids are checked against the vocabulary once the model is known.
   auto parsed = ParseRequest(endpoint, req.body, INT32_MAX);
   if (!parsed.ok()) return fail(parsed.status());
   call.request = std::move(parsed).value();
+  call.priority = AdmissionClass(*priority, call.request);
+  const char* service_tier = scheduler::ServiceTierName(call.priority);
   if (routing_enabled_) {
     auto data_class = ParseDataClassHeader(req.header("X-Data-Class"));
     if (!data_class.ok()) return fail(data_class.status());
@@ -194,6 +195,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   meta.created = clock_->UnixSeconds();
   meta.model = sink->meta().model;
   meta.system_fingerprint = sink->meta().system_fingerprint;
+  meta.service_tier = service_tier;
 
   if (!stream) {
     std::vector<Choice> choices(static_cast<size_t>(n));

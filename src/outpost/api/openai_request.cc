@@ -478,6 +478,21 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
       return Status::InvalidArgument("'user' must be at most 256 characters", "user");
     }
   }
+  if (auto it = j.find("service_tier"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("service_tier", "a string", *it);
+    const std::string tier = it->get<std::string>();
+    if (tier == "priority") {
+      r.service_tier = scheduler::Priority::kPriority;
+    } else if (tier == "default" || tier == "auto") {
+      r.service_tier = scheduler::Priority::kInteractive;
+    } else if (tier == "flex") {
+      r.service_tier = scheduler::Priority::kFlex;
+    } else {
+      return Status::InvalidArgument(
+          "'service_tier' must be 'auto', 'default', 'flex' or 'priority', got '" + tier + "'",
+          "service_tier");
+    }
+  }
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "ignore_eos", "ignore_eos", &r.ignore_eos));
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "cache_prompt", "cache_prompt", &r.cache_prompt));
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
@@ -550,6 +565,11 @@ StatusOr<scheduler::Priority> ParsePriority(std::string_view h) {
   return Status::InvalidArgument(
       "header X-Outpost-Priority must be 'interactive' or 'batch', got '" + std::string(h) + "'",
       "X-Outpost-Priority");
+}
+
+scheduler::Priority AdmissionClass(scheduler::Priority header, const ParsedRequest& request) {
+  if (header == scheduler::Priority::kBatch) return header;
+  return request.service_tier.value_or(scheduler::Priority::kInteractive);
 }
 
 StatusOr<std::optional<router::DataClass>> ParseDataClassHeader(std::string_view h) {

@@ -31,6 +31,9 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
 
 // "interactive" (default) or "batch", from the X-Outpost-Priority header.
 StatusOr<scheduler::Priority> ParsePriority(std::string_view header_value);
+// The admission class of a request: the batch class when the header asks for
+// it, else the body's service_tier, else "default".
+scheduler::Priority AdmissionClass(scheduler::Priority header, const ParsedRequest& request);
 
 // Routing headers. Errors: InvalidArgument naming the header and its values.
 // X-Data-Class: public | internal | restricted (empty: not given).

@@ -38,7 +38,8 @@ json Base(const ResponseMeta& m, const char* object) {
           {"object", object},
           {"created", m.created},
           {"model", m.model},
-          {"system_fingerprint", m.system_fingerprint}};
+          {"system_fingerprint", m.system_fingerprint},
+          {"service_tier", m.service_tier}};
 }
 
 json Bytes(const std::string& s) {

@@ -20,7 +20,8 @@ struct ResponseMeta {
   std::string id;       // "chatcmpl-..." / "cmpl-..."
   int64_t created = 0;  // unix seconds
   std::string model;
-  std::string system_fingerprint;  // identifies model file + build
+  std::string system_fingerprint;        // identifies model file + build
+  std::string service_tier = "default";  // the admission class's tier (ServiceTierName)
 };
 
 // One function call the model asked for (chat, with tools), or in a stream

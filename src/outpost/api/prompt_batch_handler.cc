@@ -79,6 +79,7 @@ void HttpServer::HandlePromptBatch(router::CompletionCall call, const HttpReques
   b->meta.created = clock_->UnixSeconds();
   b->meta.model = b->sinks[0]->meta().model;
   b->meta.system_fingerprint = b->sinks[0]->meta().system_fingerprint;
+  b->meta.service_tier = scheduler::ServiceTierName(call.priority);
 
   if (!stream) {
     std::vector<Choice> choices;

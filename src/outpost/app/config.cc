@@ -179,6 +179,14 @@ const std::map<std::string, Setter>& Setters() {
                      c->queue_wait_ms = *ms;
                      return Status::Ok();
                    }},
+                  {"priority_aging",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     auto ms = util::ParseDurationMs(v);
+                     if (!ms.ok())
+                       return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
+                     c->priority_aging_ms = *ms;
+                     return Status::Ok();
+                   }},
                   {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
                   {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
                   {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
@@ -343,6 +351,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "true: reuse the KV of prompt prefixes other sessions computed (default true)"},
       {"queue_length", "requests that may wait for a session; more get 503 (default 16)"},
       {"queue_wait", "max time in the queue before 503, e.g. 30s (default 30s)"},
+      {"priority_aging",
+       "a queued request of a lower service tier counts as arriving this much later per tier; 0 = "
+       "strict tier order (default 5s)"},
       {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
       {"http_threads",
        "HTTP worker threads = requests handled at once; idle connections need none (default 64)"},
@@ -600,6 +611,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.prefix_cache = cfg.prefix_cache;
   o.queue_length = cfg.queue_length;
   o.queue_wait_ms = cfg.queue_wait_ms;
+  o.priority_aging_ms = cfg.priority_aging_ms;
   o.threads = cfg.threads;
   o.sampling = cfg.sampling;
   o.embeddings = cfg.embeddings;

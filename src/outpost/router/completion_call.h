@@ -49,6 +49,9 @@ struct CompletionRequest {
   bool cache_prompt = true;
   ToolSpec tools;
   std::string user;  // OpenAI's end-user id (a canary keeps one user on one version)
+  // OpenAI's service_tier: "priority", "default"/"auto" (kInteractive) or
+  // "flex"; unset when not given.
+  std::optional<scheduler::Priority> service_tier;
 };
 
 struct CompletionCall {

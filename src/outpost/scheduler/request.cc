@@ -18,4 +18,21 @@ const char* FinishReasonName(FinishReason r) {
   return "none";
 }
 
+const char* PriorityName(Priority p) {
+  return p == Priority::kBatch ? "batch" : ServiceTierName(p);
+}
+
+const char* ServiceTierName(Priority p) {
+  switch (p) {
+    case Priority::kPriority:
+      return "priority";
+    case Priority::kInteractive:
+      return "default";
+    case Priority::kFlex:
+    case Priority::kBatch:
+      return "flex";
+  }
+  return "default";
+}
+
 }  // namespace outpost::scheduler

@@ -20,8 +20,19 @@
 
 namespace outpost::scheduler {
 
-// Interactive requests are admitted before batch requests.
-enum class Priority { kInteractive = 0, kBatch = 1 };
+// Admission classes, most valuable first: OpenAI's service tiers
+// ("priority", "default", "flex") and Outpost's batch class (the
+// X-Outpost-Priority header, shadow requests). A queued request of a lower
+// class is admitted after every higher one that arrived less than
+// SchedulerOptions::priority_aging_ms per class before it (so none starves),
+// and it is the first to be displaced when a higher class finds the queue full.
+enum class Priority { kPriority = 0, kInteractive = 1, kFlex = 2, kBatch = 3 };
+inline constexpr int kPriorityClasses = 4;
+// The service tier an answer reports: "priority", "default" or "flex" (the
+// batch class reports "flex", the lowest tier OpenAI names).
+const char* ServiceTierName(Priority p);
+// The class's own name: "priority", "default", "flex" or "batch".
+const char* PriorityName(Priority p);
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
 const char* FinishReasonName(FinishReason r);  // "stop", "length", ...

@@ -143,7 +143,9 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     // Requests in the queue that a free slot will take at the next step are not
     // waiting; only those beyond the sessions count against max_queue.
     const auto in_system = active_ + queued_choices_;
-    if (in_system + req.n > options_.sessions + options_.max_queue) {
+    const int cls = static_cast<int>(req.priority);
+    const int32_t over = in_system + req.n - (options_.sessions + options_.max_queue);
+    if (over > 0 && !DisplaceLowerLocked(cls, over)) {
       const int32_t retry = RetryAfterLocked();
       stats_.rejected.Add();
       stats_.rejected_by_reason.With({"queue_full"}).Add();
@@ -154,10 +156,9 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
                                        " requests; retry after " + std::to_string(retry) + " s")
           .WithRetryAfter(retry);
     }
-    const int p = req.priority == Priority::kBatch ? 1 : 0;
     queued_choices_ += req.n;
-    queue_[p].push_back(Queued{std::move(req), std::move(sink), clock_->Now()});
-    stats_.queue_depth.Set(static_cast<double>(queue_[0].size() + queue_[1].size()));
+    queue_[cls].push_back(Queued{std::move(req), std::move(sink), clock_->Now()});
+    stats_.queue_depth.Set(static_cast<double>(QueueLengthLocked()));
   }
   cv_.notify_one();
   return Status::Ok();
@@ -186,13 +187,65 @@ double Scheduler::WaitSecondsLocked() const {
   // Time until a session frees for one more request: everyone queued ahead plus
   // this one, each needing a mean completion, at the measured aggregate decode
   // rate. Before any measurement, assume 10 tokens/s per session.
-  const double queued = static_cast<double>(queue_[0].size() + queue_[1].size());
+  const double queued = static_cast<double>(QueueLengthLocked());
   const double rate = decode_tps_ > 0.5 ? decode_tps_ : 10.0 * options_.sessions;
   return (queued + 1.0) * mean_completion_tokens_ / rate;
 }
 
 int32_t Scheduler::RetryAfterLocked() const {
   return static_cast<int32_t>(std::clamp(std::ceil(WaitSecondsLocked()), 1.0, 3600.0));
+}
+
+size_t Scheduler::QueueLengthLocked() const {
+  size_t n = 0;
+  for (const auto& q : queue_) n += q.size();
+  return n;
+}
+
+std::deque<Scheduler::Queued>* Scheduler::NextQueueLocked() {
+  std::deque<Queued>* next = nullptr;
+  util::Clock::TimePoint best;
+  const auto aging = std::chrono::milliseconds(options_.priority_aging_ms);
+  for (int c = 0; c < kPriorityClasses; ++c) {
+    if (queue_[c].empty()) continue;
+    if (options_.priority_aging_ms <= 0) return &queue_[c];
+    // Ties go to the higher class (the first found).
+    const auto t = queue_[c].front().enqueued + c * aging;
+    if (next == nullptr || t < best) {
+      next = &queue_[c];
+      best = t;
+    }
+  }
+  return next;
+}
+
+bool Scheduler::DisplaceLowerLocked(int cls, int32_t needed) {
+  int32_t lower = 0;
+  for (int c = cls + 1; c < kPriorityClasses; ++c) {
+    for (const auto& q : queue_[c]) lower += q.req.n;
+  }
+  if (lower < needed) return false;
+  for (int c = kPriorityClasses - 1; c > cls && needed > 0; --c) {
+    while (!queue_[c].empty() && needed > 0) {
+      Queued victim = std::move(queue_[c].back());
+      queue_[c].pop_back();
+      queued_choices_ -= victim.req.n;
+      needed -= victim.req.n;
+      const int32_t retry = RetryAfterLocked();
+      GenerationResult r;
+      r.finish = FinishReason::kError;
+      r.error = Status::ResourceExhausted(
+                    std::string("over capacity: this '") + PriorityName(static_cast<Priority>(c)) +
+                    "' request gave its place in the queue to one of a higher class "
+                    "(priority > default > flex > batch); retry after " +
+                    std::to_string(retry) + " s")
+                    .WithRetryAfter(retry);
+      stats_.rejected.Add();
+      stats_.rejected_by_reason.With({"displaced"}).Add();
+      victim.sink->OnDone(std::move(r));
+    }
+  }
+  return true;
 }
 
 int32_t Scheduler::AdmitLocked() {
@@ -228,11 +281,12 @@ int32_t Scheduler::AdmitLocked() {
       q.pop_front();
     }
   }
-  // Admit into idle slots, interactive first, first come first served; a
-  // request with n choices waits until n slots are idle at once.
+  // Admit into idle slots, by class with aging (NextQueueLocked), first come
+  // first served within a class; a request with n choices waits until n slots
+  // are idle at once.
   for (;;) {
-    std::deque<Queued>* from = queue_[0].empty() ? &queue_[1] : &queue_[0];
-    if (from->empty()) break;
+    std::deque<Queued>* from = NextQueueLocked();
+    if (from == nullptr) break;
     const auto n = static_cast<size_t>(from->front().req.n);
     size_t n_idle = 0;
     for (const auto& s : slots_) n_idle += s.state == SlotState::kIdle ? 1 : 0;
@@ -296,7 +350,7 @@ int32_t Scheduler::AdmitLocked() {
       ++active_;
     }
   }
-  stats_.queue_depth.Set(static_cast<double>(queue_[0].size() + queue_[1].size()));
+  stats_.queue_depth.Set(static_cast<double>(QueueLengthLocked()));
   stats_.active_sequences.Set(active_);
   return active_;
 }
@@ -378,7 +432,7 @@ void Scheduler::BeginDrain() {
 bool Scheduler::Responsive(int64_t max_step_ms) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (active_ == 0 && queue_[0].empty() && queue_[1].empty()) return true;
+    if (active_ == 0 && QueueLengthLocked() == 0) return true;
   }
   const util::Clock::TimePoint last{
       util::Clock::Duration(loop_progress_.load(std::memory_order_relaxed))};

@@ -9,10 +9,16 @@
 //     when nobody is decoding),
 // so a long prompt delays everyone else's next token by at most one chunk.
 //
-// Admission: `sessions` slots (from the capacity plan); past that a bounded FIFO
-// queue per priority (interactive before batch) with a maximum wait; past that
-// Submit() fails with ResourceExhausted carrying a Retry-After derived from the
-// queue length, the mean completion length and the measured decode rate.
+// Admission: `sessions` slots (from the capacity plan); past that one bounded
+// queue shared by four classes (Priority: the service tiers "priority",
+// "default", "flex", then batch) with a maximum wait; past that Submit() fails
+// with ResourceExhausted carrying a Retry-After derived from the queue length,
+// the mean completion length and the measured decode rate — unless the queue
+// holds requests of a lower class, which then give way: the newest of the
+// lowest class is displaced (its sink gets ResourceExhausted with Retry-After).
+// A free session takes the queued request that arrived first once each class
+// counts priority_aging_ms later than the class above it: a higher class goes
+// first, and a lower one that has waited long enough is not starved.
 //
 // Slot states (one per sequence id):
 //
@@ -82,8 +88,11 @@ struct SchedulerOptions {
   int32_t prefill_chunk = 256;        // max prompt tokens per step while others decode
   int32_t max_queue = 16;             // queued requests beyond the sessions; 0 = no queue
   int64_t max_queue_wait_ms = 30000;  // a queued request older than this gets 503
-  uint64_t kv_bytes_per_token = 0;    // for the kv_bytes_used gauge
-  bool prefix_cache = true;           // reuse cached prompt prefixes across sessions
+  // Aging between admission classes: a queued request counts as having
+  // arrived this much later per class below "priority". 0: strict class order.
+  int64_t priority_aging_ms = 5000;
+  uint64_t kv_bytes_per_token = 0;  // for the kv_bytes_used gauge
+  bool prefix_cache = true;         // reuse cached prompt prefixes across sessions
   // A cached prefix is copied from a busy slot only when that saves at least
   // this many tokens over the best idle holder (a copy moves the holder's
   // whole KV stream; an idle holder is cut in place for free).
@@ -255,6 +264,14 @@ class Scheduler {
   void FailBatch(const Status& st);
   void DrainOnStop();
   int32_t RetryAfterLocked() const OUTPOST_REQUIRES(mu_);
+  // Requests (not choices) in the queue, every class.
+  size_t QueueLengthLocked() const OUTPOST_REQUIRES(mu_);
+  // The queue to admit from next (nullptr when empty): see the header comment.
+  std::deque<Queued>* NextQueueLocked() OUTPOST_REQUIRES(mu_);
+  // Submit(): makes room for `needed` choices of class `cls` by displacing
+  // queued requests of lower classes; false (nothing displaced) when they
+  // hold too few.
+  bool DisplaceLowerLocked(int cls, int32_t needed) OUTPOST_REQUIRES(mu_);
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
   void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
 
@@ -267,7 +284,7 @@ class Scheduler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Queued> queue_[2] OUTPOST_GUARDED_BY(mu_);  // by Priority
+  std::deque<Queued> queue_[kPriorityClasses] OUTPOST_GUARDED_BY(mu_);  // by Priority
   bool stopping_ OUTPOST_GUARDED_BY(mu_) = false;
   bool draining_ OUTPOST_GUARDED_BY(mu_) = false;
   // When the engine loop last began or ended a step (clock ticks), for Responsive().

@@ -13,7 +13,7 @@
   COUNTER(rejected, "outpost_rejected_total",                                                    \
           "Requests rejected with 503 because queue or wait limits were exceeded.")              \
   COUNTER_VEC(rejected_by_reason, "outpost_requests_rejected_total",                             \
-              "Requests turned away, by reason (queue_full, queue_timeout, shutting_down).",     \
+              "Requests turned away, by reason (queue_full, queue_timeout, displaced, shutting_down).",     \
               "reason")                                                                          \
   COUNTER_VEC(finished, "outpost_requests_finished_total",                                       \
               "Requests that ran, by how they ended (stop, length, cancelled, error).",          \
