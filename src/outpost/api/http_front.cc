@@ -193,7 +193,7 @@ Status HttpFront::Bind() {
 
 void HttpFront::Run() {
   impl_->workers.Start(std::max(1, impl_->options.worker_threads));
-  impl_->Accept();
+  net::post(impl_->accept_strand, [impl = impl_.get()] { impl->Accept(); });
   std::vector<std::thread> io;
   for (int i = 1; i < impl_->options.io_threads; ++i) {
     io.emplace_back([this] { impl_->ioc.run(); });
@@ -204,7 +204,7 @@ void HttpFront::Run() {
 }
 
 void HttpFront::StopAccepting() {
-  net::post(impl_->ioc, [impl = impl_.get()] {
+  net::post(impl_->accept_strand, [impl = impl_.get()] {
     beast::error_code ignored;
     impl->accept_retry.cancel();
     impl->acceptor.close(ignored);
@@ -224,7 +224,7 @@ bool HttpFront::Responsive(int64_t timeout_ms) {
 
 void HttpFront::Stop() {
   if (impl_->stopping.exchange(true)) return;
-  net::post(impl_->ioc, [impl = impl_.get()] {
+  net::post(impl_->accept_strand, [impl = impl_.get()] {
     beast::error_code ignored;
     impl->accept_retry.cancel();
     impl->acceptor.close(ignored);

@@ -109,8 +109,9 @@ struct HttpFront::Impl {
       : options(std::move(o)),
         handler(std::move(h)),
         ioc(std::max(1, options.io_threads)),
-        acceptor(ioc),
-        accept_retry(ioc),
+        accept_strand(front::net::make_strand(ioc)),
+        acceptor(accept_strand),
+        accept_retry(accept_strand),
         table({options.max_connections, options.max_connections_per_client}) {}
 
   StatusOr<std::shared_ptr<front::ssl::context>> LoadTls() const;
@@ -125,6 +126,11 @@ struct HttpFront::Impl {
   const HttpFrontOptions options;
   const Handler handler;
   front::net::io_context ioc;
+  // The acceptor and its retry timer live on one strand: their handlers, and
+  // StopAccepting()/Stop() closing them, never run at once on two I/O
+  // threads (an acceptor is not thread-safe; UBSan caught a close racing a
+  // re-armed accept at shutdown).
+  front::net::strand<front::net::io_context::executor_type> accept_strand;
   tcp::acceptor acceptor;
   // Out of file descriptors: accepting resumes on this timer, so the I/O
   // thread keeps serving the open connections meanwhile.
