@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -69,6 +70,7 @@ class FakeEngine final : public engine::Engine {
       ++n;
     }
     batches.push_back(batch_);
+    if (on_decode) on_decode(batch_.size());
     return Status::Ok();
   }
   const engine::SamplingDefaults& DefaultSampling() const override { return defaults; }
@@ -137,6 +139,9 @@ class FakeEngine final : public engine::Engine {
   // Defaults a request's unset sampling knobs take; the params each
   // sequence was started with.
   engine::SamplingDefaults defaults;
+  // Called after each Decode() with the batch's token count (a test advances
+  // its simulated clock by a modelled step cost).
+  std::function<void(size_t)> on_decode;
   int copies = 0;  // CopySequence calls
   int trims = 0;   // TrimSequence calls
   int32_t sliding_window = 0;

@@ -315,6 +315,78 @@ TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {
   EXPECT_EQ(f.engine->violations, 0);
 }
 
+TEST(Scheduler, AStepBudgetSizesThePrefillChunkFromMeasuredStepCosts) {
+  // A modelled CPU: a step costs 4 ms plus 0.25 ms per token in the batch.
+  auto cost_us = [](size_t tokens) { return 4000 + 250 * static_cast<int64_t>(tokens); };
+  for (const int64_t budget_ms : {int64_t{20}, int64_t{3}}) {
+    SchedulerOptions o = Opts(3, 0, /*batch_size=*/512, /*prefill_chunk=*/256);
+    o.ctx_per_session = 4096;
+    o.step_budget_ms = budget_ms;
+    Fixture f(o, std::string(400, 'y'));
+    f.engine->on_decode = [&](size_t n) { f.clock.Advance(std::chrono::microseconds(cost_us(n))); };
+    auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
+    ASSERT_TRUE(f.Submit(a, 4).ok());
+    ASSERT_TRUE(f.Submit(b, 4).ok());
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(f.sched->StepForTest());  // decode-only: 4.5 ms
+    ASSERT_TRUE(f.Submit(c, 2000).ok());
+    const size_t first = f.engine->batches.size();
+    while (f.engine->KvCells(2) < 2000) ASSERT_TRUE(f.sched->StepForTest());
+    // The first prefill step knows no prompt-token cost yet (a whole
+    // prefill_chunk); from then on each step is sized from what it measured.
+    ASSERT_EQ(f.engine->batches[first].size(), 2u + 256u);
+    int64_t longest_us = 0;
+    for (size_t i = first + 1; i < f.engine->batches.size(); ++i) {
+      const auto& batch = f.engine->batches[i];
+      int prompt = 0;
+      for (const auto& e : batch) prompt += e.seq == 2 ? 1 : 0;
+      EXPECT_EQ(batch.size() - prompt, 2u) << "step " << i;  // every stream decodes each step
+      const bool last = i + 1 == f.engine->batches.size();
+      if (!last) {
+        EXPECT_GE(prompt, Scheduler::kMinBudgetChunk) << "step " << i;
+      }
+      longest_us = std::max(longest_us, cost_us(batch.size()));
+    }
+    const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+    if (budget_ms == 20) {
+      // (20 ms - 4.5 ms) / 0.25 ms = 62 prompt tokens: steps of 20 ms, not 68.5.
+      EXPECT_LE(longest_us, 20'000);
+      EXPECT_EQ(stats.prefill_chunk_tokens.value(), 62);
+    } else {
+      // Decoding alone takes longer than 3 ms: the prompt still advances.
+      EXPECT_EQ(stats.prefill_chunk_tokens.value(), Scheduler::kMinBudgetChunk);
+    }
+    f.RunToIdle();
+    EXPECT_EQ(c->text, std::string(400, 'y'));
+    EXPECT_EQ(f.engine->violations, 0);
+  }
+}
+
+TEST(Scheduler, PromptsArePrefilledInAdmissionClassOrder) {
+  SchedulerOptions o = Opts(3, 0, /*batch_size=*/16, /*prefill_chunk=*/8);
+  Fixture f(o, std::string(40, 'y'));
+  auto a = f.Sink("a"), batch = f.Sink("batch"), prio = f.Sink("priority");
+  ASSERT_TRUE(f.Submit(a, 4).ok());
+  ASSERT_TRUE(f.sched->StepForTest());  // `a` decodes from now on
+  ASSERT_TRUE(f.Submit(batch, 40, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.sched->StepForTest());  // the batch prompt (seq 1) starts
+  ASSERT_EQ(f.engine->KvCells(1), 8);
+  ASSERT_TRUE(f.Submit(prio, 40, -1, Priority::kPriority).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  // One decode token for `a`, then the priority prompt's chunk (seq 2);
+  // nothing of the batch prompt's although it started first.
+  const auto& step = f.engine->batches.back();
+  int of_batch = 0, of_prio = 0;
+  for (const auto& e : step) {
+    of_batch += e.seq == 1 ? 1 : 0;
+    of_prio += e.seq == 2 ? 1 : 0;
+  }
+  EXPECT_EQ(of_prio, 8);
+  EXPECT_EQ(of_batch, 0);
+  f.RunToIdle();
+  EXPECT_EQ(batch->text, std::string(40, 'y'));
+  EXPECT_EQ(prio->text, std::string(40, 'y'));
+}
+
 TEST(Scheduler, CancelledRequestFreesItsKvAtTheNextStep) {
   Fixture f(Opts(1, 1), std::string(100, 'w'));
   auto a = f.Sink("a"), next = f.Sink("next");

@@ -170,6 +170,19 @@ const std::map<std::string, Setter>& Setters() {
                   {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
                   {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
                   {"prefix_cache", BoolField(&ServeConfig::prefix_cache)},
+                  {"step_budget",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     auto ms = util::ParseDurationMs(v);
+                     if (!ms.ok())
+                       return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
+                     if (*ms > 60'000) {
+                       return Status::InvalidArgument(
+                           "'" + k + "' must be at most 60s (a step that long stalls every stream)",
+                           k);
+                     }
+                     c->step_budget_ms = *ms;
+                     return Status::Ok();
+                   }},
                   {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
                   {"queue_wait",
                    [](ServeConfig* c, const std::string& k, const std::string& v) {
@@ -347,6 +360,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
       {"batch_size", "max tokens per decode step (default 512)"},
       {"prefill_chunk", "max prompt tokens per step while others decode (default 256)"},
+      {"step_budget",
+       "target time of one step while others stream, e.g. 60ms: the prefill chunk is sized "
+       "from measured step costs to stay under it; 0 = off (default 0)"},
       {"prefix_cache",
        "true: reuse the KV of prompt prefixes other sessions computed (default true)"},
       {"queue_length", "requests that may wait for a session; more get 503 (default 16)"},
@@ -608,6 +624,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.kv_type = cfg.kv_type;
   o.batch_size = cfg.batch_size;
   o.prefill_chunk = cfg.prefill_chunk;
+  o.step_budget_ms = cfg.step_budget_ms;
   o.prefix_cache = cfg.prefix_cache;
   o.queue_length = cfg.queue_length;
   o.queue_wait_ms = cfg.queue_wait_ms;

@@ -28,19 +28,21 @@ struct ServeConfig {
   std::string chat_template_file;  // jinja file overriding the GGUF's chat template
   std::string host = "127.0.0.1";
   int port = 8080;
-  int threads = 0;                   // 0 = all cores
-  int ctx_size = 4096;               // tokens per session (prompt + answer)
-  int parallel = 0;                  // 0 = auto (as many sessions as fit, up to parallel_auto_max)
-  int parallel_auto_max = 16;        // cap for parallel: auto
-  uint64_t memory_budget = 0;        // bytes; 0 = detect available memory
-  double headroom = 0.20;            // fraction added on top of the planned peak
-  std::string kv_type = "f16";       // f16 | q8_0 | q4_0
-  int batch_size = 512;              // max tokens per decode step
-  int prefill_chunk = 256;           // max prompt tokens per step while others decode
-  bool prefix_cache = true;          // reuse cached prompt prefixes across sessions
-  int queue_length = 16;             // requests that may wait for a session; 0 = none
-  int64_t queue_wait_ms = 30000;     // max wait in the queue before 503
-  int64_t priority_aging_ms = 5000;  // per service tier (scheduler::SchedulerOptions)
+  int threads = 0;                // 0 = all cores
+  int ctx_size = 4096;            // tokens per session (prompt + answer)
+  int parallel = 0;               // 0 = auto (as many sessions as fit, up to parallel_auto_max)
+  int parallel_auto_max = 16;     // cap for parallel: auto
+  uint64_t memory_budget = 0;     // bytes; 0 = detect available memory
+  double headroom = 0.20;         // fraction added on top of the planned peak
+  std::string kv_type = "f16";    // f16 | q8_0 | q4_0
+  int batch_size = 512;           // max tokens per decode step
+  int prefill_chunk = 256;        // max prompt tokens per step while others decode
+  bool prefix_cache = true;       // reuse cached prompt prefixes across sessions
+  int queue_length = 16;          // requests that may wait for a session; 0 = none
+  int64_t queue_wait_ms = 30000;  // max wait in the queue before 503
+  int64_t priority_aging_ms = 5000;
+  int64_t step_budget_ms = 0;  // 0 = off (scheduler::SchedulerOptions)  // per service tier
+                               // (scheduler::SchedulerOptions)
   uint64_t max_body_size = 4ull << 20;
   int http_threads = 64;
   int http_io_threads = 2;

@@ -147,6 +147,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.max_queue = cfg.queue_length;
   so.max_queue_wait_ms = cfg.queue_wait_ms;
   so.priority_aging_ms = cfg.priority_aging_ms;
+  so.step_budget_ms = cfg.step_budget_ms;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
 
   auto reservation =

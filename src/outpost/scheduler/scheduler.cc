@@ -17,6 +17,7 @@ Scheduler::Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions op
   slots_.resize(static_cast<size_t>(options_.sessions));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<engine::SeqId>(i);
   stats_.max_sessions.Set(options_.sessions);
+  stats_.prefill_chunk_tokens.Set(options_.prefill_chunk);
   stats_.kv_bytes_limit.Set(static_cast<double>(engine_->KvBytesAllocated()));
 }
 
@@ -387,12 +388,21 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     ++s.n_past;
     ++*n_decode;
   }
-  // Prefill chunk: bounded while others decode, the whole batch otherwise.
+  // Prefill chunk: bounded while others decode, the whole batch otherwise;
+  // higher admission classes first, then the earliest arrival.
   int32_t budget = options_.batch_size - *n_decode;
-  if (*n_decode > 0) budget = std::min(budget, options_.prefill_chunk);
+  if (*n_decode > 0) budget = std::min(budget, PrefillChunk());
+  std::vector<Slot*> prefill;
   for (auto& s : slots_) {
+    if (s.state == SlotState::kPrefill) prefill.push_back(&s);
+  }
+  std::stable_sort(prefill.begin(), prefill.end(), [](const Slot* a, const Slot* b) {
+    if (a->req.priority != b->req.priority) return a->req.priority < b->req.priority;
+    return a->submitted < b->submitted;
+  });
+  for (Slot* sp : prefill) {
     if (budget <= 0) break;
-    if (s.state != SlotState::kPrefill) continue;
+    Slot& s = *sp;
     const size_t remaining = s.req.prompt.size() - s.n_prompt_done;
     const auto take =
         static_cast<int32_t>(std::min<size_t>(remaining, static_cast<size_t>(budget)));
@@ -410,9 +420,10 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
 }
 
 void Scheduler::Loop() {
-  spdlog::info("engine thread started: {} sessions x {} tokens, batch {}, prefill chunk {}",
-               options_.sessions, options_.ctx_per_session, options_.batch_size,
-               options_.prefill_chunk);
+  spdlog::info(
+      "engine thread started: {} sessions x {} tokens, batch {}, prefill chunk {}, step budget {}",
+      options_.sessions, options_.ctx_per_session, options_.batch_size, options_.prefill_chunk,
+      options_.step_budget_ms > 0 ? std::to_string(options_.step_budget_ms) + " ms" : "off");
   auto stamp = [this] {
     loop_progress_.store(clock_->Now().time_since_epoch().count(), std::memory_order_relaxed);
   };
@@ -485,6 +496,7 @@ void Scheduler::Step() {
   }
   const auto step_time = clock_->Now() - step_start;
   UpdateRate(n_sampled, n_prefill, step_time);
+  LearnStepCost(n_decode, n_prefill, step_time);
   spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
                 n_sampled, Seconds(step_time) * 1000);
   uint64_t held = 0, cached = 0;
@@ -760,6 +772,31 @@ void Scheduler::FailBatch(const Status& st) {
     if (s.state == SlotState::kIdle) continue;
     Finish(s, FinishReason::kError, Status::Internal("inference failed: " + st.message()));
   }
+}
+
+void Scheduler::LearnStepCost(int32_t n_decode, int32_t n_prefill, util::Clock::Duration step) {
+  if (options_.step_budget_ms <= 0 || n_decode == 0) return;
+  const double ms = Seconds(step) * 1000.0;
+  auto ema = [](double& v, double x) { v = v <= 0 ? x : 0.7 * v + 0.3 * x; };
+  if (n_prefill == 0) {
+    ema(decode_step_ms_, ms);
+  } else if (decode_step_ms_ > 0) {
+    ema(prefill_token_ms_, std::max(ms - decode_step_ms_, 0.0) / n_prefill);
+  } else {
+    // No decode-only step measured yet: every token costs the same.
+    ema(prefill_token_ms_, ms / (n_decode + n_prefill));
+  }
+  stats_.prefill_chunk_tokens.Set(PrefillChunk());
+}
+
+int32_t Scheduler::PrefillChunk() const {
+  if (options_.step_budget_ms <= 0 || prefill_token_ms_ <= 0) return options_.prefill_chunk;
+  const double room = static_cast<double>(options_.step_budget_ms) - decode_step_ms_;
+  const double tokens = room / prefill_token_ms_;
+  const int32_t lo = std::min(kMinBudgetChunk, options_.prefill_chunk);
+  if (tokens <= lo) return lo;
+  if (tokens >= options_.prefill_chunk) return options_.prefill_chunk;
+  return static_cast<int32_t>(tokens);
 }
 
 void Scheduler::UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step) {

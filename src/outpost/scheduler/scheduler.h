@@ -8,6 +8,11 @@
 //   * a bounded chunk of pending prompt tokens (prefill_chunk; the whole batch
 //     when nobody is decoding),
 // so a long prompt delays everyone else's next token by at most one chunk.
+// With a step budget (step_budget_ms) the chunk is sized each step from the
+// measured cost of the last steps — a decode-only step's time, and the time a
+// prompt token adds — so that a step with prefill stays within the budget
+// (never below kMinBudgetChunk tokens, never above prefill_chunk). Prompts
+// are prefilled in admission-class order (priority first, batch last).
 //
 // Admission: `sessions` slots (from the capacity plan); past that one bounded
 // queue shared by four classes (Priority: the service tiers "priority",
@@ -82,10 +87,14 @@
 namespace outpost::scheduler {
 
 struct SchedulerOptions {
-  int32_t sessions = 1;               // concurrent sessions (= context sequences)
-  int32_t ctx_per_session = 4096;     // tokens per session (prompt + completion)
-  int32_t batch_size = 512;           // max tokens in one decode step
-  int32_t prefill_chunk = 256;        // max prompt tokens per step while others decode
+  int32_t sessions = 1;            // concurrent sessions (= context sequences)
+  int32_t ctx_per_session = 4096;  // tokens per session (prompt + completion)
+  int32_t batch_size = 512;        // max tokens in one decode step
+  int32_t prefill_chunk = 256;     // max prompt tokens per step while others decode
+  // Target for one engine step while sequences decode (their inter-token
+  // time): the prefill chunk is sized to stay under it. 0 = off (the chunk is
+  // prefill_chunk).
+  int64_t step_budget_ms = 0;
   int32_t max_queue = 16;             // queued requests beyond the sessions; 0 = no queue
   int64_t max_queue_wait_ms = 30000;  // a queued request older than this gets 503
   // Aging between admission classes: a queued request counts as having
@@ -123,6 +132,10 @@ struct SchedulerSnapshot {
 
 class Scheduler {
  public:
+  // The smallest prefill chunk a step budget leaves, so that a prompt still
+  // advances when decoding alone fills the budget.
+  static constexpr int32_t kMinBudgetChunk = 16;
+
   // `stats` are this model's series (their registry and `clock` must outlive
   // the scheduler).
   Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options, SchedulerStats stats,
@@ -274,6 +287,10 @@ class Scheduler {
   bool DisplaceLowerLocked(int cls, int32_t needed) OUTPOST_REQUIRES(mu_);
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
   void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
+  // Engine thread: learns the step cost model from one step; PrefillChunk()
+  // is what the next step may prefill while others decode.
+  void LearnStepCost(int32_t n_decode, int32_t n_prefill, util::Clock::Duration step);
+  int32_t PrefillChunk() const;
 
   // Const after construction.
   const std::unique_ptr<engine::Engine> engine_;
@@ -303,6 +320,10 @@ class Scheduler {
   int64_t rate_window_tokens_ = 0;
   int64_t rate_window_prefill_ = 0;
   double prefill_tps_ = 0;  // EMA, the engine thread only
+  // The step cost model (step_budget_ms): EMAs of a decode-only step's time
+  // and of the time one prompt token adds to a step; 0 = not measured yet.
+  double decode_step_ms_ = 0;
+  double prefill_token_ms_ = 0;
   std::thread thread_;
 };
 

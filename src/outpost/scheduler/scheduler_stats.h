@@ -42,7 +42,9 @@
   GAUGE(decode_tokens_per_second, "outpost_decode_tokens_per_second",                            \
         "Aggregate decode rate over the last seconds of work.")                                  \
   GAUGE(prefill_tokens_per_second, "outpost_prefill_tokens_per_second",                          \
-        "Aggregate prompt-processing rate over the last seconds of work.")
+        "Aggregate prompt-processing rate over the last seconds of work.")                       \
+  GAUGE(prefill_chunk_tokens, "outpost_prefill_chunk_tokens",                                    \
+        "Prompt tokens a step may take while others decode (sized by step_budget when set).")
 // clang-format on
 
 namespace outpost::scheduler {
