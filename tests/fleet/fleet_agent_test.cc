@@ -91,7 +91,7 @@ class Agent : public ::testing::Test {
     ASSERT_TRUE(env.ok()) << env.status().message();
     std::ofstream(Path("desired.json"), std::ios::trunc) << *env;
   }
-  void Make() {
+  void Make(bool start = true) {
     FleetOptions o;
     o.source = Path("desired.json");
     o.interval_ms = 3'600'000;  // polls come from Wake()
@@ -103,7 +103,9 @@ class Agent : public ::testing::Test {
     o.state_file = Path("fleet-state.json");
     o.policies = *models::ParseSignaturePolicies("off");
     agent_ = std::make_unique<FleetAgent>(lifecycle_.get(), o, &registry_);
-    ASSERT_TRUE(agent_->Start().ok());
+    if (start) {
+      ASSERT_TRUE(agent_->Start().ok());
+    }
   }
   // Polls and waits until the observed state satisfies `done`.
   json Poll(const std::function<bool(const json&)>& done) {
@@ -134,6 +136,19 @@ class Agent : public ::testing::Test {
   std::unique_ptr<models::ModelLifecycle> lifecycle_;
   std::unique_ptr<FleetAgent> agent_;
 };
+
+TEST_F(Agent, BeforeTheFirstPollTheObservedStateIsAnObjectWithNothingReached) {
+  Publish(1, "2");
+  Make(/*start=*/false);
+  const json o = agent_->Observed();
+  ASSERT_TRUE(o.is_object()) << o.dump();
+  EXPECT_EQ(o["observed_generation"], 0);
+  EXPECT_EQ(o["generation"], 0);
+  EXPECT_TRUE(o["models"].empty());
+  EXPECT_EQ(o["node"], "box-1");
+  EXPECT_EQ(o["document"]["source"], Path("desired.json"));
+  EXPECT_EQ(o["document"]["fetched"], 0);
+}
 
 TEST_F(Agent, ANewGenerationIsPulledAndActivated) {
   Publish(1, "2");

@@ -80,7 +80,19 @@ FleetAgent::FleetAgent(models::ModelLifecycle* lifecycle, FleetOptions options,
                                     "(kind=observed).",
                                     telemetry::StatType::kGauge,
                                     {"kind"},
-                                    {}})) {}
+                                    {}})) {
+  json labels = json::object();
+  for (const auto& [k, v] : options_.identity.labels) labels[k] = v;
+  observed_ = {
+      {"node", options_.node},
+      {"site", options_.identity.site},
+      {"labels", labels},
+      {"generation", 0},
+      {"observed_generation", 0},
+      {"document", {{"source", options_.source}, {"etag", ""}, {"key", ""}, {"fetched", 0}}},
+      {"models", json::array()},
+      {"time", static_cast<int64_t>(std::time(nullptr))}};
+}
 
 FleetAgent::~FleetAgent() {
   Stop();

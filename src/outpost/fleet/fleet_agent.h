@@ -101,6 +101,9 @@ class FleetAgent {
   // Polls now instead of at the next interval.
   void Wake();
 
+  // What /admin/fleet shows and the report carries: node, site, labels,
+  // generation, observed_generation, document, models, time. Before the first
+  // poll has ended: the same object with generation 0 and no models.
   nlohmann::json Observed() const;
 
  private:
