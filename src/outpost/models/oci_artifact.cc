@@ -24,6 +24,14 @@ bool IsRegistryHost(const std::string& h) {
   return true;
 }
 
+// desc[key] when desc is an object and that member a string, else `fallback`:
+// a manifest from a registry may hold any JSON where a string belongs.
+std::string Str(const json& desc, const char* key, const char* fallback = "") {
+  if (!desc.is_object()) return fallback;
+  const auto it = desc.find(key);
+  return it != desc.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::string Annotation(const json& desc, const char* key) {
   if (!desc.contains("annotations") || !desc["annotations"].is_object()) return "";
   const auto& a = desc["annotations"];
@@ -32,7 +40,7 @@ std::string Annotation(const json& desc, const char* key) {
 
 WeightLayer LayerOf(const json& l) {
   WeightLayer w;
-  w.digest = l.value("digest", "");
+  w.digest = Str(l, "digest", "");
   w.size = l.contains("size") && l["size"].is_number_unsigned() ? l["size"].get<uint64_t>() : 0;
   w.title = Annotation(l, "org.opencontainers.image.title");
   if (w.title.empty()) w.title = Annotation(l, "org.cncf.model.filepath");
@@ -106,7 +114,7 @@ StatusOr<ModelArtifact> ReadModelManifest(const std::string& manifest_json) {
   const json m = json::parse(manifest_json, nullptr, false);
   if (!m.is_object())
     return Status::InvalidArgument("the manifest is not a JSON object", "manifest");
-  if (IsIndexMediaType(m.value("mediaType", ""))) {
+  if (IsIndexMediaType(Str(m, "mediaType", ""))) {
     return Status::InvalidArgument("the manifest is an index, not a model's manifest", "manifest");
   }
   if (!m.contains("layers") || !m["layers"].is_array() || m["layers"].empty()) {
@@ -114,15 +122,15 @@ StatusOr<ModelArtifact> ReadModelManifest(const std::string& manifest_json) {
   }
   std::string config_type;
   if (m.contains("config") && m["config"].is_object()) {
-    config_type = m["config"].value("mediaType", "");
+    config_type = Str(m["config"], "mediaType", "");
   }
-  const std::string artifact_type = m.value("artifactType", "");
+  const std::string artifact_type = Str(m, "artifactType", "");
   std::vector<WeightLayer> modelpack, dmr, oras, ollama;
   std::string packed;  // a tar-packed weight's media type
   for (const auto& l : m["layers"]) {
     if (!l.is_object()) continue;
-    const std::string type = l.value("mediaType", "");
-    const std::string digest = l.value("digest", "");
+    const std::string type = Str(l, "mediaType", "");
+    const std::string digest = Str(l, "digest", "");
     if (digest.rfind("sha256:", 0) != 0 || !layout::IsHex64(digest.substr(7))) {
       return Status::InvalidArgument("a layer's digest '" + digest + "' is not sha256:<64 hex>",
                                      "manifest");
@@ -179,16 +187,16 @@ StatusOr<std::string> PickFromIndex(const std::string& index_json) {
     return Status::InvalidArgument("the index lists no manifests", "manifest");
   }
   const auto& list = idx["manifests"];
-  if (list.size() == 1) return list[0].value("digest", "");
+  if (list.size() == 1) return Str(list[0], "digest", "");
   std::string listing;
   for (const auto& e : list) {
-    if (e.value("artifactType", "") == layout::kArtifactType) return e.value("digest", "");
+    if (Str(e, "artifactType", "") == layout::kArtifactType) return Str(e, "digest", "");
   }
   for (const auto& e : list) {
-    if (!e.contains("platform")) return e.value("digest", "");
+    if (!e.contains("platform")) return Str(e, "digest", "");
     const auto& p = e["platform"];
-    listing += std::string(listing.empty() ? "" : ", ") + e.value("digest", "").substr(0, 19) +
-               " (" + p.value("os", "?") + "/" + p.value("architecture", "?") + ")";
+    listing += std::string(listing.empty() ? "" : ", ") + Str(e, "digest", "").substr(0, 19) +
+               " (" + Str(p, "os", "?") + "/" + Str(p, "architecture", "?") + ")";
   }
   return Status::InvalidArgument(
       "the index lists " + std::to_string(list.size()) +
