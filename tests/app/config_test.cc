@@ -97,6 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"queue_wait: soon\n", "queue_wait", "not a duration"},
         BadConfig{"priority_aging: -1s\n", "priority_aging", "negative"},
         BadConfig{"priority_aging: 5y\n", "priority_aging", "unit"},
+        BadConfig{"step_budget: 2m\n", "step_budget", "at most 60000ms"},
         BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
         BadConfig{"log_level: loud\n", "log_level", "one of trace"},
         BadConfig{"uplink_url: ftp://centre\n", "uplink_url", "http:// or https://"},

@@ -75,6 +75,20 @@ Setter BytesField(uint64_t ServeConfig::*field, bool allow_auto) {
   };
 }
 
+// Any duration ("0", "250ms", "30s", "5m"), in milliseconds, at most max_ms.
+Setter DurationField(int64_t ServeConfig::*field, int64_t max_ms = INT64_MAX) {
+  return [field, max_ms](ServeConfig* c, const std::string& k, const std::string& v) {
+    auto ms = util::ParseDurationMs(v);
+    if (!ms.ok()) return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
+    if (*ms > max_ms) {
+      return Status::InvalidArgument(
+          "'" + k + "' must be at most " + std::to_string(max_ms) + "ms, got '" + v + "'", k);
+    }
+    c->*field = *ms;
+    return Status::Ok();
+  };
+}
+
 // A duration of at least 100ms ("10s", "250ms", "5m"), in milliseconds.
 Setter TimeoutField(int64_t ServeConfig::*field) {
   return [field](ServeConfig* c, const std::string& k, const std::string& v) {
@@ -170,36 +184,10 @@ const std::map<std::string, Setter>& Setters() {
                   {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
                   {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
                   {"prefix_cache", BoolField(&ServeConfig::prefix_cache)},
-                  {"step_budget",
-                   [](ServeConfig* c, const std::string& k, const std::string& v) {
-                     auto ms = util::ParseDurationMs(v);
-                     if (!ms.ok())
-                       return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
-                     if (*ms > 60'000) {
-                       return Status::InvalidArgument(
-                           "'" + k + "' must be at most 60s (a step that long stalls every stream)",
-                           k);
-                     }
-                     c->step_budget_ms = *ms;
-                     return Status::Ok();
-                   }},
+                  {"step_budget", DurationField(&ServeConfig::step_budget_ms, 60'000)},
                   {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
-                  {"queue_wait",
-                   [](ServeConfig* c, const std::string& k, const std::string& v) {
-                     auto ms = util::ParseDurationMs(v);
-                     if (!ms.ok())
-                       return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
-                     c->queue_wait_ms = *ms;
-                     return Status::Ok();
-                   }},
-                  {"priority_aging",
-                   [](ServeConfig* c, const std::string& k, const std::string& v) {
-                     auto ms = util::ParseDurationMs(v);
-                     if (!ms.ok())
-                       return Status::InvalidArgument("'" + k + "': " + ms.status().message(), k);
-                     c->priority_aging_ms = *ms;
-                     return Status::Ok();
-                   }},
+                  {"queue_wait", DurationField(&ServeConfig::queue_wait_ms)},
+                  {"priority_aging", DurationField(&ServeConfig::priority_aging_ms)},
                   {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
                   {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
                   {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
