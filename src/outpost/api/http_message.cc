@@ -59,4 +59,21 @@ std::string HttpResponse::header(const std::string& name) const {
   return "";
 }
 
+std::optional<std::string> QueryParam(const std::string& query, const std::string& key) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    std::string item = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    for (char& c : item) {
+      if (c == '+') c = ' ';
+    }
+    const size_t eq = item.find('=');
+    if (PercentDecode(item.substr(0, eq)) != key) continue;
+    return eq == std::string::npos ? std::string() : PercentDecode(item.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
 }  // namespace outpost::api

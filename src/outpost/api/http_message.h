@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,9 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 bool HeaderNameEquals(const std::string& a, const std::string& b);
 // %XX escapes decoded (a malformed escape stays as it is).
 std::string PercentDecode(const std::string& s);
+// The first value of `key` in a query string ("a=1&b=2"), %-decoded and '+'
+// read as a space; nullopt when absent.
+std::optional<std::string> QueryParam(const std::string& query, const std::string& key);
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...

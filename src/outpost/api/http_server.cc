@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/api/admin_api.h"
+#include "outpost/api/audit_sink.h"
+#include "outpost/api/batch_api.h"
 #include "outpost/api/dashboard.h"
 #include "outpost/api/errors.h"
 #include "outpost/telemetry/prometheus_text.h"
@@ -50,6 +52,8 @@ std::string RouteLabel(const std::string& path) {
                                         "/v1/chat/completions",
                                         "/v1/completions",
                                         "/v1/embeddings",
+                                        "/v1/files",
+                                        "/v1/batches",
                                         "/v1/models",
                                         "/health",
                                         "/ready",
@@ -58,6 +62,8 @@ std::string RouteLabel(const std::string& path) {
     if (path == r) return path;
   }
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (path.rfind("/v1/files/", 0) == 0) return "/v1/files/{id}";
+  if (path.rfind("/v1/batches/", 0) == 0) return "/v1/batches/{id}";
   if (AdminApi::Owns(path)) return AdminRouteLabel(path);
   return "other";
 }
@@ -175,6 +181,12 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
       res.set_header("WWW-Authenticate", "Bearer");
       return;
     }
+  }
+  if (batch_ != nullptr && BatchApi::Owns(path)) {
+    // Files and batches belong to the key that made them.
+    std::string key = req.header("Authorization");
+    if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
+    return batch_->Handle(req, res, options_.api_keys.required() ? ApiKeyId(key) : "");
   }
   const bool get = req.method == "GET" || req.method == "HEAD";  // HEAD: the front drops the body
   const bool post = req.method == "POST";

@@ -1,8 +1,8 @@
 // HttpServer — the OpenAI-compatible HTTP front end.
 //
 // Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
-// GET /v1/models/{id}, GET /health, GET /ready, GET /metrics, GET / (the
-// dashboard) and /admin/ (admin_api.h: its own key, never the API keys).
+// GET /v1/models/{id}, /v1/files and /v1/batches (batch_api.h), GET /health, GET /ready, GET
+// /metrics, GET / (the dashboard) and /admin/ (admin_api.h: its own key, never the API keys).
 //
 // Threads: an HttpFront (http_front.h) holds the connections on a few event
 // loops and runs Serve() on its worker pool (n_http_threads) for each
@@ -42,6 +42,7 @@ class AuditLog;
 namespace outpost::api {
 
 class AdminApi;
+class BatchApi;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -99,6 +100,14 @@ class HttpServer {
   // /admin/ (null: those paths are 404s); set before Run(); must outlive
   // the server.
   void SetAdmin(AdminApi* admin) { admin_ = admin; }
+  // /v1/files and /v1/batches (null: those paths are 404s); set before
+  // Run(); must outlive the server.
+  void SetBatchApi(BatchApi* batch) { batch_ = batch; }
+  // One request served in-process exactly as one that came over HTTP (keys,
+  // routing, audit, metrics): how the batch runner runs a line. Blocks until
+  // the response is whole, or is a stream's provider (never for a batch
+  // line: they do not stream). Thread-safe.
+  void Execute(const HttpRequest& req, HttpResponse& res) { Serve(req, res); }
 
  private:
   // /metrics: the front's connection counters.
@@ -127,6 +136,7 @@ class HttpServer {
   telemetry::Uplink* uplink_ = nullptr;
   audit::AuditLog* audit_ = nullptr;
   AdminApi* admin_ = nullptr;
+  BatchApi* batch_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

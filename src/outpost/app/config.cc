@@ -188,6 +188,7 @@ const std::map<std::string, Setter>& Setters() {
                   {"queue_length", IntField(&ServeConfig::queue_length, 0, 100000)},
                   {"queue_wait", DurationField(&ServeConfig::queue_wait_ms)},
                   {"priority_aging", DurationField(&ServeConfig::priority_aging_ms)},
+                  {"batch_parallel", IntField(&ServeConfig::batch_parallel, 0, 1024)},
                   {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
                   {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
                   {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
@@ -358,6 +359,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"priority_aging",
        "a queued request of a lower service tier counts as arriving this much later per tier; 0 = "
        "strict tier order (default 5s)"},
+      {"batch_parallel",
+       "batch lines (/v1/batches) run at once, at the lowest priority; 0 = Batch API off "
+       "(default 4)"},
       {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
       {"http_threads",
        "HTTP worker threads = requests handled at once; idle connections need none (default 64)"},

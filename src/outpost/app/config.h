@@ -41,6 +41,9 @@ struct ServeConfig {
   int queue_length = 16;          // requests that may wait for a session; 0 = none
   int64_t queue_wait_ms = 30000;  // max wait in the queue before 503
   int64_t priority_aging_ms = 5000;
+  // The Batch API (/v1/files, /v1/batches; <state_dir>/batches.db): lines
+  // run at once in the background; 0 turns the API off.
+  int batch_parallel = 4;
   int64_t step_budget_ms = 0;  // 0 = off (scheduler::SchedulerOptions)  // per service tier
                                // (scheduler::SchedulerOptions)
   uint64_t max_body_size = 4ull << 20;

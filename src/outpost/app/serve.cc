@@ -16,9 +16,12 @@
 
 #include <unistd.h>
 
+#include "outpost/api/batch_api.h"
 #include "outpost/api/http_server.h"
 #include "outpost/app/serve_models.h"
 #include "outpost/audit/audit_log.h"
+#include "outpost/batch/batch_runner.h"
+#include "outpost/batch/batch_store.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
 #include "outpost/models/model_runtime.h"
@@ -191,6 +194,32 @@ int RunServe(ServeConfig cfg) {
   api::HttpServer http(ho, &serving, &dispatcher, &stats, router.get());
   telemetry::History history(&stats, cfg.history_interval_ms, &util::RealClock());
   http.SetHistory(&history);
+  // The Batch API: its store now (so /v1/files answers while the model
+  // loads; set before the server runs), its runner once the model is ready.
+  std::unique_ptr<batch::BatchStore> batch_store;
+  std::unique_ptr<batch::BatchRunner> batch_runner;
+  std::unique_ptr<api::BatchApi> batch_api;
+  if (cfg.batch_parallel > 0) {
+    const std::string path = StateDir(cfg) + "/batches.db";
+    std::error_code ec;
+    std::filesystem::create_directories(StateDir(cfg), ec);
+    auto opened = batch::BatchStore::Open(path);
+    if (opened.ok()) batch_store = std::move(opened).value();
+    // The API is off, not the server: a second outpost on one state_dir
+    // still serves everything else.
+    if (!opened.ok())
+      spdlog::warn("batch: {}; /v1/files and /v1/batches are off", opened.status().message());
+  }
+  if (batch_store) {
+    batch::RunnerOptions ro;
+    ro.parallel = cfg.batch_parallel;
+    batch_runner =
+        std::make_unique<batch::BatchRunner>(batch_store.get(), api::LineExecutor(&http), ro);
+    batch_api = std::make_unique<api::BatchApi>(batch_store.get(), batch_runner.get());
+    http.SetBatchApi(batch_api.get());
+    spdlog::info("batch: {}/batches.db ({} line(s) at once)", StateDir(cfg), cfg.batch_parallel);
+  }
+
   if (Status st = http.Bind(); !st.ok()) {
     spdlog::error("{}", st.message());
     return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -303,6 +332,7 @@ int RunServe(ServeConfig cfg) {
                models.count());
   serving.SetReady(true);
   history.Start();
+  if (batch_runner) batch_runner->Start();
   if (uplink.uplink) uplink.uplink->Start();
   if (audit_log) {
     audit_log->Append("admin",
@@ -361,6 +391,8 @@ int RunServe(ServeConfig cfg) {
   // too) finish for up to drain_timeout; a second signal cuts it short.
   util::SdNotify("STOPPING=1\nSTATUS=draining");
   serving.SetReady(false);
+  // Batch lines still running are cut; they run again after the restart.
+  if (batch_runner) batch_runner->Stop();
   http.StopAccepting();
   for (auto& s : models.Schedulers()) s->BeginDrain();
   const auto drain_start = std::chrono::steady_clock::now();

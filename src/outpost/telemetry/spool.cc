@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/util/sqlite.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::telemetry {
@@ -18,30 +19,7 @@ constexpr int64_t kHourMs = 3'600'000;
 constexpr int64_t kDayMs = 24 * kHourMs;
 constexpr off_t kReserveBytes = 128 << 10;
 
-// A prepared statement, finalized on scope exit.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  bool ok() const { return rc_ == SQLITE_OK; }
-  sqlite3_stmt* get() { return s_; }
-  void Bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
-  void Bind(int i, const std::string& v) {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-  }
-  int Step() { return sqlite3_step(s_); }
-  int64_t Int(int col) { return sqlite3_column_int64(s_, col); }
-  std::string Text(int col) {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
-    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(s_, col));
-  }
-
- private:
-  sqlite3_stmt* s_ = nullptr;
-  int rc_ = SQLITE_ERROR;
-};
+using util::Stmt;
 
 SpoolRecord RowToRecord(Stmt& st) {
   SpoolRecord r;

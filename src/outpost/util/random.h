@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace outpost::util {
 
@@ -18,5 +19,8 @@ class Random {
 
 // Seeded from the OS once; a generator per thread, so callers never contend.
 Random& RealRandom();
+
+// prefix + 24 letters and digits: an id clients see ("chatcmpl-…", "file-…").
+std::string RandomId(const std::string& prefix, Random& random);
 
 }  // namespace outpost::util

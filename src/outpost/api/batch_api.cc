@@ -1,0 +1,438 @@
+#include "outpost/api/batch_api.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/api/errors.h"
+#include "outpost/api/http_server.h"
+#include "outpost/api/multipart.h"
+#include "outpost/batch/batch_input.h"
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kEndpoints[] = {"/v1/chat/completions", "/v1/completions", "/v1/embeddings"};
+constexpr int64_t kMinFileExpiry = 3600;
+constexpr int64_t kMaxFileExpiry = 30 * 24 * 3600;
+constexpr size_t kMaxMetadataPairs = 16;
+
+void Send(HttpResponse& res, const Status& st) {
+  res.status = HttpStatusFor(st.code());
+  res.set_content(ErrorBody(st), "application/json");
+}
+
+void NotAllowed(HttpResponse& res, const HttpRequest& req, const char* allow) {
+  Send(res, Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path +
+                                    "; use " + allow));
+  res.status = 405;
+  res.set_header("Allow", allow);
+}
+
+json OrNull(int64_t v) {
+  return v > 0 ? json(v) : json(nullptr);
+}
+
+json OrNull(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
+json FileJson(const batch::FileObject& f) {
+  return {{"id", f.id},
+          {"object", "file"},
+          {"bytes", f.bytes},
+          {"created_at", f.created_at},
+          {"expires_at", OrNull(f.expires_at)},
+          {"filename", f.filename},
+          {"purpose", f.purpose},
+          {"status", "processed"},
+          {"status_details", nullptr}};
+}
+
+json ListJson(json data, bool has_more) {
+  json j = {{"object", "list"}, {"data", data}, {"has_more", has_more}};
+  j["first_id"] = data.empty() ? json(nullptr) : data.front()["id"];
+  j["last_id"] = data.empty() ? json(nullptr) : data.back()["id"];
+  return j;
+}
+
+// A limit query parameter within [1, max]; `fallback` when absent.
+StatusOr<int64_t> Limit(const HttpRequest& req, int64_t fallback, int64_t max) {
+  const auto v = QueryParam(req.query, "limit");
+  if (!v) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < 1 || n > max) {
+    return Status::InvalidArgument(
+        "limit must be an integer from 1 to " + std::to_string(max) + ", got '" + *v + "'",
+        "limit");
+  }
+  return static_cast<int64_t>(n);
+}
+
+Status CheckMetadata(const json& m) {
+  if (m.is_null()) return Status::Ok();
+  if (!m.is_object()) return Status::InvalidArgument("metadata must be an object", "metadata");
+  if (m.size() > kMaxMetadataPairs) {
+    return Status::InvalidArgument("metadata holds at most 16 pairs", "metadata");
+  }
+  for (const auto& [k, v] : m.items()) {
+    if (k.size() > 64) {
+      return Status::InvalidArgument("metadata keys are at most 64 characters", "metadata");
+    }
+    if (!v.is_string() || v.get_ref<const std::string&>().size() > 512) {
+      return Status::InvalidArgument(
+          "metadata value '" + k + "' must be a string of at most 512 characters", "metadata");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseCompletionWindow(const std::string& s, int64_t max_s) {
+  auto bad = [&] {
+    return Status::InvalidArgument(
+        "completion_window must be a duration such as \"24h\" (a number followed by s, m, h or d, "
+        "at most " +
+            std::to_string(max_s / 3600) + "h), got '" + s + "'",
+        "completion_window");
+  };
+  if (s.size() < 2 || s.size() > 12) return bad();
+  int64_t unit = 0;
+  switch (s.back()) {
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    default:
+      return bad();
+  }
+  int64_t n = 0;
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return bad();
+    n = n * 10 + (s[i] - '0');
+  }
+  if (n < 1 || n * unit > max_s) return bad();
+  return n * unit;
+}
+
+bool BatchApi::Owns(const std::string& path) {
+  return path == "/v1/files" || path.rfind("/v1/files/", 0) == 0 || path == "/v1/batches" ||
+         path.rfind("/v1/batches/", 0) == 0;
+}
+
+void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
+  const std::string& path = req.path;
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool post = req.method == "POST";
+  if (path == "/v1/files") {
+    if (post) return UploadFile(req, res, owner);
+    if (get) return ListFiles(req, res, owner);
+    return NotAllowed(res, req, "GET, POST");
+  }
+  if (path == "/v1/batches") {
+    if (post) return CreateBatch(req, res, owner);
+    if (get) return ListBatches(req, res, owner);
+    return NotAllowed(res, req, "GET, POST");
+  }
+  if (path.rfind("/v1/files/", 0) == 0) {
+    std::string id = path.substr(10);
+    const bool content = id.size() > 8 && id.compare(id.size() - 8, 8, "/content") == 0;
+    if (content) id.resize(id.size() - 8);
+    if (id.empty() || id.find('/') != std::string::npos) {
+      return Send(res, Status::NotFound("no route for " + req.method + " " + path));
+    }
+    if (content) {
+      if (!get) return NotAllowed(res, req, "GET");
+      auto f = store_->GetFile(owner, id);
+      if (!f.ok()) return Send(res, f.status());
+      auto bytes = store_->FileContent(owner, id);
+      if (!bytes.ok()) return Send(res, bytes.status());
+      res.set_header("Content-Disposition", "attachment; filename=\"" + f->filename + "\"");
+      return res.set_content(std::move(bytes).value(), "application/octet-stream");
+    }
+    if (get) {
+      auto f = store_->GetFile(owner, id);
+      if (!f.ok()) return Send(res, f.status());
+      return res.set_content(FileJson(*f).dump(), "application/json");
+    }
+    if (req.method == "DELETE") {
+      if (Status st = store_->DeleteFile(owner, id); !st.ok()) return Send(res, st);
+      return res.set_content(json{{"id", id}, {"object", "file"}, {"deleted", true}}.dump(),
+                             "application/json");
+    }
+    return NotAllowed(res, req, "GET, DELETE");
+  }
+  // /v1/batches/{id}[/cancel]
+  std::string id = path.substr(12);
+  const bool cancel = id.size() > 7 && id.compare(id.size() - 7, 7, "/cancel") == 0;
+  if (cancel) id.resize(id.size() - 7);
+  if (id.empty() || id.find('/') != std::string::npos) {
+    return Send(res, Status::NotFound("no route for " + req.method + " " + path));
+  }
+  if (cancel) {
+    if (!post) return NotAllowed(res, req, "POST");
+    auto b = store_->Cancel(owner, id, clock_->UnixSeconds());
+    if (!b.ok()) return Send(res, b.status());
+    if (runner_ != nullptr) runner_->Wake();
+    return res.set_content(BatchJson(*b), "application/json");
+  }
+  if (!get) return NotAllowed(res, req, "GET");
+  auto b = store_->GetBatch(owner, id);
+  if (!b.ok()) return Send(res, b.status());
+  res.set_content(BatchJson(*b), "application/json");
+}
+
+void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
+  auto parts = ParseMultipart(req.header("Content-Type"), req.body);
+  if (!parts.ok()) return Send(res, parts.status());
+  const MultipartPart* file = nullptr;
+  std::string purpose;
+  bool has_purpose = false;
+  std::string anchor;
+  std::string seconds;
+  for (const MultipartPart& p : *parts) {
+    if (p.name == "file") file = &p;
+    if (p.name == "purpose") {
+      purpose = p.data;
+      has_purpose = true;
+    }
+    if (p.name == "expires_after[anchor]") anchor = p.data;
+    if (p.name == "expires_after[seconds]") seconds = p.data;
+  }
+  if (file == nullptr) {
+    return Send(res, Status::InvalidArgument("the form has no 'file' part", "file"));
+  }
+  if (!has_purpose) {
+    return Send(res, Status::InvalidArgument("the form has no 'purpose' part", "purpose"));
+  }
+  if (purpose != "batch") {
+    return Send(res, Status::InvalidArgument(
+                         "purpose must be 'batch' (files here are batch inputs), got '" +
+                             purpose.substr(0, 64) + "'",
+                         "purpose"));
+  }
+  const int64_t now = clock_->UnixSeconds();
+  batch::FileObject f;
+  f.id = util::RandomId("file-", *random_);
+  f.owner = owner;
+  f.purpose = purpose;
+  f.filename = file->filename.empty() ? "upload.jsonl" : file->filename.substr(0, 255);
+  f.bytes = static_cast<int64_t>(file->data.size());
+  f.created_at = now;
+  if (!anchor.empty() || !seconds.empty()) {
+    if (anchor != "created_at") {
+      return Send(res, Status::InvalidArgument("expires_after[anchor] must be 'created_at'",
+                                               "expires_after.anchor"));
+    }
+    char* end = nullptr;
+    const long long s = std::strtoll(seconds.c_str(), &end, 10);
+    if (seconds.empty() || *end != '\0' || s < kMinFileExpiry || s > kMaxFileExpiry) {
+      return Send(res, Status::InvalidArgument(
+                           "expires_after[seconds] must be from 3600 to 2592000, got '" +
+                               seconds.substr(0, 32) + "'",
+                           "expires_after.seconds"));
+    }
+    f.expires_at = now + s;
+  }
+  if (Status st = store_->AddFile(f, file->data); !st.ok()) return Send(res, st);
+  res.set_content(FileJson(f).dump(), "application/json");
+}
+
+void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
+  store_->DeleteExpiredFiles(clock_->UnixSeconds());
+  auto limit = Limit(req, 10000, 10000);
+  if (!limit.ok()) return Send(res, limit.status());
+  batch::FileQuery q;
+  q.limit = *limit;
+  q.purpose = QueryParam(req.query, "purpose").value_or("");
+  q.after = QueryParam(req.query, "after").value_or("");
+  const std::string order = QueryParam(req.query, "order").value_or("desc");
+  if (order != "asc" && order != "desc") {
+    return Send(res, Status::InvalidArgument("order must be 'asc' or 'desc'", "order"));
+  }
+  q.ascending = order == "asc";
+  batch::Page page;
+  json data = json::array();
+  for (const auto& f : store_->ListFiles(owner, q, &page)) data.push_back(FileJson(f));
+  res.set_content(ListJson(std::move(data), page.has_more).dump(), "application/json");
+}
+
+void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
+  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    return Send(res, Status::InvalidArgument("the request body must be a JSON object"));
+  }
+  auto str = [&](const char* key, std::string* out) -> Status {
+    const auto it = body.find(key);
+    if (it == body.end() || !it->is_string()) {
+      return Status::InvalidArgument(std::string(key) + " must be a string", key);
+    }
+    *out = it->get<std::string>();
+    return Status::Ok();
+  };
+  batch::BatchObject b;
+  for (const auto& [key, out] :
+       {std::pair<const char*, std::string*>{"input_file_id", &b.input_file_id},
+        {"endpoint", &b.endpoint},
+        {"completion_window", &b.completion_window}}) {
+    if (Status st = str(key, out); !st.ok()) return Send(res, st);
+  }
+  bool supported = false;
+  for (const char* e : kEndpoints) supported = supported || b.endpoint == e;
+  if (!supported) {
+    return Send(res,
+                Status::InvalidArgument("endpoint must be /v1/chat/completions, /v1/completions or "
+                                        "/v1/embeddings, got '" +
+                                            b.endpoint.substr(0, 100) + "'",
+                                        "endpoint"));
+  }
+  auto window = ParseCompletionWindow(b.completion_window, options_.max_window_s);
+  if (!window.ok()) return Send(res, window.status());
+  const json metadata = body.value("metadata", json(nullptr));
+  if (Status st = CheckMetadata(metadata); !st.ok()) return Send(res, st);
+  auto input = store_->GetFile(owner, b.input_file_id);
+  if (!input.ok()) return Send(res, input.status().WithParam("input_file_id"));
+  if (input->purpose != "batch") {
+    return Send(res, Status::InvalidArgument("file '" + b.input_file_id + "' has purpose '" +
+                                                 input->purpose + "', not 'batch'",
+                                             "input_file_id"));
+  }
+  auto content = store_->FileContent(owner, b.input_file_id);
+  if (!content.ok()) return Send(res, content.status().WithParam("input_file_id"));
+
+  const int64_t now = clock_->UnixSeconds();
+  b.id = util::RandomId("batch_", *random_);
+  b.owner = owner;
+  b.created_at = now;
+  b.expires_at = now + *window;
+  b.metadata_json = metadata.dump();
+  json headers = json::object();
+  for (const char* h : {"Authorization", "X-Data-Class"}) {
+    if (req.has_header(h)) headers[h] = req.header(h);
+  }
+  b.headers_json = headers.dump();
+  batch::ParsedInput parsed = batch::ParseBatchInput(*content, b.endpoint, options_.max_lines);
+  if (!parsed.errors.empty()) {
+    b.status = batch::BatchStatus::kFailed;
+    b.failed_at = now;
+    b.errors_json = batch::InputErrorsJson(parsed.errors);
+    parsed.lines.clear();
+  } else {
+    b.status = batch::BatchStatus::kInProgress;
+    b.in_progress_at = now;
+  }
+  if (Status st = store_->CreateBatch(b, parsed.lines); !st.ok()) return Send(res, st);
+  if (runner_ != nullptr) runner_->Wake();
+  auto stored = store_->GetBatch(owner, b.id);
+  if (!stored.ok()) return Send(res, stored.status());
+  res.set_content(BatchJson(*stored), "application/json");
+}
+
+void BatchApi::ListBatches(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
+  auto limit = Limit(req, 20, 100);
+  if (!limit.ok()) return Send(res, limit.status());
+  batch::Page page;
+  json data = json::array();
+  for (const auto& b :
+       store_->ListBatches(owner, QueryParam(req.query, "after").value_or(""), *limit, &page)) {
+    data.push_back(json::parse(BatchJson(b)));
+  }
+  res.set_content(ListJson(std::move(data), page.has_more).dump(), "application/json");
+}
+
+std::string BatchApi::BatchJson(const batch::BatchObject& b) const {
+  json j = {
+      {"id", b.id},
+      {"object", "batch"},
+      {"endpoint", b.endpoint},
+      {"errors", json::parse(b.errors_json, nullptr, false)},
+      {"input_file_id", b.input_file_id},
+      {"completion_window", b.completion_window},
+      {"status", batch::BatchStatusName(b.status)},
+      {"output_file_id", OrNull(b.output_file_id)},
+      {"error_file_id", OrNull(b.error_file_id)},
+      {"created_at", b.created_at},
+      {"in_progress_at", OrNull(b.in_progress_at)},
+      {"expires_at", OrNull(b.expires_at)},
+      {"finalizing_at", OrNull(b.finalizing_at)},
+      {"completed_at", OrNull(b.completed_at)},
+      {"failed_at", OrNull(b.failed_at)},
+      {"expired_at", OrNull(b.expired_at)},
+      {"cancelling_at", OrNull(b.cancelling_at)},
+      {"cancelled_at", OrNull(b.cancelled_at)},
+      {"request_counts",
+       {{"total", b.counts.total}, {"completed", b.counts.completed}, {"failed", b.counts.failed}}},
+      {"metadata", json::parse(b.metadata_json, nullptr, false)}};
+  if (j["errors"].is_discarded()) j["errors"] = nullptr;
+  if (j["metadata"].is_discarded()) j["metadata"] = nullptr;
+  // Outpost's addition: when the batch should be done at the rate its lines
+  // are finishing now (null until one has finished here).
+  j["estimated_completion_at"] = nullptr;
+  if (b.status == batch::BatchStatus::kInProgress && runner_ != nullptr) {
+    const double rate = runner_->LinesPerSecond(b.id);
+    const int64_t left = b.counts.total - b.counts.completed - b.counts.failed;
+    if (rate > 0) {
+      j["estimated_completion_at"] =
+          clock_->UnixSeconds() + static_cast<int64_t>(std::ceil(static_cast<double>(left) / rate));
+    }
+  }
+  return j.dump();
+}
+
+batch::Executor LineExecutor(HttpServer* server) {
+  return [server](const batch::LineRequest& line, const std::function<bool()>& cancelled) {
+    HttpRequest req;
+    req.method = "POST";
+    req.path = line.url;
+    req.body = line.body;
+    req.remote_addr = "batch";
+    req.client_gone = cancelled;
+    const json headers = json::parse(line.headers_json, nullptr, false);
+    if (headers.is_object()) {
+      for (const auto& [name, value] : headers.items()) {
+        if (value.is_string()) req.headers.emplace_back(name, value.get<std::string>());
+      }
+    }
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.headers.emplace_back("X-Outpost-Priority", "batch");
+    HttpResponse res;
+    server->Execute(req, res);
+    batch::LineResult r;
+    r.status_code = res.status;
+    if (res.streamed()) {
+      // Never for a batch line (they cannot ask to stream); drained all the same.
+      struct Collect : ChunkWriter {
+        std::string out;
+        bool Write(const std::string& data) override {
+          out += data;
+          return true;
+        }
+      } collect;
+      while (res.provider(collect)) {
+      }
+      if (res.on_end) res.on_end(true);
+      r.body = std::move(collect.out);
+    } else {
+      r.body = std::move(res.body);
+    }
+    const json body = json::parse(r.body, nullptr, false);
+    if (body.is_object() && body.contains("id") && body["id"].is_string()) {
+      r.request_id = body["id"].get<std::string>();
+    }
+    return r;
+  };
+}
+
+}  // namespace outpost::api

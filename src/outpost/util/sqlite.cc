@@ -1,0 +1,56 @@
+#include "outpost/util/sqlite.h"
+
+namespace outpost::util {
+namespace {
+
+Status FromCode(sqlite3* db, int rc) {
+  std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  if (rc == SQLITE_FULL) return Status::ResourceExhausted(msg);
+  return Status::Internal(msg);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
+                                                   const std::string& what) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status::Unavailable(what + " " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<SqliteDb> d(new SqliteDb(db));
+  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+    if (Status st = d->Exec(sql); !st.ok()) {
+      return Status::Unavailable(what + " " + path + ": " + st.message());
+    }
+  }
+  return d;
+}
+
+SqliteDb::~SqliteDb() {
+  sqlite3_close(db_);
+}
+
+Status SqliteDb::Exec(const std::string& sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
+  sqlite3_free(err);
+  if (rc == SQLITE_FULL) return Status::ResourceExhausted(msg);
+  return Status::Internal(msg);
+}
+
+Status Stmt::Run() {
+  if (!ok()) return Status::Internal(sqlite3_errstr(rc_));
+  for (;;) {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_DONE) return Status::Ok();
+    if (rc != SQLITE_ROW) return FromCode(sqlite3_db_handle(s_), rc);
+  }
+}
+
+}  // namespace outpost::util

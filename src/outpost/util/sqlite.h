@@ -1,0 +1,73 @@
+// Sqlite — the small layer every SQLite-backed store shares: opening a
+// database file for crash-safe use (WAL, synchronous=FULL, a busy timeout),
+// running a statement, and a prepared statement that finalizes itself.
+//
+// A SqliteDb is not locked: the store that owns it serializes access (one
+// mutex per store). A Stmt lives on the stack of one call.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "outpost/util/status.h"
+
+namespace outpost::util {
+
+class SqliteDb {
+ public:
+  // Opens (creating) the file: WAL keeps readers and the writer apart and
+  // synchronous=FULL makes every commit durable before it returns.
+  // Errors: Unavailable naming `what` and the path.
+  static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& what);
+  ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  // One or more statements without results. ResourceExhausted on a full
+  // disk, Internal otherwise, with SQLite's message.
+  Status Exec(const std::string& sql);
+  sqlite3* get() { return db_; }
+  int64_t LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
+  int Changes() { return sqlite3_changes(db_); }
+
+ private:
+  explicit SqliteDb(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+};
+
+// A prepared statement, finalized on scope exit. Bind indexes start at 1,
+// column indexes at 0.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &s_, nullptr); }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return s_; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void Bind(int i, const std::string& v) {
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  void BindBlob(int i, const std::string& v) {
+    sqlite3_bind_blob(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
+  int Step() { return sqlite3_step(s_); }
+  // Step() to completion of a statement without rows: OK, or Internal with
+  // SQLite's message (ResourceExhausted on a full disk).
+  Status Run();
+  int64_t Int(int col) { return sqlite3_column_int64(s_, col); }
+  std::string Text(int col) {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(s_, col));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(s_, col));
+  }
+
+ private:
+  sqlite3_stmt* s_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+}  // namespace outpost::util
