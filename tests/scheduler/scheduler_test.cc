@@ -237,6 +237,46 @@ TEST(Scheduler, AFullQueueDisplacesTheNewestOfTheLowestClassForAHigherOne) {
   EXPECT_EQ(f.engine->TotalKvCells(), 0);
 }
 
+TEST(Scheduler, ARunningBatchRequestGivesItsSessionToAWaitingInteractiveOne) {
+  Fixture f(Opts(/*sessions=*/2, /*max_queue=*/4), std::string(40, 'z'));
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  auto old_batch = f.Sink("old batch"), new_batch = f.Sink("new batch");
+  ASSERT_TRUE(f.Submit(old_batch, 4, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  f.clock.Advance(std::chrono::milliseconds(10));
+  ASSERT_TRUE(f.Submit(new_batch, 4, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(f.sched->StepForTest());
+  // Both sessions run batch work; a default request arrives.
+  auto interactive = f.Sink("interactive");
+  ASSERT_TRUE(f.Submit(interactive, 4, -1, Priority::kInteractive).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  // The newest batch request gave way, with a 503 and Retry-After; the
+  // older one runs on.
+  ASSERT_TRUE(new_batch->done);
+  EXPECT_EQ(new_batch->result.finish, FinishReason::kError);
+  EXPECT_EQ(new_batch->result.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(new_batch->result.error.retry_after_s(), 1);
+  EXPECT_NE(new_batch->result.error.message().find("preempted"), std::string::npos);
+  EXPECT_FALSE(old_batch->done);
+  EXPECT_EQ(stats.rejected_by_reason.With({"preempted"}).value(), 1u);
+  f.RunToIdle();
+  EXPECT_EQ(interactive->text, std::string(40, 'z'));
+  EXPECT_EQ(old_batch->text, std::string(40, 'z'));
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);
+  // Batch work waiting behind batch work preempts nothing.
+  auto b1 = f.Sink("b1"), b2 = f.Sink("b2"), b3 = f.Sink("b3");
+  ASSERT_TRUE(f.Submit(b1, 4, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.Submit(b2, 4, -1, Priority::kBatch).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(f.Submit(b3, 4, -1, Priority::kBatch).ok());
+  f.RunToIdle();
+  for (const auto& b : {b1, b2, b3}) {
+    EXPECT_NE(b->result.finish, FinishReason::kError) << b->name;
+  }
+  EXPECT_EQ(stats.rejected_by_reason.With({"preempted"}).value(), 1u);
+}
+
 TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   Fixture f(Opts(1, 2), std::string(50, 'z'));
   auto running = f.Sink("running"), waiting = f.Sink("waiting");

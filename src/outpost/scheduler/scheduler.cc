@@ -450,7 +450,44 @@ bool Scheduler::Responsive(int64_t max_step_ms) const {
   return clock_->Now() - last < std::chrono::milliseconds(max_step_ms);
 }
 
+void Scheduler::PreemptBatch() {
+  int32_t needed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::deque<Queued>* next = NextQueueLocked();
+    if (next == nullptr || next == &queue_[static_cast<int>(Priority::kBatch)]) return;
+    int32_t idle = 0;
+    for (const auto& s : slots_) idle += s.state == SlotState::kIdle ? 1 : 0;
+    needed = next->front().req.n - idle;
+  }
+  if (needed <= 0) return;
+  std::vector<std::shared_ptr<Group>> victims;
+  for (const auto& s : slots_) {
+    if (s.state != SlotState::kIdle && s.choice == 0 && s.req.priority == Priority::kBatch) {
+      victims.push_back(s.group);
+    }
+  }
+  std::sort(victims.begin(), victims.end(),
+            [](const auto& a, const auto& b) { return a->submitted > b->submitted; });
+  for (const auto& g : victims) {
+    if (needed <= 0) break;
+    const std::vector<size_t> members = g->slots;
+    for (size_t i : members) {
+      Slot& s = slots_[i];
+      if (s.state == SlotState::kIdle || s.group != g) continue;
+      Finish(s, FinishReason::kError,
+             Status::ResourceExhausted(
+                 "preempted: this 'batch' request gave its session to a request of a higher "
+                 "class (batch work only fills idle capacity); retry after 1 s")
+                 .WithRetryAfter(1));
+      --needed;
+    }
+    stats_.rejected_by_reason.With({"preempted"}).Add();
+  }
+}
+
 void Scheduler::Step() {
+  PreemptBatch();
   // Requests whose client went away free their sequence before decoding.
   for (auto& s : slots_) {
     if (s.state == SlotState::kIdle) continue;

@@ -285,6 +285,12 @@ class Scheduler {
   // queued requests of lower classes; false (nothing displaced) when they
   // hold too few.
   bool DisplaceLowerLocked(int cls, int32_t needed) OUTPOST_REQUIRES(mu_);
+  // Engine thread, before a step: when the request admission takes next is
+  // of a class above batch and too few sessions are idle for it, ends
+  // running batch-class requests (newest first) with a 503 "preempted" and
+  // Retry-After, so batch work fills idle capacity and never holds a session
+  // an interactive request waits for. The batch runner runs them again.
+  void PreemptBatch();
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
   void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
   // Engine thread: learns the step cost model from one step; PrefillChunk()
