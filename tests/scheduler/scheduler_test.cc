@@ -277,6 +277,30 @@ TEST(Scheduler, ARunningBatchRequestGivesItsSessionToAWaitingInteractiveOne) {
   EXPECT_EQ(stats.rejected_by_reason.With({"preempted"}).value(), 1u);
 }
 
+TEST(Scheduler, BatchSequencesSitOutTheStepsThatPrefillAHigherClassPrompt) {
+  Fixture f(Opts(/*sessions=*/2, /*max_queue=*/4, /*batch_size=*/64, /*prefill_chunk=*/8),
+            std::string(60, 'z'));
+  auto batch = f.Sink("batch");
+  ASSERT_TRUE(f.Submit(batch, 4, -1, Priority::kBatch).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(f.sched->StepForTest());
+  const std::string before = batch->text;
+  ASSERT_FALSE(before.empty());
+  auto interactive = f.Sink("interactive");
+  ASSERT_TRUE(f.Submit(interactive, 40, -1, Priority::kInteractive).ok());
+  int steps = 0;
+  while (interactive->text.empty() && steps < 100) {
+    ASSERT_TRUE(f.sched->StepForTest());
+    ++steps;
+  }
+  ASSERT_FALSE(interactive->text.empty());
+  EXPECT_EQ(batch->text, before);  // paused while the prompt was prefilled
+  EXPECT_FALSE(batch->done);
+  f.RunToIdle();
+  // Then both run to their ends.
+  EXPECT_EQ(batch->text, std::string(60, 'z'));
+  EXPECT_EQ(interactive->text, std::string(60, 'z'));
+}
+
 TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   Fixture f(Opts(1, 2), std::string(50, 'z'));
   auto running = f.Sink("running"), waiting = f.Sink("waiting");

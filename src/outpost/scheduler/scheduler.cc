@@ -380,9 +380,19 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
   engine_->ClearBatch();
   *n_decode = 0;
   *n_prefill = 0;
+  // While a prompt above the batch class is prefilled (its first token is
+  // what a user waits for), batch-class sequences sit the step out: paused
+  // for a step, so the step is as short as without them.
+  bool urgent = false;
+  for (const auto& s : slots_) {
+    urgent = urgent || (s.state == SlotState::kPrefill && s.req.priority != Priority::kBatch);
+  }
+  const auto sits_out = [urgent](const Slot& s) {
+    return urgent && s.req.priority == Priority::kBatch;
+  };
   for (auto& s : slots_) {
     s.i_batch = -1;
-    if (s.state != SlotState::kDecode) continue;
+    if (s.state != SlotState::kDecode || sits_out(s)) continue;
     s.i_batch = engine_->Add(s.last_token, s.n_past, s.seq, true);
     s.kv.push_back(s.last_token);
     ++s.n_past;
@@ -394,7 +404,7 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
   if (*n_decode > 0) budget = std::min(budget, PrefillChunk());
   std::vector<Slot*> prefill;
   for (auto& s : slots_) {
-    if (s.state == SlotState::kPrefill) prefill.push_back(&s);
+    if (s.state == SlotState::kPrefill && !sits_out(s)) prefill.push_back(&s);
   }
   std::stable_sort(prefill.begin(), prefill.end(), [](const Slot* a, const Slot* b) {
     if (a->req.priority != b->req.priority) return a->req.priority < b->req.priority;
@@ -450,17 +460,17 @@ bool Scheduler::Responsive(int64_t max_step_ms) const {
   return clock_->Now() - last < std::chrono::milliseconds(max_step_ms);
 }
 
-void Scheduler::PreemptBatch() {
+bool Scheduler::PreemptBatch() {
   int32_t needed = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::deque<Queued>* next = NextQueueLocked();
-    if (next == nullptr || next == &queue_[static_cast<int>(Priority::kBatch)]) return;
+    if (next == nullptr || next == &queue_[static_cast<int>(Priority::kBatch)]) return false;
     int32_t idle = 0;
     for (const auto& s : slots_) idle += s.state == SlotState::kIdle ? 1 : 0;
     needed = next->front().req.n - idle;
   }
-  if (needed <= 0) return;
+  if (needed <= 0) return false;
   std::vector<std::shared_ptr<Group>> victims;
   for (const auto& s : slots_) {
     if (s.state != SlotState::kIdle && s.choice == 0 && s.req.priority == Priority::kBatch) {
@@ -484,10 +494,15 @@ void Scheduler::PreemptBatch() {
     }
     stats_.rejected_by_reason.With({"preempted"}).Add();
   }
+  return !victims.empty();  // needed > 0: the first was ended
 }
 
 void Scheduler::Step() {
-  PreemptBatch();
+  if (PreemptBatch()) {
+    // The freed sessions go to the waiting request in this step, not the next.
+    std::lock_guard<std::mutex> lock(mu_);
+    AdmitLocked();
+  }
   // Requests whose client went away free their sequence before decoding.
   for (auto& s : slots_) {
     if (s.state == SlotState::kIdle) continue;

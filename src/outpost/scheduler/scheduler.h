@@ -290,7 +290,8 @@ class Scheduler {
   // running batch-class requests (newest first) with a 503 "preempted" and
   // Retry-After, so batch work fills idle capacity and never holds a session
   // an interactive request waits for. The batch runner runs them again.
-  void PreemptBatch();
+  // True when it ended any.
+  bool PreemptBatch();
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
   void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
   // Engine thread: learns the step cost model from one step; PrefillChunk()
