@@ -7,6 +7,7 @@ import tempfile
 import pytest
 from outpost_harness import release_build_only
 from outpost_harness import BIN, GEMMA as MODEL  # the planner's figures were validated on Gemma
+from outpost_harness import MODEL as DEFAULT_MODEL, serve
 from report_pages import assert_readable
 
 
@@ -193,6 +194,32 @@ BAD = [
     (["bench", "--model", MODEL, "--duration", "soon"], "--duration"),
     (["bench", "--model", MODEL, "--gen-tokens", "1"], "--gen-tokens must be >= 2"),
 ]
+
+
+def test_bench_tune_measures_thread_counts_and_suggests_a_config_serve_takes(tmp_path):
+    p = run("bench", "--model", DEFAULT_MODEL, "--short", "--tune", "--json", "--threads", "2")
+    assert p.returncode == 0, p.stderr
+    assert "tune: 1 threads" in p.stderr and "tune: 2 threads" in p.stderr
+    report = json.loads(p.stdout)
+    t = report["tuning"]
+    assert [x["threads"] for x in t["points"]] == [1, 2]
+    assert all(x["prefill_tps"] > 0 and x["decode_tps"] > 0 for x in t["points"])
+    s = t["suggested"]
+    # The fastest measured, each for its own kind of work.
+    assert s["threads"] == max(t["points"], key=lambda x: x["decode_tps"])["threads"]
+    assert s["threads_batch"] == max(t["points"], key=lambda x: x["prefill_tps"])["threads"]
+    # A stream's token gap at the most sessions measured, stretched by half.
+    assert s["step_budget_ms"] == pytest.approx(1.5 * report["sweep"][-1]["itl_p50_s"] * 1000, abs=1)
+    assert t["config"] == (f"threads: {s['threads']}\nthreads_batch: {s['threads_batch']}\n"
+                           f"step_budget: {s['step_budget_ms']}ms\n")
+    # The suggestion is a serve config as it stands.
+    cfg = tmp_path / "tuned.yaml"
+    cfg.write_text(t["config"])
+    with serve("--config", str(cfg), "--parallel", "2", "--ctx-size", "512") as srv:
+        r = srv.post("/v1/completions", json={"prompt": "The capital of France is", "max_tokens": 8,
+                                               "temperature": 0})
+        assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["text"], r.text
+        assert f"step budget {s['step_budget_ms']} ms" in srv.log()
 
 
 @pytest.mark.parametrize("args,part", BAD, ids=[str(i) for i in range(len(BAD))])

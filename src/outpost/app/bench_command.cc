@@ -2,13 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "outpost/app/config.h"
 #include "outpost/bench/report.h"
 #include "outpost/bench/runner.h"
+#include "outpost/bench/tune.h"
 #include "outpost/engine/model.h"
 #include "outpost/models/model_runtime.h"
 #include "outpost/router/dispatcher_impl.h"
@@ -31,6 +37,7 @@ struct BenchFlags {
   std::string sample_interval = "5s";
   bool short_mode = false;
   bool json = false;
+  bool tune = false;
   std::string html;
   std::string out;
 };
@@ -58,6 +65,9 @@ std::shared_ptr<BenchFlags> AddBenchCommand(CLI::App* app) {
                 "sustained mode: time between samples (default 5s)");
   c->add_flag("--short", f->short_mode,
               "a quick run in seconds (small context, few sessions; for CI)");
+  c->add_flag("--tune", f->tune,
+              "first find the best threads (decode) and threads_batch (prompts) here, bench with "
+              "them, and print the serve config that sets them and a step_budget");
   c->add_flag("--json", f->json, "print JSON (feed it to `outpost plan --calibrate`)");
   c->add_option("--html", f->html, "also write an HTML report with charts to FILE");
   c->add_option("-o,--out", f->out, "also write the JSON report to FILE");
@@ -114,8 +124,24 @@ int RunBenchCommand(const BenchFlags& f) {
   spdlog::set_level(spdlog::level::warn);
   engine::InstallLlamaLogger(false);
   telemetry::StatRegistry stats;
-  models::MemoryLedger ledger(cfg.memory_budget > 0 ? cfg.memory_budget
-                                                    : scheduler::DetectAvailableMemory());
+  const uint64_t budget =
+      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
+  std::optional<bench::Tuning> tuning;
+  if (f.tune) {
+    const int cores =
+        f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
+    auto t = bench::TuneThreads(ModelRuntimeOptionsFrom(cfg), bench::ThreadCandidates(cores),
+                                o.prompt_tokens, o.gen_tokens, o.reps, budget, stats, o.progress);
+    if (!t.ok()) {
+      std::fprintf(stderr, "outpost bench: --tune: %s\n", t.status().message().c_str());
+      return 1;
+    }
+    tuning = std::move(t).value();
+    cfg.threads = tuning->threads;
+    cfg.threads_batch = tuning->threads_batch;
+    o.threads = tuning->threads;
+  }
+  models::MemoryLedger ledger(budget);
   auto served = models::LoadModel(ModelRuntimeOptionsFrom(cfg), &ledger, &stats);
   if (!served.ok()) {
     std::fprintf(stderr, "outpost bench: cannot load %s: %s\n", cfg.model.c_str(),
@@ -127,11 +153,40 @@ int RunBenchCommand(const BenchFlags& f) {
   router::DispatcherImpl dispatcher(&serving, /*router=*/nullptr);
   const bench::BenchReport r = bench::RunBench(dispatcher, **served, stats, o);
   (*served)->scheduler->Stop();
-  const std::string json = bench::BenchJson(r).dump(2);
-  if (f.json)
+  nlohmann::json report = bench::BenchJson(r);
+  std::string suggested;
+  if (tuning) {
+    // A stream's token gap at the most sessions measured, stretched by half.
+    if (!r.sweep.empty() && r.sweep.back().itl_s.p50 > 0) {
+      tuning->step_budget_ms =
+          static_cast<int64_t>(std::ceil(r.sweep.back().itl_s.p50 * 1000.0 * 1.5));
+    }
+    suggested = bench::SuggestedConfig(*tuning);
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : tuning->points) {
+      points.push_back(
+          {{"threads", p.threads}, {"prefill_tps", p.prefill_tps}, {"decode_tps", p.decode_tps}});
+    }
+    report["tuning"] = {{"points", points},
+                        {"suggested",
+                         {{"threads", tuning->threads},
+                          {"threads_batch", tuning->threads_batch},
+                          {"step_budget_ms", tuning->step_budget_ms}}},
+                        {"config", suggested}};
+  }
+  const std::string json = report.dump(2);
+  if (f.json) {
     std::cout << json << "\n";
-  else
+  } else {
     std::cout << bench::BenchText(r);
+    if (tuning) {
+      std::cout << "\nthreads tried (prefill / decode tok/s):\n";
+      for (const auto& p : tuning->points) {
+        std::printf("  %3d threads  %8.1f  %7.1f\n", p.threads, p.prefill_tps, p.decode_tps);
+      }
+      std::cout << "\nsuggested serve config (YAML):\n" << suggested;
+    }
+  }
   if (!f.out.empty()) {
     std::ofstream(f.out) << json << "\n";
   }

@@ -141,6 +141,7 @@ const std::map<std::string, Setter>& Setters() {
                   {"host", StringField(&ServeConfig::host)},
                   {"port", IntField(&ServeConfig::port, 0, 65535)},
                   {"threads", IntField(&ServeConfig::threads, 0, 1024)},
+                  {"threads_batch", IntField(&ServeConfig::threads_batch, 0, 1024)},
                   {"ctx_size", IntField(&ServeConfig::ctx_size, 16, 1 << 22)},
                   {"parallel",
                    [](ServeConfig* c, const std::string& k, const std::string& v) {
@@ -340,6 +341,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"host", "address to listen on (default 127.0.0.1)"},
       {"port", "TCP port (default 8080; 0 picks a free port)"},
       {"threads", "CPU threads for inference (default 0 = all cores)"},
+      {"threads_batch",
+       "CPU threads for prompt (batched) work; outpost bench --tune suggests it (default 0 = "
+       "threads)"},
       {"ctx_size", "context tokens per session, prompt + answer (default 4096)"},
       {"parallel", "concurrent sessions: auto or N; N that does not fit is refused (default auto)"},
       {"parallel_auto_max", "upper bound for parallel=auto (default 16)"},
@@ -622,6 +626,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.queue_wait_ms = cfg.queue_wait_ms;
   o.priority_aging_ms = cfg.priority_aging_ms;
   o.threads = cfg.threads;
+  o.threads_batch = cfg.threads_batch;
   o.sampling = cfg.sampling;
   o.embeddings = cfg.embeddings;
   o.gpu_layers = cfg.gpu_layers;

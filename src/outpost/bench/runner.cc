@@ -159,6 +159,24 @@ std::vector<RunResult> RunConcurrent(router::Dispatcher& d, const engine::Engine
 
 }  // namespace
 
+Speed MeasureSpeed(router::Dispatcher& d, const engine::Engine& e, int32_t prompt_tokens,
+                   int32_t gen_tokens, int32_t reps) {
+  Speed sp;
+  std::vector<double> pre;
+  for (int i = 0; i < reps; ++i) {
+    RunResult rr = RunOne(d, Prompt(e, prompt_tokens, 1000 + i), 1);
+    if (rr.ok && rr.ttft_s > 0) pre.push_back(prompt_tokens / rr.ttft_s);
+  }
+  sp.prefill_tps = Median(pre);
+  std::vector<double> dec;
+  for (int i = 0; i < reps; ++i) {
+    RunResult rr = RunOne(d, Prompt(e, 16, 2000 + i), gen_tokens);
+    if (rr.ok && rr.last_s > rr.first_s) dec.push_back((rr.tokens - 1) / (rr.last_s - rr.first_s));
+  }
+  sp.decode_tps = Median(dec);
+  return sp;
+}
+
 uint64_t ResidentBytes() {
   return ReadStatusKb("VmRSS:");
 }
@@ -206,22 +224,12 @@ BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
   r.triad_gbps = bw.triad_bytes_per_s / 1e9;
 
   const int32_t prompt_len = std::min(o.prompt_tokens, plan.ctx_per_session - o.gen_tokens - 2);
-  progress("prefill: " + std::to_string(prompt_len) + "-token prompt x " + std::to_string(o.reps));
-  std::vector<double> pre;
-  for (int i = 0; i < o.reps; ++i) {
-    RunResult rr = RunOne(d, Prompt(e, prompt_len, 1000 + i), 1);
-    if (rr.ok && rr.ttft_s > 0) pre.push_back(prompt_len / rr.ttft_s);
-  }
-  r.prefill_tps = Median(pre);
-
-  progress("decode: 1 sequence x " + std::to_string(o.gen_tokens) + " tokens x " +
+  progress("prefill: " + std::to_string(prompt_len) + "-token prompt x " + std::to_string(o.reps) +
+           "; decode: 1 sequence x " + std::to_string(o.gen_tokens) + " tokens x " +
            std::to_string(o.reps));
-  std::vector<double> dec;
-  for (int i = 0; i < o.reps; ++i) {
-    RunResult rr = RunOne(d, Prompt(e, 16, 2000 + i), o.gen_tokens);
-    if (rr.ok && rr.last_s > rr.first_s) dec.push_back((rr.tokens - 1) / (rr.last_s - rr.first_s));
-  }
-  r.decode_tps = Median(dec);
+  const Speed speed = MeasureSpeed(d, e, prompt_len, o.gen_tokens, o.reps);
+  r.prefill_tps = speed.prefill_tps;
+  r.decode_tps = speed.decode_tps;
   const double bytes_per_token =
       static_cast<double>(plan.weight_bytes) +
       static_cast<double>(plan.kv_bytes_per_token) * (16 + o.gen_tokens / 2.0);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "outpost/engine/engine.h"
 #include "outpost/models/serving_set.h"
 #include "outpost/router/dispatcher.h"
 #include "outpost/telemetry/stat_registry.h"
@@ -82,6 +83,16 @@ struct BenchReport {
 // `stats`.
 BenchReport RunBench(router::Dispatcher& dispatcher, const models::ServedModel& model,
                      telemetry::StatRegistry& stats, const BenchOptions& options);
+
+// One prompt of `prompt_tokens` (tokens/s to its first token) and one
+// sequence generating `gen_tokens` (tokens/s between its first and last),
+// each the median of `reps`, greedy, through `dispatcher`.
+struct Speed {
+  double prefill_tps = 0;
+  double decode_tps = 0;
+};
+Speed MeasureSpeed(router::Dispatcher& dispatcher, const engine::Engine& engine,
+                   int32_t prompt_tokens, int32_t gen_tokens, int32_t reps);
 
 // Resident set size of this process now (VmRSS) and at its peak (VmHWM).
 uint64_t ResidentBytes();

@@ -31,7 +31,7 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const Con
   const int threads =
       o.n_threads > 0 ? o.n_threads : static_cast<int>(std::thread::hardware_concurrency());
   cp.n_threads = threads;
-  cp.n_threads_batch = threads;
+  cp.n_threads_batch = o.n_threads_batch > 0 ? o.n_threads_batch : threads;
   cp.kv_unified = false;  // one KV stream per sequence: ctx_per_session each, no sharing
   cp.type_k = ToGgml(o.kv_type);
   cp.type_v = ToGgml(o.kv_type);

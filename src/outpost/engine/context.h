@@ -25,6 +25,7 @@ struct ContextOptions {
   int32_t ctx_per_session = 4096;  // tokens of context each sequence may hold
   int32_t batch_size = 512;        // max tokens per decode step (decode + prefill chunk)
   int32_t n_threads = 0;           // 0 = all cores
+  int32_t n_threads_batch = 0;     // prompt (batched) work; 0 = n_threads
   KvType kv_type = KvType::kF16;
   int32_t max_outputs = 0;  // logits rows one decode may ask for; 0 = one per session
 };

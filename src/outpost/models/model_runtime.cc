@@ -117,6 +117,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   co.ctx_per_session = cfg.ctx_per_session;
   co.batch_size = cfg.batch_size;
   co.n_threads = cfg.threads;
+  co.n_threads_batch = cfg.threads_batch;
   co.kv_type = *kv_type;
   auto ctx = engine::Context::Create(**model, co);
   if (!ctx.ok()) return ctx.status();

@@ -1,0 +1,73 @@
+#include "outpost/bench/tune.h"
+
+#include <algorithm>
+#include <set>
+
+#include "outpost/bench/runner.h"
+#include "outpost/models/serving_set.h"
+#include "outpost/router/dispatcher_impl.h"
+
+namespace outpost::bench {
+
+std::vector<int> ThreadCandidates(int cores) {
+  cores = std::max(1, cores);
+  std::set<int> c;
+  for (int t = 1; t < cores; t *= 2) c.insert(t);
+  const int step = std::max(1, cores / 4);
+  for (int t = std::max(1, cores / 2); t < cores; t += step) c.insert(t);
+  c.insert(cores);
+  std::vector<int> out(c.begin(), c.end());
+  // At most 8: keep the largest (where the answer usually is) and 1.
+  while (out.size() > 8) out.erase(out.begin() + 1);
+  return out;
+}
+
+StatusOr<Tuning> TuneThreads(const models::ModelRuntimeOptions& base,
+                             const std::vector<int>& candidates, int32_t prompt_tokens,
+                             int32_t gen_tokens, int32_t reps, uint64_t memory_budget,
+                             telemetry::StatRegistry& stats,
+                             const std::function<void(const std::string&)>& progress) {
+  Tuning t;
+  for (int threads : candidates) {
+    models::ModelRuntimeOptions o = base;
+    o.threads = threads;
+    o.threads_batch = threads;
+    o.parallel = 1;
+    models::MemoryLedger ledger(memory_budget);
+    auto served = models::LoadModel(o, &ledger, &stats);
+    if (!served.ok()) return served.status();
+    models::ServingSet serving;
+    serving.Add(*served);
+    router::DispatcherImpl dispatcher(&serving, /*router=*/nullptr);
+    const int32_t prompt =
+        std::min(prompt_tokens, (*served)->plan.ctx_per_session - gen_tokens - 2);
+    const Speed sp =
+        MeasureSpeed(dispatcher, (*served)->scheduler->engine(), prompt, gen_tokens, reps);
+    (*served)->scheduler->Stop();
+    t.points.push_back({threads, sp.prefill_tps, sp.decode_tps});
+    if (progress) {
+      progress("tune: " + std::to_string(threads) + " threads: prefill " +
+               std::to_string(static_cast<int>(sp.prefill_tps)) + " tok/s, decode " +
+               std::to_string(static_cast<int>(sp.decode_tps)) + " tok/s");
+    }
+  }
+  if (t.points.empty()) return Status::InvalidArgument("no thread count to try", "--tune");
+  const auto best = [&](double ThreadPoint::*field) {
+    return std::max_element(
+               t.points.begin(), t.points.end(),
+               [&](const ThreadPoint& a, const ThreadPoint& b) { return a.*field < b.*field; })
+        ->threads;
+  };
+  t.threads = best(&ThreadPoint::decode_tps);
+  t.threads_batch = best(&ThreadPoint::prefill_tps);
+  return t;
+}
+
+std::string SuggestedConfig(const Tuning& t) {
+  std::string out = "threads: " + std::to_string(t.threads) + "\n" +
+                    "threads_batch: " + std::to_string(t.threads_batch) + "\n";
+  if (t.step_budget_ms > 0) out += "step_budget: " + std::to_string(t.step_budget_ms) + "ms\n";
+  return out;
+}
+
+}  // namespace outpost::bench
