@@ -92,6 +92,9 @@ def test_a_batch_runs_through_the_official_client_to_answers_that_make_sense(bat
     assert [e["custom_id"] for e in err] == ["line-12"]
     assert err[0]["response"]["status_code"] == 400
     assert err[0]["response"]["body"]["error"]["param"] == "max_tokens"
+    assert batch_server.metric("outpost_batch_lines_total", outcome="ok") >= 12
+    assert batch_server.metric("outpost_batch_lines_total", outcome="error") >= 1
+    assert batch_server.metric("outpost_batch_lines_running") == 0
     output = client.files.retrieve(done.output_file_id)
     assert output.purpose == "batch_output"
     assert done.output_file_id in [x.id for x in client.files.list(purpose="batch_output").data]

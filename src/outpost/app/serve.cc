@@ -217,6 +217,24 @@ int RunServe(ServeConfig cfg) {
         std::make_unique<batch::BatchRunner>(batch_store.get(), api::LineExecutor(&http), ro);
     batch_api = std::make_unique<api::BatchApi>(batch_store.get(), batch_runner.get());
     http.SetBatchApi(batch_api.get());
+    const batch::BatchRunner* runner = batch_runner.get();
+    stats
+        .Register({"outpost_batch_lines_running", "Batch API lines running now (queued in the "
+                   "scheduler or generating).",
+                   telemetry::StatType::kGauge, {}, {}})
+        .ComputedWith({}, [runner] { return static_cast<double>(runner->Running()); });
+    auto& lines = stats.Register({"outpost_batch_lines_total",
+                                  "Batch API lines by outcome: ok (answered 200), error (answered "
+                                  "with an error; in the error file), refused (over capacity or "
+                                  "preempted; run again).",
+                                  telemetry::StatType::kCounter,
+                                  {"outcome"},
+                                  {}});
+    lines.ComputedWith({"ok"}, [runner] { return static_cast<double>(runner->counts().ok); });
+    lines.ComputedWith({"error"},
+                       [runner] { return static_cast<double>(runner->counts().failed); });
+    lines.ComputedWith({"refused"},
+                       [runner] { return static_cast<double>(runner->counts().refused); });
     spdlog::info("batch: {}/batches.db ({} line(s) at once)", StateDir(cfg), cfg.batch_parallel);
   }
 

@@ -202,6 +202,7 @@ void BatchRunner::Finish(const Job& job, const LineResult& r) {
     const Status st =
         store_->RecordLine(job.batch_id, job.line.index, r, util::RandomId("batch_req_", *random_));
     recorded = st.ok();
+    if (recorded) ++(r.status_code == 200 ? ok_ : failed_);
     if (!st.ok()) spdlog::error("batch {}: cannot record a line: {}", job.batch_id, st.message());
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -214,6 +215,7 @@ void BatchRunner::Finish(const Job& job, const LineResult& r) {
       ++st.finished;
       st.attempts.erase(job.line.index);
     } else if (!cancelled) {
+      ++refused_;
       const int n = ++st.attempts[job.line.index];
       const int64_t ms = std::min(options_.max_retry_ms, options_.retry_ms << std::min(n - 1, 16));
       st.waiting[job.line.index] = clock_->Now() + std::chrono::milliseconds(ms);

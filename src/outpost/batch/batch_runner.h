@@ -78,6 +78,15 @@ class BatchRunner {
   double LinesPerSecond(const std::string& batch_id) const;
   // Lines running now, over all batches.
   int64_t Running() const;
+  // Since start: lines recorded answered 200, recorded with an error, and
+  // refused for capacity (to run again).
+  struct Counts {
+    int64_t ok = 0, failed = 0, refused = 0;
+  };
+  Counts counts() const {
+    return {ok_.load(std::memory_order_relaxed), failed_.load(std::memory_order_relaxed),
+            refused_.load(std::memory_order_relaxed)};
+  }
 
  private:
   struct BatchState {
@@ -115,6 +124,7 @@ class BatchRunner {
   bool woken_ OUTPOST_GUARDED_BY(mu_) = false;
   bool stop_ OUTPOST_GUARDED_BY(mu_) = false;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> ok_{0}, failed_{0}, refused_{0};
   std::deque<Job> jobs_ OUTPOST_GUARDED_BY(mu_);
   int64_t busy_ OUTPOST_GUARDED_BY(mu_) = 0;  // jobs queued or running
   std::map<std::string, BatchState> batches_ OUTPOST_GUARDED_BY(mu_);
