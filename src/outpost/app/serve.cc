@@ -219,9 +219,12 @@ int RunServe(ServeConfig cfg) {
     http.SetBatchApi(batch_api.get());
     const batch::BatchRunner* runner = batch_runner.get();
     stats
-        .Register({"outpost_batch_lines_running", "Batch API lines running now (queued in the "
+        .Register({"outpost_batch_lines_running",
+                   "Batch API lines running now (queued in the "
                    "scheduler or generating).",
-                   telemetry::StatType::kGauge, {}, {}})
+                   telemetry::StatType::kGauge,
+                   {},
+                   {}})
         .ComputedWith({}, [runner] { return static_cast<double>(runner->Running()); });
     auto& lines = stats.Register({"outpost_batch_lines_total",
                                   "Batch API lines by outcome: ok (answered 200), error (answered "

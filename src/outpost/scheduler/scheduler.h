@@ -59,6 +59,11 @@
 // tokens; only the engine thread changes slot state; every accepted request's
 // sink gets exactly one OnDone().
 //
+// Implemented in scheduler.cc (lifecycle, steps, sampling, finishing),
+// admission.cc (Submit, the queue classes, admission, preemption),
+// prefix_reuse.cc (the prefix cache) and step_cost.cc (measured rates and
+// the step budget's chunk).
+//
 // Time comes from an injected util::Clock. The engine thread sleeps only when
 // no sequence is active (then the queue is empty too) until Submit() or Stop()
 // wakes it; it never wakes on a timer. Tests drive it with StepForTest().

@@ -1,0 +1,120 @@
+// Scheduler prefix reuse (scheduler.h), engine thread: finding the longest
+// cached or pending prompt prefix for a new request, copying or waiting for
+// it, picking the idle slots to hold it and trimming what they cache.
+#include "outpost/scheduler/scheduler.h"
+
+#include <algorithm>
+
+namespace outpost::scheduler {
+
+Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
+  const std::vector<engine::Token>& prompt = req.prompt;
+  if (prompt.size() < 2) return Reuse{};
+  // The last prompt token is always computed: its logits start the answer.
+  const size_t limit = prompt.size() - 1;
+  const int32_t window = engine_->SlidingWindow();
+  Reuse in_place_best, copy_best;  // an idle holder is cut in place; a busy one is copied
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.kv.empty() || s.state == SlotState::kFork || s.kv_scope != req.cache_scope) continue;
+    const size_t end = std::min(limit, s.kv.size());
+    size_t m = 0;
+    while (m < end && s.kv[m] == prompt[m]) ++m;
+    // Sliding-window layers drop cells that fall out of every window: the
+    // holder must still have the window before the cut (llama-server's rule).
+    if (window > 0 && engine_->SequencePosMin(s.seq) > std::max<int32_t>(0, m - window)) continue;
+    Reuse& best = s.state == SlotState::kIdle ? in_place_best : copy_best;
+    if (static_cast<int32_t>(m) > best.match) best = Reuse{i, static_cast<int32_t>(m)};
+  }
+  // A copy moves the holder's whole KV stream: worth it only when it saves at
+  // least min_copied_prefix tokens over the best idle holder.
+  if (copy_best.match >= in_place_best.match + options_.min_copied_prefix) return copy_best;
+  return in_place_best;
+}
+
+Scheduler::Reuse Scheduler::FindPending(const GenerationRequest& req, const Reuse& cached) const {
+  // Sliding-window holders drop cells as they go on past the prefix; with
+  // them a waiter could find its window gone, so only caches are used.
+  if (req.prompt.size() < 2 || engine_->SlidingWindow() > 0) return Reuse{};
+  const size_t limit = req.prompt.size() - 1;
+  Reuse best;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.state != SlotState::kPrefill || s.kv_scope != req.cache_scope) continue;
+    const size_t end = std::min(limit, s.req.prompt.size());
+    size_t m = 0;
+    while (m < end && s.req.prompt[m] == req.prompt[m]) ++m;
+    if (m <= s.kv.size()) continue;  // what is decoded already is a cache (FindPrefix)
+    if (static_cast<int32_t>(m) > best.match) best = Reuse{i, static_cast<int32_t>(m)};
+  }
+  if (best.match >= cached.match + options_.min_copied_prefix) return best;
+  return Reuse{};
+}
+
+void Scheduler::ResolveWaits() {
+  for (auto& s : slots_) {
+    if (s.state != SlotState::kWait) continue;
+    const Slot& h = slots_[s.wait_from];
+    const auto m = static_cast<size_t>(s.wait_match);
+    const bool ready = h.state != SlotState::kFork && h.state != SlotState::kWait &&
+                       h.kv_scope == s.kv_scope && h.kv.size() >= m &&
+                       std::equal(s.req.prompt.begin(), s.req.prompt.begin() + m, h.kv.begin());
+    const bool holder_busy_with_it = h.group == s.wait_group && h.state == SlotState::kPrefill;
+    if (!ready && holder_busy_with_it) continue;  // its prefix is not decoded yet
+    const int32_t start = ready ? StartFrom(s, s.wait_from, s.wait_match) : 0;
+    s.group->result.usage.cached_tokens = start;
+    s.n_prompt_done = static_cast<size_t>(start);
+    s.n_past = start;
+    s.state = SlotState::kPrefill;
+    s.wait_group.reset();
+  }
+}
+
+int32_t Scheduler::StartFrom(Slot& s, size_t from, int32_t keep) {
+  const size_t self = static_cast<size_t>(&s - slots_.data());
+  if (self != from) {
+    TrimCache(s, 0);
+    const Slot& holder = slots_[from];
+    engine_->CopySequence(holder.seq, s.seq);
+    s.kv = holder.kv;
+  }
+  if (!TrimCache(s, keep)) return 0;
+  stats_.prompt_tokens_cached.Add(static_cast<uint64_t>(keep));
+  prompt_tokens_cached_ += keep;
+  return keep;
+}
+
+std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {
+  std::vector<size_t> picked;
+  const bool in_place = reuse.match > 0 && slots_[reuse.from].state == SlotState::kIdle;
+  if (in_place) picked.push_back(reuse.from);
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].state == SlotState::kIdle && !(in_place && i == reuse.from)) rest.push_back(i);
+  }
+  // Empty slots first, then the least recently used caches.
+  std::stable_sort(rest.begin(), rest.end(), [&](size_t a, size_t b) {
+    const Slot& x = slots_[a];
+    const Slot& y = slots_[b];
+    if (x.kv.empty() != y.kv.empty()) return x.kv.empty();
+    return !x.kv.empty() && x.cached_at < y.cached_at;
+  });
+  for (size_t i : rest) {
+    if (picked.size() == n) break;
+    picked.push_back(i);
+  }
+  return picked;
+}
+
+bool Scheduler::TrimCache(Slot& s, int32_t keep) {
+  if (static_cast<size_t>(keep) >= s.kv.size()) return true;
+  if (engine_->TrimSequence(s.seq, keep)) {
+    s.kv.resize(static_cast<size_t>(keep));
+    return true;
+  }
+  engine_->RemoveSequence(s.seq);
+  s.kv.clear();
+  return false;
+}
+
+}  // namespace outpost::scheduler
