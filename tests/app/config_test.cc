@@ -101,6 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"threads_batch: -2\n", "threads_batch", "between 0"},
         BadConfig{"threads_batch: many\n", "threads_batch", "integer"},
         BadConfig{"batch_parallel: 2000\n", "batch_parallel", "between 0"},
+        BadConfig{"speculative_draft: 17\n", "speculative_draft", "between 0 and 16"},
+        BadConfig{"speculative_max_batch: 0\n", "speculative_max_batch", "between 1"},
         BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
         BadConfig{"log_level: loud\n", "log_level", "one of trace"},
         BadConfig{"uplink_url: ftp://centre\n", "uplink_url", "http:// or https://"},

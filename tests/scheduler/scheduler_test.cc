@@ -11,93 +11,16 @@
 
 #include "mocks/fake_engine.h"
 #include "mocks/sim_clock.h"
+#include "scheduler/scheduler_fixture.h"
 
 namespace outpost::scheduler {
 namespace {
 
 using outpost::testing::FakeEngine;
 using outpost::testing::SimClock;
-
-// Records what the engine thread pushes.
-class RecordingSink final : public GenerationSink {
- public:
-  void OnText(int choice, std::string text) override {
-    EXPECT_FALSE(done) << "text after OnDone";
-    EXPECT_FALSE(text.empty());
-    if (choice == 0) this->text += text;
-    if (static_cast<size_t>(choice) >= choices.size()) choices.resize(choice + 1);
-    choices[static_cast<size_t>(choice)] += text;
-    ++pieces;
-  }
-  void OnDone(GenerationResult r) override {
-    EXPECT_FALSE(done) << "OnDone twice";
-    done = true;
-    result = std::move(r);
-    order.push_back(name);
-  }
-  bool Cancelled() override { return cancel; }
-
-  std::string name;
-  std::string text;                  // choice 0
-  std::vector<std::string> choices;  // every choice's text
-  int pieces = 0;
-  bool done = false;
-  bool cancel = false;
-  GenerationResult result;
-  static inline std::vector<std::string> order;  // finishing order across sinks
-};
-
-struct Fixture {
-  explicit Fixture(SchedulerOptions o, std::string reply = "hello") {
-    o.kv_bytes_per_token = 16;
-    auto e = std::make_unique<FakeEngine>(o.sessions, o.batch_size, std::move(reply));
-    engine = e.get();
-    sched = std::make_unique<Scheduler>(
-        std::move(e), o, SchedulerStats::Register(registry, {"model"}, {"fake"}), &clock);
-    RecordingSink::order.clear();
-  }
-  // Submits a prompt of `n` tokens.
-  Status Submit(const std::shared_ptr<RecordingSink>& sink, int n = 4, int32_t max_tokens = -1,
-                Priority p = Priority::kInteractive, int32_t choices = 1) {
-    GenerationRequest req;
-    req.n = choices;
-    req.prompt.assign(static_cast<size_t>(n), 'a');
-    req.max_tokens = max_tokens;
-    req.priority = p;
-    return sched->Submit(std::move(req), sink);
-  }
-  // Steps until nothing is active (bounded).
-  int RunToIdle() {
-    int steps = 0;
-    while (sched->StepForTest() && steps < 10000) ++steps;
-    return steps;
-  }
-  std::shared_ptr<RecordingSink> Sink(std::string name) {
-    auto s = std::make_shared<RecordingSink>();
-    s->name = std::move(name);
-    return s;
-  }
-
-  telemetry::StatRegistry registry;
-  SimClock clock;
-  FakeEngine* engine = nullptr;
-  std::unique_ptr<Scheduler> sched;
-};
-
-SchedulerOptions Opts(int32_t sessions, int32_t max_queue, int32_t batch_size = 64,
-                      int32_t prefill_chunk = 16) {
-  SchedulerOptions o;
-  o.sessions = sessions;
-  o.max_queue = max_queue;
-  o.batch_size = batch_size;
-  o.prefill_chunk = prefill_chunk;
-  o.ctx_per_session = 128;
-  o.max_queue_wait_ms = 1000;
-  // These tests' prompts are all alike; the prefix cache has its own tests
-  // (PrefixCache.*) so that chunking and freeing are asserted uncached here.
-  o.prefix_cache = false;
-  return o;
-}
+using testing::Fixture;
+using testing::Opts;
+using testing::RecordingSink;
 
 TEST(Scheduler, AnswersWithTheModelsTextAndUsage) {
   Fixture f(Opts(1, 0));

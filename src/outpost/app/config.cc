@@ -190,6 +190,9 @@ const std::map<std::string, Setter>& Setters() {
                   {"queue_wait", DurationField(&ServeConfig::queue_wait_ms)},
                   {"priority_aging", DurationField(&ServeConfig::priority_aging_ms)},
                   {"batch_parallel", IntField(&ServeConfig::batch_parallel, 0, 1024)},
+                  {"speculative_draft", IntField(&ServeConfig::speculative_draft, 0, 16)},
+                  {"speculative_max_batch",
+                   IntField(&ServeConfig::speculative_max_batch, 1, 1024)},
                   {"max_body_size", BytesField(&ServeConfig::max_body_size, /*allow_auto=*/false)},
                   {"http_threads", IntField(&ServeConfig::http_threads, 4, 4096)},
                   {"http_io_threads", IntField(&ServeConfig::http_io_threads, 1, 64)},
@@ -363,6 +366,11 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"priority_aging",
        "a queued request of a lower service tier counts as arriving this much later per tier; 0 = "
        "strict tier order (default 5s)"},
+      {"speculative_draft",
+       "n-gram speculation: tokens guessed from a sequence's own text and verified in one step; "
+       "pays where answers copy their input; 0 = off (default 0)"},
+      {"speculative_max_batch",
+       "no speculation while more sequences than this decode at once (default 4)"},
       {"batch_parallel",
        "batch lines (/v1/batches) run at once, at the lowest priority; 0 = Batch API off "
        "(default 4)"},
@@ -625,6 +633,8 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.queue_length = cfg.queue_length;
   o.queue_wait_ms = cfg.queue_wait_ms;
   o.priority_aging_ms = cfg.priority_aging_ms;
+  o.speculative_draft = cfg.speculative_draft;
+  o.speculative_max_batch = cfg.speculative_max_batch;
   o.threads = cfg.threads;
   o.threads_batch = cfg.threads_batch;
   o.sampling = cfg.sampling;

@@ -56,8 +56,14 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
       scheduler::KvBytesPerToken(info->n_layers, info->n_kv_heads, info->head_dim_k,
                                  info->head_dim_v, engine::KvBytesPerElement(*kv_type));
   in.ctx_per_session = cfg.ctx_per_session;
+  // Logits rows one step may ask for: one per session, plus speculation's
+  // guesses (each verified guess needs its own row).
+  const auto rows = [&](int32_t sessions) {
+    return sessions +
+           std::min(sessions, cfg.speculative_max_batch) * std::max(0, cfg.speculative_draft);
+  };
   in.overhead_bytes = engine::EstimateOverheadBytes(
-      *info, cfg.batch_size, cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max,
+      *info, cfg.batch_size, rows(cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max),
       cfg.ctx_per_session);
   // Planned against what the other loaded models left of the one budget.
   in.memory_budget_bytes = ledger->available();
@@ -77,12 +83,12 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
     // The overhead grows with the session count (one logits row each), and the
     // first estimate assumed the cap. Settle on the largest count that fits
     // with its own overhead.
-    in.overhead_bytes =
-        engine::EstimateOverheadBytes(*info, cfg.batch_size, plan->sessions, cfg.ctx_per_session);
+    in.overhead_bytes = engine::EstimateOverheadBytes(*info, cfg.batch_size, rows(plan->sessions),
+                                                      cfg.ctx_per_session);
     auto wider = scheduler::PlanCapacity(in, 0, cfg.parallel_auto_max);
     for (int32_t n = wider.ok() ? wider->sessions : plan->sessions; n >= 1; --n) {
       in.overhead_bytes =
-          engine::EstimateOverheadBytes(*info, cfg.batch_size, n, cfg.ctx_per_session);
+          engine::EstimateOverheadBytes(*info, cfg.batch_size, rows(n), cfg.ctx_per_session);
       auto p = scheduler::PlanCapacity(in, n, cfg.parallel_auto_max);
       if (p.ok()) {
         plan = std::move(p);
@@ -119,6 +125,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   co.n_threads = cfg.threads;
   co.n_threads_batch = cfg.threads_batch;
   co.kv_type = *kv_type;
+  co.max_outputs = rows(plan->sessions);
   auto ctx = engine::Context::Create(**model, co);
   if (!ctx.ok()) return ctx.status();
   const auto actual = (*ctx)->MeasuredMemory();
@@ -149,6 +156,8 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.max_queue_wait_ms = cfg.queue_wait_ms;
   so.priority_aging_ms = cfg.priority_aging_ms;
   so.step_budget_ms = cfg.step_budget_ms;
+  so.spec_draft_max = cfg.speculative_draft;
+  so.spec_max_batch = cfg.speculative_max_batch;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
 
   auto reservation =

@@ -31,6 +31,8 @@ struct ModelRuntimeOptions {
   std::string kv_type = "f16";
   int32_t batch_size = 512;
   int32_t prefill_chunk = 256;
+  int32_t speculative_draft = 0;      // n-gram guesses per sequence and step; 0 = off
+  int32_t speculative_max_batch = 4;  // no guessing past this many decoding sequences
   bool prefix_cache = true;
   int32_t queue_length = 16;
   int64_t queue_wait_ms = 30000;

@@ -249,6 +249,10 @@ int32_t Scheduler::AdmitLocked() {
       slot.i_batch = -1;
       slot.utf8_pending.clear();
       slot.logprobs_pending.clear();
+      slot.draft.clear();
+      slot.draft_idx.clear();
+      slot.spec_drafted = 0;
+      slot.spec_accepted = 0;
       ++active_;
     }
   }

@@ -146,6 +146,8 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
   };
   for (auto& s : slots_) {
     s.i_batch = -1;
+    s.draft.clear();
+    s.draft_idx.clear();
     if (s.state != SlotState::kDecode || sits_out(s)) continue;
     s.i_batch = engine_->Add(s.last_token, s.n_past, s.seq, true);
     s.kv.push_back(s.last_token);
@@ -232,6 +234,7 @@ void Scheduler::Step() {
   ResolveWaits();
   int32_t n_decode = 0, n_prefill = 0;
   BuildBatch(&n_decode, &n_prefill);
+  AddDrafts(n_decode, n_prefill);
   if (engine_->BatchSize() == 0) return;
 
   const auto step_start = clock_->Now();
@@ -262,6 +265,7 @@ void Scheduler::Step() {
     s.state = SlotState::kDecode;
     HandleSampled(s, tok, s.i_batch);
     ++n_sampled;
+    if (!s.draft.empty()) n_sampled += VerifyDrafts(s, tok);
   }
   const auto step_time = clock_->Now() - step_start;
   UpdateRate(n_sampled, n_prefill, step_time);

@@ -111,6 +111,14 @@ struct SchedulerOptions {
   // this many tokens over the best idle holder (a copy moves the holder's
   // whole KV stream; an idle holder is cut in place for free).
   int32_t min_copied_prefix = 16;
+  // Draftless (n-gram) speculation: up to this many tokens guessed per
+  // decoding sequence and step from its own history (ngram_draft.h), all
+  // verified in the one step. 0 = off. Load-aware: only while at most
+  // spec_max_batch sequences decode (past that, verification stops being
+  // nearly free), no prompt is being prefilled, never for the batch class,
+  // and no longer for a request whose guesses mostly fail.
+  int32_t spec_draft_max = 0;
+  int32_t spec_max_batch = 4;
 };
 
 // Point-in-time view for /ready and the router's load rule.
@@ -240,6 +248,12 @@ class Scheduler {
     int32_t wait_match = 0;
     std::shared_ptr<Group> wait_group;
     util::Clock::TimePoint cached_at;  // when an idle slot's cache was last used
+    // Speculation: this step's guessed tokens and their batch indices (they
+    // follow last_token at n_past, n_past + 1, ...), and this request's tally.
+    std::vector<engine::Token> draft;
+    std::vector<int32_t> draft_idx;
+    int32_t spec_drafted = 0;
+    int32_t spec_accepted = 0;
   };
 
   // A prefix to reuse for a new prompt: `match` tokens held by slot `from`.
@@ -297,6 +311,13 @@ class Scheduler {
   // an interactive request waits for. The batch runner runs them again.
   // True when it ended any.
   bool PreemptBatch();
+  // Engine thread, after BuildBatch: adds guessed tokens for the decoding
+  // sequences when speculation pays (see SchedulerOptions::spec_draft_max).
+  void AddDrafts(int32_t n_decode, int32_t n_prefill);
+  // Engine thread, after s sampled `tok` at its last token: the guesses it
+  // confirms, each sampled in turn until one differs or the request ends;
+  // the cells of refused guesses are dropped. Returns the tokens sampled.
+  int32_t VerifyDrafts(Slot& s, engine::Token tok);
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
   void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
   // Engine thread: learns the step cost model from one step; PrefillChunk()

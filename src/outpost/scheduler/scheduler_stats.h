@@ -10,6 +10,10 @@
   COUNTER(prompt_tokens_cached, "outpost_prompt_tokens_cached_total",                            \
           "Prompt tokens whose KV was reused from the prefix cache instead of computed.")        \
   COUNTER(completion_tokens, "outpost_completion_tokens_total", "Completion tokens generated.")  \
+  COUNTER(spec_drafted, "outpost_speculative_draft_tokens_total",                               \
+          "Tokens guessed by n-gram speculation and verified in a step.")                        \
+  COUNTER(spec_accepted, "outpost_speculative_accepted_tokens_total",                           \
+          "Guessed tokens the model confirmed (each saved a step for its sequence).")            \
   COUNTER(rejected, "outpost_rejected_total",                                                    \
           "Requests rejected with 503 because queue or wait limits were exceeded.")              \
   COUNTER_VEC(rejected_by_reason, "outpost_requests_rejected_total",                             \

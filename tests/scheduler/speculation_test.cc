@@ -1,0 +1,112 @@
+// N-gram speculation on the fake engine: the same answers in fewer steps
+// where the text repeats, guesses bounded by max_tokens and the session, and
+// none where it would not pay (batch class, a busy batch, a prompt being
+// prefilled).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "scheduler/scheduler_fixture.h"
+
+namespace outpost::scheduler {
+namespace {
+
+using testing::Fixture;
+using testing::Opts;
+
+// A reply that repeats: every guess after the first period is right.
+const std::string kEcho = "copy this line; copy this line; copy this line; copy this line; ";
+
+SchedulerOptions Spec(int32_t draft, int32_t sessions = 2) {
+  SchedulerOptions o = Opts(sessions, 4, /*batch_size=*/64, /*prefill_chunk=*/16);
+  o.ctx_per_session = 256;
+  o.spec_draft_max = draft;
+  return o;
+}
+
+struct Outcome {
+  std::string text;
+  size_t steps = 0;
+  uint64_t drafted = 0, accepted = 0;
+  int violations = 0;
+  int32_t kv_after = 0;
+};
+
+Outcome Generate(SchedulerOptions o, const std::string& reply, int32_t max_tokens = -1,
+                 Priority p = Priority::kInteractive) {
+  o.prefix_cache = true;  // a finished request keeps its KV: its cells must be exact
+  Fixture f(o, reply);
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  auto sink = f.Sink("one");
+  EXPECT_TRUE(f.Submit(sink, 8, max_tokens, p).ok());
+  f.RunToIdle();
+  EXPECT_TRUE(sink->done);
+  Outcome r;
+  r.text = sink->text;
+  r.steps = f.engine->batches.size();
+  r.drafted = stats.spec_drafted.value();
+  r.accepted = stats.spec_accepted.value();
+  r.violations = f.engine->violations;
+  r.kv_after = f.engine->TotalKvCells();
+  return r;
+}
+
+TEST(Speculation, RepeatingTextComesOutTheSameInFewerSteps) {
+  const Outcome plain = Generate(Spec(0), kEcho);
+  const Outcome spec = Generate(Spec(4), kEcho);
+  EXPECT_EQ(spec.text, plain.text);
+  EXPECT_EQ(spec.text, kEcho);
+  EXPECT_LT(spec.steps * 2, plain.steps) << spec.steps << " vs " << plain.steps;
+  EXPECT_GT(spec.accepted, 0u);
+  EXPECT_LE(spec.accepted, spec.drafted);
+  EXPECT_EQ(plain.drafted, 0u);
+  // Refused guesses leave no cells behind: the cache holds what plain decoding holds.
+  EXPECT_EQ(spec.kv_after, plain.kv_after);
+  EXPECT_EQ(spec.violations, 0);
+}
+
+TEST(Speculation, GuessesNeverRunPastMaxTokens) {
+  for (int32_t max_tokens : {1, 2, 5, 23}) {
+    const Outcome spec = Generate(Spec(4), kEcho, max_tokens);
+    EXPECT_EQ(spec.text, kEcho.substr(0, static_cast<size_t>(max_tokens))) << max_tokens;
+    EXPECT_EQ(spec.violations, 0) << max_tokens;
+  }
+}
+
+TEST(Speculation, TextThatDoesNotRepeatComesOutTheSameAndNoSlower) {
+  std::string varied;
+  for (int i = 0; i < 60; ++i) varied += static_cast<char>('!' + (i * 37) % 90);
+  const Outcome plain = Generate(Spec(0), varied);
+  const Outcome spec = Generate(Spec(4), varied);
+  EXPECT_EQ(spec.text, plain.text);
+  EXPECT_LE(spec.steps, plain.steps);
+  EXPECT_EQ(spec.kv_after, plain.kv_after);
+  EXPECT_EQ(spec.violations, 0);
+}
+
+TEST(Speculation, TheBatchClassNeverGuesses) {
+  const Outcome spec = Generate(Spec(4), kEcho, -1, Priority::kBatch);
+  EXPECT_EQ(spec.text, kEcho);
+  EXPECT_EQ(spec.drafted, 0u);
+}
+
+TEST(Speculation, NoGuessesWhileMoreSequencesDecodeThanTheLimit) {
+  SchedulerOptions o = Spec(4, /*sessions=*/3);
+  o.spec_max_batch = 2;
+  Fixture f(o, kEcho);
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  std::vector<std::shared_ptr<testing::RecordingSink>> sinks;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(f.Sink("s" + std::to_string(i)));
+    ASSERT_TRUE(f.Submit(sinks.back(), 8).ok());
+  }
+  // Three decode together (more than 2): no step carries a guess.
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_EQ(stats.spec_drafted.value(), 0u);
+  f.RunToIdle();
+  for (const auto& s : sinks) EXPECT_EQ(s->text, kEcho);
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+}  // namespace
+}  // namespace outpost::scheduler
