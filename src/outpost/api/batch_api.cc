@@ -186,12 +186,12 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
     auto b = store_->Cancel(owner, id, clock_->UnixSeconds());
     if (!b.ok()) return Send(res, b.status());
     if (runner_ != nullptr) runner_->Wake();
-    return res.set_content(BatchJson(*b), "application/json");
+    return res.set_content(BatchJson(*b).dump(), "application/json");
   }
   if (!get) return NotAllowed(res, req, "GET");
   auto b = store_->GetBatch(owner, id);
   if (!b.ok()) return Send(res, b.status());
-  res.set_content(BatchJson(*b), "application/json");
+  res.set_content(BatchJson(*b).dump(), "application/json");
 }
 
 void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
@@ -337,7 +337,7 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
   if (runner_ != nullptr) runner_->Wake();
   auto stored = store_->GetBatch(owner, b.id);
   if (!stored.ok()) return Send(res, stored.status());
-  res.set_content(BatchJson(*stored), "application/json");
+  res.set_content(BatchJson(*stored).dump(), "application/json");
 }
 
 void BatchApi::ListBatches(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
@@ -347,12 +347,12 @@ void BatchApi::ListBatches(const HttpRequest& req, HttpResponse& res, const std:
   json data = json::array();
   for (const auto& b :
        store_->ListBatches(owner, QueryParam(req.query, "after").value_or(""), *limit, &page)) {
-    data.push_back(json::parse(BatchJson(b)));
+    data.push_back(BatchJson(b));
   }
   res.set_content(ListJson(std::move(data), page.has_more).dump(), "application/json");
 }
 
-std::string BatchApi::BatchJson(const batch::BatchObject& b) const {
+json BatchApi::BatchJson(const batch::BatchObject& b) const {
   json j = {
       {"id", b.id},
       {"object", "batch"},
@@ -388,7 +388,7 @@ std::string BatchApi::BatchJson(const batch::BatchObject& b) const {
           clock_->UnixSeconds() + static_cast<int64_t>(std::ceil(static_cast<double>(left) / rate));
     }
   }
-  return j.dump();
+  return j;
 }
 
 batch::Executor LineExecutor(HttpServer* server) {

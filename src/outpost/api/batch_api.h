@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "outpost/api/http_message.h"
 #include "outpost/batch/batch_runner.h"
 #include "outpost/batch/batch_store.h"
@@ -47,7 +49,7 @@ class BatchApi {
   void ListFiles(const HttpRequest& req, HttpResponse& res, const std::string& owner);
   void CreateBatch(const HttpRequest& req, HttpResponse& res, const std::string& owner);
   void ListBatches(const HttpRequest& req, HttpResponse& res, const std::string& owner);
-  std::string BatchJson(const batch::BatchObject& b) const;
+  nlohmann::json BatchJson(const batch::BatchObject& b) const;
 
   batch::BatchStore* const store_;
   batch::BatchRunner* const runner_;

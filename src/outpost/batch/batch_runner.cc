@@ -121,13 +121,10 @@ void BatchRunner::Pass(std::unique_lock<std::mutex>& lock) {
         b.status == BatchStatus::kInProgress && b.expires_at > 0 && now_s >= b.expires_at;
     if (b.status == BatchStatus::kCancelling || expired) {
       st.cancel->store(true);
-      const bool queued =
-          std::any_of(jobs_.begin(), jobs_.end(), [&](const Job& j) { return j.batch_id == b.id; });
-      if (queued) {
-        jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
-                                   [&](const Job& j) { return j.batch_id == b.id; }),
-                    jobs_.end());
-      }
+      // Lines not yet taken by a worker never start.
+      jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                                 [&](const Job& j) { return j.batch_id == b.id; }),
+                  jobs_.end());
       // Running lines end soon (cancelled); the batch ends after them.
       if (st.running.empty()) {
         FinalizeUnlocked(lock, b, expired ? BatchStatus::kExpired : BatchStatus::kCancelled);
