@@ -69,4 +69,8 @@ Status ApiKeys::Check(std::string_view authorization) const {
   return Status::Ok();
 }
 
+std::string PresentedKey(const std::string& authorization) {
+  return authorization.rfind("Bearer ", 0) == 0 ? authorization.substr(7) : authorization;
+}
+
 }  // namespace outpost::api

@@ -17,6 +17,10 @@
 
 namespace outpost::api {
 
+// The key an Authorization header presents: what follows "Bearer ", or the
+// whole value when it is not a bearer token.
+std::string PresentedKey(const std::string& authorization);
+
 class ApiKeys {
  public:
   ApiKeys() = default;  // no keys: every request is allowed

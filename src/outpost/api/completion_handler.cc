@@ -57,6 +57,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   }
 
   router::CompletionCall call;
+  const std::string key = PresentedKey(req.header("Authorization"));
   auto priority = ParsePriority(req.header("X-Outpost-Priority"));
   if (!priority.ok()) return fail(priority.status());
   // Token ids are checked against the vocabulary once the model is known.
@@ -75,15 +76,12 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
     call.data_class = *data_class;
     call.tier = *tier;
     call.latency_budget_ms = *budget;
-    std::string bearer = req.header("Authorization");
-    if (bearer.rfind("Bearer ", 0) == 0) bearer = bearer.substr(7);
-    call.api_key = std::move(bearer);
+    call.api_key = key;
     call.forwarded = req.has_header(router::kForwardedHeader);
   }
   call.session_id = req.header("X-Session-Id");
   if (call.api_key.empty()) {
-    std::string bearer = req.header("Authorization");
-    if (bearer.rfind("Bearer ", 0) == 0) call.api_key = bearer.substr(7);
+    if (req.header("Authorization").rfind("Bearer ", 0) == 0) call.api_key = key;
   }
   call.body = req.body;
   call.id = NewId(chat ? "chatcmpl-" : "cmpl-", *random_);
@@ -102,8 +100,6 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
     AuditRequestInfo info;
     info.request_id = request_id;
     info.endpoint = path;
-    std::string key = req.header("Authorization");
-    if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
     info.key_id = ApiKeyId(key);
     if (router_ != nullptr) {
       const auto& tenants = router_->config().tenants;
@@ -116,8 +112,6 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   if (uplink_ != nullptr && router_ != nullptr) {
     // Content leaves through telemetry only for a tenant that allows it, and
     // never when the request's data is restricted.
-    std::string key = req.header("Authorization");
-    if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
     const auto& tenants = router_->config().tenants;
     const auto it = tenants.find(key);
     const bool restricted =

@@ -184,8 +184,7 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   }
   if (batch_ != nullptr && BatchApi::Owns(path)) {
     // Files and batches belong to the key that made them.
-    std::string key = req.header("Authorization");
-    if (key.rfind("Bearer ", 0) == 0) key = key.substr(7);
+    const std::string key = PresentedKey(req.header("Authorization"));
     return batch_->Handle(req, res, options_.api_keys.required() ? ApiKeyId(key) : "");
   }
   const bool get = req.method == "GET" || req.method == "HEAD";  // HEAD: the front drops the body
