@@ -14,7 +14,8 @@ Outpost runs the lines through its Batch API (/v1/files, /v1/batches:
 lowest admission class, --batch-parallel at once, preempted by interactive
 requests). llama-server has no batch API, so the lines go the way one runs a
 batch against it: a client keeps --batch-parallel of them in flight as plain
-requests. Reported: interactive TTFT p50 / p99 in each phase and their ratio
+requests. Outpost runs once per --variant (by default with its defaults, and
+with --batch-yield 0: batch work not rationed while users are active). Reported: interactive TTFT p50 / p99 in each phase and their ratio
 (the issue's target: p99 with the batch within 1.10 × alone), and the batch's
 time and lines per second.
 
@@ -183,25 +184,33 @@ def main():
     ap.add_argument("--lines", type=int, default=1000)
     ap.add_argument("--batch-tokens", type=int, default=16)
     ap.add_argument("--batch-parallel", type=int, default=4)
+    ap.add_argument("--variant", action="append", metavar="NAME=FLAGS",
+                    help="an Outpost run with these extra serve flags (repeatable); default: "
+                         "'outpost=' (the defaults) and 'outpost, no ration=--batch-yield 0'")
+    ap.add_argument("--no-llama-server", action="store_true", help="leave the peer out")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
     args = ap.parse_args()
+    variants = args.variant or ["outpost=", "outpost, no ration=--batch-yield 0"]
     os.makedirs(args.out, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d")
     ctx = 1024
-    state = tempfile.mkdtemp(prefix="outpost-bench-state-")
     res = {}
-    port = free_port()
-    res["outpost"] = run_server(
-        "outpost", [args.outpost, "serve", "--model", args.model, "--port", str(port), "--threads",
-                    str(args.threads), "--parallel", str(args.slots), "--ctx-size", str(ctx),
-                    "--batch-parallel", str(args.batch_parallel), "--state-dir", state],
-        port, "/ready", outpost_batch, args)
-    port = free_port()
-    res["llama-server"] = run_server(
-        "llama-server", [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
-                         "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.slots),
-                         "-c", str(ctx * args.slots), "--no-webui"],
-        port, "/health", client_batch, args)
+    for v in variants:
+        name, _, flags = v.partition("=")
+        port = free_port()
+        res[name] = run_server(
+            name, [args.outpost, "serve", "--model", args.model, "--port", str(port), "--threads",
+                   str(args.threads), "--parallel", str(args.slots), "--ctx-size", str(ctx),
+                   "--batch-parallel", str(args.batch_parallel),
+                   "--state-dir", tempfile.mkdtemp(prefix="outpost-bench-state-")] + flags.split(),
+            port, "/ready", outpost_batch, args)
+    if not args.no_llama_server:
+        port = free_port()
+        res["llama-server"] = run_server(
+            "llama-server", [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port",
+                             str(port), "-t", str(args.threads), "-tb", str(args.threads), "-np",
+                             str(args.slots), "-c", str(ctx * args.slots), "--no-webui"],
+            port, "/health", client_batch, args)
     result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
               "model": os.path.realpath(args.model), "args": vars(args), "results": res}
     path = os.path.join(args.out, f"{stamp}-batch-interactive")

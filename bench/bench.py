@@ -3,11 +3,13 @@
 
 1. memory bandwidth (build/membw) — the decode ceiling for context
 2. single stream: llama-bench token generation vs Outpost's HTTP streaming path
-3. concurrency sweep (clients 1,4,8,16): Outpost vs llama-server, aggregate
+3. the engine's own ceiling: llama-batched-bench's aggregate decode at the
+   largest client count (8-token prompts, the same new tokens)
+4. concurrency sweep (clients 1,4,8,16): Outpost vs llama-server, aggregate
    tokens/s and time-to-first-token p50/p99, median of --rounds rounds
 
-Writes bench/results/<date>.json, prints a markdown table for
-docs/performance.md and draws bench/results/<date>-sweep.svg.
+Writes bench/results/<date>-<model>.json, prints a markdown table for
+docs/performance.md and draws bench/results/<date>-<model>-sweep.svg.
 """
 import argparse
 import itertools
@@ -197,6 +199,15 @@ def main():
          "-p", "0", "-n", str(args.tokens), "-r", str(args.rounds), "-o", "json"], stderr=subprocess.DEVNULL))
     result["llama_bench_tg_tps"] = lb[0]["avg_ts"]
 
+    log(f"llama-batched-bench at {slots} sequences")
+    bb = subprocess.run(
+        [os.path.join(args.llama_bin, "llama-batched-bench"), "-m", args.model, "-t", str(args.threads),
+         "-tb", str(args.threads), "-c", str(slots * (8 + args.tokens + 8)), "-b", "2048", "-ub", "512",
+         "-npp", "8", "-ntg", str(args.tokens), "-npl", f"1,{slots}", "--output-format", "jsonl"],
+        capture_output=True, text=True, check=True)
+    rows = [json.loads(l) for l in (bb.stdout + bb.stderr).splitlines() if l.startswith("{")]
+    result["batched_bench_tg_tps"] = {r["pl"]: r["speed_tg"] for r in rows}
+
     port = free_port()
     proc = start([args.outpost, "serve", "--model", args.model, "--port", str(port), "--threads",
                   str(args.threads), "--parallel", str(slots), "--ctx-size", str(ctx)], port, "/ready")
@@ -221,9 +232,10 @@ def main():
         stop(proc)
     result["sweep"] = sweep
 
-    with open(os.path.join(args.out, f"{stamp}.json"), "w") as f:
+    name = f"{stamp}-{os.path.splitext(os.path.basename(args.model))[0]}"
+    with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=2)
-    svg_sweep(os.path.join(args.out, f"{stamp}-sweep.svg"), sweep, clients_list)
+    svg_sweep(os.path.join(args.out, f"{name}-sweep.svg"), sweep, clients_list)
     print(markdown(result, clients_list))
 
 
@@ -259,6 +271,11 @@ def markdown(r, clients_list):
         lines.append(f"| {c} | {o[c]['agg_tps']:.1f} | {l[c]['agg_tps']:.1f} | {o[c]['agg_tps'] / l[c]['agg_tps']:.2f} | "
                      f"{o[c]['ttft_p50'] * 1000:.0f} / {o[c]['ttft_p99'] * 1000:.0f} | "
                      f"{l[c]['ttft_p50'] * 1000:.0f} / {l[c]['ttft_p99'] * 1000:.0f} |")
+    top = max(clients_list)
+    bb = r.get("batched_bench_tg_tps", {}).get(top) or r.get("batched_bench_tg_tps", {}).get(str(top))
+    if bb:
+        lines += ["", f"llama-batched-bench at {top} sequences (decode only, the engine's ceiling): {bb:.1f} tok/s; "
+                      f"Outpost at {top} clients {o[top]['agg_tps'] / bb:.2f}x, llama-server {l[top]['agg_tps'] / bb:.2f}x."]
     return "\n".join(lines)
 
 

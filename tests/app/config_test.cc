@@ -21,7 +21,7 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   const auto path = WriteTemp(
       "model: /m.gguf\nport: 9000\nparallel: 4\nmemory_budget: 2GiB\nheadroom: 25%\n"
       "kv_type: q8_0\nqueue_wait: 5s\npriority_aging: 250ms\nmax_body_size: 1MiB\nctx_size: "
-      "2048\n");
+      "2048\nbatch_yield: 750ms\nbatch_busy_tokens: 3\n");
   ASSERT_TRUE(LoadConfigFile(path, &c).ok());
   EXPECT_EQ(c.model, "/m.gguf");
   EXPECT_EQ(c.port, 9000);
@@ -33,6 +33,8 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   EXPECT_EQ(c.priority_aging_ms, 250);
   EXPECT_EQ(c.max_body_size, 1u << 20);
   EXPECT_EQ(c.ctx_size, 2048);
+  EXPECT_EQ(c.batch_yield_ms, 750);
+  EXPECT_EQ(c.batch_busy_tokens, 3);
 }
 
 TEST(Config, UplinkKeysAndTheStateDirectory) {
@@ -103,6 +105,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"batch_parallel: 2000\n", "batch_parallel", "between 0"},
         BadConfig{"speculative_draft: 17\n", "speculative_draft", "between 0 and 16"},
         BadConfig{"speculative_max_batch: 0\n", "speculative_max_batch", "between 1"},
+        BadConfig{"batch_yield: 2h\n", "batch_yield", "at most 3600000ms"},
+        BadConfig{"batch_yield: -1s\n", "batch_yield", "negative"},
+        BadConfig{"batch_busy_tokens: 0\n", "batch_busy_tokens", "between 1"},
         BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
         BadConfig{"log_level: loud\n", "log_level", "one of trace"},
         BadConfig{"uplink_url: ftp://centre\n", "uplink_url", "http:// or https://"},

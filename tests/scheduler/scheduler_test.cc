@@ -375,6 +375,71 @@ TEST(Scheduler, PromptsArePrefilledInAdmissionClassOrder) {
   EXPECT_EQ(prio->text, std::string(40, 'y'));
 }
 
+// Counts the entries of the last engine step that belong to sequences [lo, hi].
+static int InLastStep(const FakeEngine& e, int lo, int hi) {
+  int n = 0;
+  for (const auto& x : e.batches.back()) n += x.seq >= lo && x.seq <= hi ? 1 : 0;
+  return n;
+}
+
+TEST(Scheduler, BatchWorkIsRationedWhileUsersAreActive) {
+  for (const int32_t busy_tokens : {1, 2}) {
+    SCOPED_TRACE(busy_tokens);
+    SchedulerOptions o = Opts(4, 0, /*batch_size=*/64, /*prefill_chunk=*/32);
+    o.batch_yield_ms = 1000;
+    o.batch_busy_tokens = busy_tokens;
+    Fixture f(o, std::string(200, 'b'));
+    // Three batch requests take sequences 0..2 and decode at full width.
+    std::vector<std::shared_ptr<RecordingSink>> batch;
+    for (int i = 0; i < 3; ++i) {
+      batch.push_back(f.Sink("b" + std::to_string(i)));
+      ASSERT_TRUE(f.Submit(batch.back(), 4, 60, Priority::kBatch).ok());
+    }
+    ASSERT_TRUE(f.sched->StepForTest());
+    ASSERT_TRUE(f.sched->StepForTest());
+    EXPECT_EQ(InLastStep(*f.engine, 0, 2), 3) << "no user yet: every batch sequence decodes";
+    // A user arrives (sequence 3) and streams 8 tokens.
+    auto user = f.Sink("user");
+    ASSERT_TRUE(f.Submit(user, 4, 8).ok());
+    ASSERT_TRUE(f.sched->StepForTest());  // the user's prompt: batch sits out
+    EXPECT_EQ(InLastStep(*f.engine, 0, 2), 0);
+    while (!user->done) {
+      ASSERT_TRUE(f.sched->StepForTest());
+      EXPECT_LE(InLastStep(*f.engine, 0, 2), busy_tokens) << "rationed beside the user";
+    }
+    // Within batch_yield_ms of the user's last token the ration holds ...
+    f.clock.Advance(std::chrono::milliseconds(900));
+    ASSERT_TRUE(f.sched->StepForTest());
+    EXPECT_EQ(InLastStep(*f.engine, 0, 2), busy_tokens);
+    // ... and after it the batch takes every sequence again.
+    f.clock.Advance(std::chrono::milliseconds(200));
+    ASSERT_TRUE(f.sched->StepForTest());
+    EXPECT_EQ(InLastStep(*f.engine, 0, 2), 3);
+    f.RunToIdle();
+    for (const auto& b : batch) EXPECT_EQ(b->text, std::string(60, 'b'));
+    EXPECT_EQ(user->text, std::string(8, 'b'));
+    EXPECT_EQ(f.engine->violations, 0);
+  }
+}
+
+TEST(Scheduler, RationedBatchPromptsAdvanceByTheRation) {
+  SchedulerOptions o = Opts(2, 0, /*batch_size=*/64, /*prefill_chunk=*/32);
+  o.batch_yield_ms = 1000;
+  o.batch_busy_tokens = 3;
+  Fixture f(o, std::string(100, 'u'));
+  auto user = f.Sink("user"), batch = f.Sink("batch");
+  ASSERT_TRUE(f.Submit(user, 4, 50).ok());
+  ASSERT_TRUE(f.sched->StepForTest());  // the user decodes in sequence 0
+  ASSERT_TRUE(f.Submit(batch, 20, 4, Priority::kBatch).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_EQ(f.engine->KvCells(1), 3) << "3 prompt tokens a step, not the 32-token chunk";
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_EQ(f.engine->KvCells(1), 6);
+  f.RunToIdle();
+  EXPECT_EQ(batch->text, "uuuu");
+  EXPECT_EQ(user->text, std::string(50, 'u'));
+}
+
 TEST(Scheduler, CancelledRequestFreesItsKvAtTheNextStep) {
   Fixture f(Opts(1, 1), std::string(100, 'w'));
   auto a = f.Sink("a"), next = f.Sink("next");

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -156,22 +155,25 @@ int RunBenchCommand(const BenchFlags& f) {
   nlohmann::json report = bench::BenchJson(r);
   std::string suggested;
   if (tuning) {
-    // A stream's token gap at the most sessions measured, stretched by half.
-    if (!r.sweep.empty() && r.sweep.back().itl_s.p50 > 0) {
-      tuning->step_budget_ms =
-          static_cast<int64_t>(std::ceil(r.sweep.back().itl_s.p50 * 1000.0 * 1.5));
-    }
+    bench::SuggestFromSweep(r.sweep, &*tuning);
     suggested = bench::SuggestedConfig(*tuning);
     nlohmann::json points = nlohmann::json::array();
     for (const auto& p : tuning->points) {
       points.push_back(
           {{"threads", p.threads}, {"prefill_tps", p.prefill_tps}, {"decode_tps", p.decode_tps}});
     }
+    nlohmann::json verify = nlohmann::json::array();
+    for (const auto& v : tuning->verify) {
+      verify.push_back({{"sessions", v.sessions}, {"step_ratio", v.ratio}});
+    }
     report["tuning"] = {{"points", points},
+                        {"verify_cost", {{"draft", bench::kTuneDraft}, {"points", verify}}},
                         {"suggested",
                          {{"threads", tuning->threads},
                           {"threads_batch", tuning->threads_batch},
-                          {"step_budget_ms", tuning->step_budget_ms}}},
+                          {"step_budget_ms", tuning->step_budget_ms},
+                          {"speculative_draft", tuning->speculative_draft},
+                          {"speculative_max_batch", tuning->speculative_max_batch}}},
                         {"config", suggested}};
   }
   const std::string json = report.dump(2);
@@ -183,6 +185,11 @@ int RunBenchCommand(const BenchFlags& f) {
       std::cout << "\nthreads tried (prefill / decode tok/s):\n";
       for (const auto& p : tuning->points) {
         std::printf("  %3d threads  %8.1f  %7.1f\n", p.threads, p.prefill_tps, p.decode_tps);
+      }
+      std::printf("\nverifying %d guesses per sequence (step time with them / without):\n",
+                  bench::kTuneDraft);
+      for (const auto& v : tuning->verify) {
+        std::printf("  %3d sequences  %.2fx\n", v.sessions, v.ratio);
       }
       std::cout << "\nsuggested serve config (YAML):\n" << suggested;
     }

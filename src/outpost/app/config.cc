@@ -190,6 +190,8 @@ const std::map<std::string, Setter>& Setters() {
                   {"queue_wait", DurationField(&ServeConfig::queue_wait_ms)},
                   {"priority_aging", DurationField(&ServeConfig::priority_aging_ms)},
                   {"batch_parallel", IntField(&ServeConfig::batch_parallel, 0, 1024)},
+                  {"batch_yield", DurationField(&ServeConfig::batch_yield_ms, 3'600'000)},
+                  {"batch_busy_tokens", IntField(&ServeConfig::batch_busy_tokens, 1, 8192)},
                   {"speculative_draft", IntField(&ServeConfig::speculative_draft, 0, 16)},
                   {"speculative_max_batch",
                    IntField(&ServeConfig::speculative_max_batch, 1, 1024)},
@@ -374,6 +376,11 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"batch_parallel",
        "batch lines (/v1/batches) run at once, at the lowest priority; 0 = Batch API off "
        "(default 4)"},
+      {"batch_yield",
+       "while a request above the batch class ran within this, batch work is rationed to "
+       "batch_busy_tokens per step, e.g. 5s; 0 = never (default 5s)"},
+      {"batch_busy_tokens",
+       "batch-class tokens per engine step while users are active (default 1)"},
       {"max_body_size", "largest accepted request body, e.g. 4MiB (default 4MiB)"},
       {"http_threads",
        "HTTP worker threads = requests handled at once; idle connections need none (default 64)"},
@@ -635,6 +642,8 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.priority_aging_ms = cfg.priority_aging_ms;
   o.speculative_draft = cfg.speculative_draft;
   o.speculative_max_batch = cfg.speculative_max_batch;
+  o.batch_yield_ms = cfg.batch_yield_ms;
+  o.batch_busy_tokens = cfg.batch_busy_tokens;
   o.threads = cfg.threads;
   o.threads_batch = cfg.threads_batch;
   o.sampling = cfg.sampling;

@@ -45,12 +45,16 @@ struct ServeConfig {
   // The Batch API (/v1/files, /v1/batches; <state_dir>/batches.db): lines
   // run at once in the background; 0 turns the API off.
   int batch_parallel = 4;
+  // Batch work beside users (scheduler::SchedulerOptions): while a request
+  // above the batch class ran within batch_yield_ms, a step carries at most
+  // batch_busy_tokens batch tokens; 0 ms = off.
+  int64_t batch_yield_ms = 5000;
+  int batch_busy_tokens = 1;
   // Draftless n-gram speculation (scheduler.h): guesses per sequence and
   // step (0 = off), and the decoding sequences past which none are made.
   int speculative_draft = 0;
   int speculative_max_batch = 4;
-  int64_t step_budget_ms = 0;  // 0 = off (scheduler::SchedulerOptions)  // per service tier
-                               // (scheduler::SchedulerOptions)
+  int64_t step_budget_ms = 0;  // 0 = off (scheduler::SchedulerOptions)
   uint64_t max_body_size = 4ull << 20;
   int http_threads = 64;
   int http_io_threads = 2;

@@ -1,6 +1,8 @@
 #include "outpost/bench/tune.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "outpost/bench/runner.h"
@@ -63,10 +65,58 @@ StatusOr<Tuning> TuneThreads(const models::ModelRuntimeOptions& base,
   return t;
 }
 
+namespace {
+
+// The median token gap (s) at n decoding sessions, linear between the swept
+// counts; 0 outside them.
+double StepSeconds(const std::vector<SweepPoint>& sweep, double n) {
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    const SweepPoint& hi = sweep[i];
+    if (n > hi.sessions) continue;
+    if (n == hi.sessions) return hi.itl_s.p50;
+    if (i == 0) return 0;
+    const SweepPoint& lo = sweep[i - 1];
+    const double f = (n - lo.sessions) / static_cast<double>(hi.sessions - lo.sessions);
+    return lo.itl_s.p50 + f * (hi.itl_s.p50 - lo.itl_s.p50);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void SuggestFromSweep(const std::vector<SweepPoint>& sweep, Tuning* t) {
+  if (sweep.empty()) return;
+  if (sweep.back().itl_s.p50 > 0) {
+    t->step_budget_ms = static_cast<int64_t>(std::ceil(sweep.back().itl_s.p50 * 1000.0 * 1.5));
+  }
+  t->verify.clear();
+  t->speculative_draft = 0;
+  t->speculative_max_batch = 0;
+  bool free_so_far = true;  // the suggestion covers 1 … max_batch sequences
+  for (const SweepPoint& p : sweep) {
+    const double base = p.itl_s.p50;
+    const double with = StepSeconds(sweep, static_cast<double>(p.sessions) * (1 + kTuneDraft));
+    if (base <= 0 || with <= 0) break;  // past the sweep: not measured
+    t->verify.push_back({p.sessions, with / base});
+    free_so_far = free_so_far && with / base <= kFreeVerify;
+    if (free_so_far) t->speculative_max_batch = p.sessions;
+  }
+  if (t->speculative_max_batch > 0) t->speculative_draft = kTuneDraft;
+}
+
 std::string SuggestedConfig(const Tuning& t) {
   std::string out = "threads: " + std::to_string(t.threads) + "\n" +
                     "threads_batch: " + std::to_string(t.threads_batch) + "\n";
   if (t.step_budget_ms > 0) out += "step_budget: " + std::to_string(t.step_budget_ms) + "ms\n";
+  if (t.speculative_draft > 0) {
+    out += "speculative_draft: " + std::to_string(t.speculative_draft) + "\n" +
+           "speculative_max_batch: " + std::to_string(t.speculative_max_batch) + "\n";
+  } else if (!t.verify.empty()) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2f", t.verify.front().ratio);
+    out += "speculative_draft: 0  # " + std::to_string(kTuneDraft) +
+           " guesses make a 1-sequence step " + ratio + "x longer: not nearly free here\n";
+  }
   return out;
 }
 

@@ -158,6 +158,8 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.step_budget_ms = cfg.step_budget_ms;
   so.spec_draft_max = cfg.speculative_draft;
   so.spec_max_batch = cfg.speculative_max_batch;
+  so.batch_yield_ms = cfg.batch_yield_ms;
+  so.batch_busy_tokens = cfg.batch_busy_tokens;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
 
   auto reservation =

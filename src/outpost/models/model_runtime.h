@@ -33,6 +33,8 @@ struct ModelRuntimeOptions {
   int32_t prefill_chunk = 256;
   int32_t speculative_draft = 0;      // n-gram guesses per sequence and step; 0 = off
   int32_t speculative_max_batch = 4;  // no guessing past this many decoding sequences
+  int64_t batch_yield_ms = 5000;      // batch work rationed while users are active
+  int32_t batch_busy_tokens = 1;      // (scheduler::SchedulerOptions)
   bool prefix_cache = true;
   int32_t queue_length = 16;
   int64_t queue_wait_ms = 30000;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "outpost/util/utf8.h"
 
@@ -144,11 +145,18 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
   const auto sits_out = [urgent](const Slot& s) {
     return urgent && s.req.priority == Priority::kBatch;
   };
+  // Beside active users, batch work is rationed (batch_yield_ms); decoding
+  // sequences take the ration first, in slot order, then prompts.
+  int32_t batch_room = BatchRoom();
   for (auto& s : slots_) {
     s.i_batch = -1;
     s.draft.clear();
     s.draft_idx.clear();
     if (s.state != SlotState::kDecode || sits_out(s)) continue;
+    if (s.req.priority == Priority::kBatch) {
+      if (batch_room <= 0) continue;
+      --batch_room;
+    }
     s.i_batch = engine_->Add(s.last_token, s.n_past, s.seq, true);
     s.kv.push_back(s.last_token);
     ++s.n_past;
@@ -170,8 +178,12 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     if (budget <= 0) break;
     Slot& s = *sp;
     const size_t remaining = s.req.prompt.size() - s.n_prompt_done;
-    const auto take =
-        static_cast<int32_t>(std::min<size_t>(remaining, static_cast<size_t>(budget)));
+    int32_t take = static_cast<int32_t>(std::min<size_t>(remaining, static_cast<size_t>(budget)));
+    if (s.req.priority == Priority::kBatch) {
+      take = std::min(take, batch_room);
+      if (take <= 0) continue;
+      batch_room -= take;
+    }
     for (int32_t k = 0; k < take; ++k) {
       const bool last = s.n_prompt_done + 1 == s.req.prompt.size();
       const int32_t idx = engine_->Add(s.req.prompt[s.n_prompt_done], s.n_past, s.seq, last);
@@ -183,6 +195,20 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
     budget -= take;
     *n_prefill += take;
   }
+}
+
+int32_t Scheduler::BatchRoom() {
+  constexpr int32_t kUnlimited = std::numeric_limits<int32_t>::max();
+  if (options_.batch_yield_ms <= 0) return kUnlimited;
+  const auto now = clock_->Now();
+  for (const auto& s : slots_) {
+    if (s.state != SlotState::kIdle && s.req.priority != Priority::kBatch) interactive_seen_ = now;
+  }
+  if (!interactive_seen_ ||
+      now - *interactive_seen_ >= std::chrono::milliseconds(options_.batch_yield_ms)) {
+    return kUnlimited;
+  }
+  return options_.batch_busy_tokens;
 }
 
 void Scheduler::Loop() {

@@ -119,6 +119,15 @@ struct SchedulerOptions {
   // and no longer for a request whose guesses mostly fail.
   int32_t spec_draft_max = 0;
   int32_t spec_max_batch = 4;
+  // The batch class beside interactive users: while a request above the
+  // batch class runs, or ran within the last batch_yield_ms, a step carries
+  // at most batch_busy_tokens batch-class tokens (decoding sequences first,
+  // then prompt tokens); the other batch sequences sit the step out and keep
+  // their KV. The step an arriving user's request waits behind then stays as
+  // short as without the batch. 0 ms = off (batch work takes every free
+  // token of every step). batch_busy_tokens >= 1: batch work always moves.
+  int64_t batch_yield_ms = 0;
+  int32_t batch_busy_tokens = 1;
 };
 
 // Point-in-time view for /ready and the router's load rule.
@@ -271,6 +280,9 @@ class Scheduler {
   // Engine thread: one decode step over the active slots.
   void Step();
   void BuildBatch(int32_t* n_decode, int32_t* n_prefill);
+  // Engine thread: the batch-class tokens this step may carry (batch_yield_ms);
+  // INT32_MAX while no user above the batch class is active.
+  int32_t BatchRoom();
   void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
   // Engine thread: the longest cached prefix of `prompt` usable by a new
   // request (match 0 when none), and the n idle slots to run it in (the
@@ -357,6 +369,8 @@ class Scheduler {
   // and of the time one prompt token adds to a step; 0 = not measured yet.
   double decode_step_ms_ = 0;
   double prefill_token_ms_ = 0;
+  // When a request above the batch class last held a slot (batch_yield_ms).
+  std::optional<util::Clock::TimePoint> interactive_seen_;
   std::thread thread_;
 };
 
