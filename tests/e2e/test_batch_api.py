@@ -100,6 +100,37 @@ def test_a_batch_runs_through_the_official_client_to_answers_that_make_sense(bat
     assert done.output_file_id in [x.id for x in client.files.list(purpose="batch_output").data]
 
 
+def test_batch_steps_cut_short_by_users_are_redone_to_the_same_answers(batch_server):
+    """Users arriving mid-step interrupt batch-only engine steps (the step is
+    undone in the KV and redone): each line's greedy answer must be what the
+    same request gives on its own, and the users' answers must make sense."""
+    client = client_for(batch_server)
+    model = client.models.list().data[0].id
+    prompts = [f"Count from {i} to {i + 9}:" for i in range(1, 7)]
+    alone = [client.completions.create(model=model, prompt=p, max_tokens=24, temperature=0).choices[0].text
+             for p in prompts]
+    before = batch_server.metric("outpost_batch_steps_interrupted_total")
+    f = client.files.create(file=("count.jsonl", lines(6, lambda i: prompts[i], max_tokens=24)), purpose="batch")
+    b = client.batches.create(input_file_id=f.id, endpoint="/v1/completions", completion_window="24h")
+    users = 0
+    with httpx.Client(base_url=batch_server.base, timeout=120) as http:
+        while client.batches.retrieve(b.id).status == "in_progress":
+            # Short pauses, so arrivals land inside the batch's own steps.
+            time.sleep(0.03 + 0.02 * (users % 3))
+            r = http.post("/v1/completions", json={"prompt": FRANCE, "max_tokens": 4, "temperature": 0})
+            assert r.status_code == 200 and "Paris" in r.json()["choices"][0]["text"], r.text
+            users += 1
+    done = wait_for(client, b.id, {"completed", "failed", "expired", "cancelled"})
+    assert done.status == "completed" and done.request_counts.completed == 6, done
+    assert users > 0
+    assert batch_server.metric("outpost_batch_steps_interrupted_total") > before, \
+        "no batch step was interrupted: the test did not exercise the undo"
+    out = {o["custom_id"]: o["response"]["body"]["choices"][0]["text"]
+           for o in jsonl(client.files.content(done.output_file_id).text)}
+    for i, want in enumerate(alone):
+        assert out[f"line-{i}"] == want, (i, out[f"line-{i}"], want)
+
+
 def test_a_chat_batch_answers_each_line_with_a_chat_completion(batch_server):
     client = client_for(batch_server)
     data = lines(3, lambda i: ["Name a color.", "Name a fruit.", "Say hello."][i],

@@ -210,8 +210,40 @@ def test_bench_tune_measures_thread_counts_and_suggests_a_config_serve_takes(tmp
     assert s["threads_batch"] == max(t["points"], key=lambda x: x["prefill_tps"])["threads"]
     # A stream's token gap at the most sessions measured, stretched by half.
     assert s["step_budget_ms"] == pytest.approx(1.5 * report["sweep"][-1]["itl_p50_s"] * 1000, abs=1)
+    # What verifying 4 speculative guesses per sequence costs: the step time of
+    # n x 5 tokens over n tokens, a step of k tokens taken as the median token
+    # gap at k sessions (linear between the swept counts).
+    sweep = [(p["sessions"], p["itl_p50_s"]) for p in report["sweep"]]
+
+    def step(n):
+        for i, (k, gap) in enumerate(sweep):
+            if n <= k:
+                if n == k:
+                    return gap
+                if i == 0:
+                    return None
+                k0, g0 = sweep[i - 1]
+                return g0 + (n - k0) / (k - k0) * (gap - g0)
+        return None
+
+    v = t["verify_cost"]
+    assert v["draft"] == 4
+    expected = [(k, step(5 * k) / gap) for k, gap in sweep if step(5 * k)]
+    assert [(p["sessions"], round(p["step_ratio"], 6)) for p in v["points"]] == \
+        [(k, round(r, 6)) for k, r in expected[:len(v["points"])]] and len(v["points"]) == len(expected)
+    # Suggested up to the most sessions at which every smaller count was nearly free (<= 1.3x).
+    free = 0
+    for p in v["points"]:
+        if p["step_ratio"] > 1.3:
+            break
+        free = p["sessions"]
+    assert s["speculative_max_batch"] == free
+    assert s["speculative_draft"] == (4 if free else 0)
+    spec = (f"speculative_draft: 4\nspeculative_max_batch: {free}\n" if free else
+            f"speculative_draft: 0  # 4 guesses make a 1-sequence step {v['points'][0]['step_ratio']:.2f}x "
+            "longer: not nearly free here\n" if v["points"] else "")
     assert t["config"] == (f"threads: {s['threads']}\nthreads_batch: {s['threads_batch']}\n"
-                           f"step_budget: {s['step_budget_ms']}ms\n")
+                           f"step_budget: {s['step_budget_ms']}ms\n" + spec)
     # The suggestion is a serve config as it stands.
     cfg = tmp_path / "tuned.yaml"
     cfg.write_text(t["config"])

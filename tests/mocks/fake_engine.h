@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <string>
@@ -59,6 +60,16 @@ class FakeEngine final : public engine::Engine {
     return static_cast<int32_t>(batch_.size()) - 1;
   }
   int32_t BatchSize() const override { return static_cast<int32_t>(batch_.size()); }
+  // Interrupted when `interrupt` is set once on_decode_start (a test's hook:
+  // what arrives while the step runs) has run: nothing of the batch is kept.
+  Status DecodeInterruptible(const std::atomic<bool>& interrupt) override {
+    if (on_decode_start) on_decode_start();
+    if (interrupt.load()) {
+      ++interrupted;
+      return Status::Cancelled("decode interrupted");
+    }
+    return Decode();
+  }
   Status Decode() override {
     if (fail_next_decode) {
       fail_next_decode = false;
@@ -142,6 +153,9 @@ class FakeEngine final : public engine::Engine {
   // Called after each Decode() with the batch's token count (a test advances
   // its simulated clock by a modelled step cost).
   std::function<void(size_t)> on_decode;
+  // Called as DecodeInterruptible() begins; steps it interrupted.
+  std::function<void()> on_decode_start;
+  int interrupted = 0;
   int copies = 0;  // CopySequence calls
   int trims = 0;   // TrimSequence calls
   int32_t sliding_window = 0;

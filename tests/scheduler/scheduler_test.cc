@@ -440,6 +440,64 @@ TEST(Scheduler, RationedBatchPromptsAdvanceByTheRation) {
   EXPECT_EQ(user->text, std::string(50, 'u'));
 }
 
+TEST(Scheduler, AUserArrivingDuringABatchOnlyStepCutsItShort) {
+  SchedulerOptions o = Opts(2, 0, /*batch_size=*/64, /*prefill_chunk=*/32);
+  o.batch_yield_ms = 1000;
+  Fixture f(o, std::string(30, 'b'));
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  auto batch = f.Sink("batch"), user = f.Sink("user");
+  ASSERT_TRUE(f.Submit(batch, 4, 20, Priority::kBatch).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_EQ(f.engine->interrupted, 0);
+  // The user's request arrives while the next batch step runs.
+  bool submitted = false;
+  f.engine->on_decode_start = [&] {
+    if (!submitted) submitted = f.Submit(user, 4, 5).ok();
+  };
+  const size_t decoded = f.engine->batches.size();
+  const int32_t cells = f.engine->KvCells(0);
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(submitted);
+  EXPECT_EQ(f.engine->interrupted, 1);
+  EXPECT_EQ(f.engine->batches.size(), decoded) << "the interrupted step decoded nothing";
+  EXPECT_EQ(f.engine->KvCells(0), cells);
+  EXPECT_EQ(stats.batch_steps_interrupted.value(), 1u);
+  // The next step is the user's prompt alone (the batch sits it out).
+  ASSERT_TRUE(f.sched->StepForTest());
+  for (const auto& e : f.engine->batches.back()) EXPECT_EQ(e.seq, 1);
+  EXPECT_EQ(f.engine->batches.back().size(), 4u);
+  // Steps that carry the user's tokens are never interrupted.
+  const int before = f.engine->interrupted;
+  f.engine->on_decode_start = [&] {
+    ADD_FAILURE() << "a step with a user's tokens was interruptible";
+  };
+  while (!user->done) ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_EQ(f.engine->interrupted, before);
+  f.engine->on_decode_start = nullptr;
+  f.RunToIdle();
+  // The batch request's answer is whole: the undone step was redone.
+  EXPECT_EQ(batch->text, std::string(20, 'b'));
+  EXPECT_EQ(user->text, "bbbbb");
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(Scheduler, BatchStepsAreNotInterruptibleWithoutBatchYield) {
+  SchedulerOptions o = Opts(2, 0, /*batch_size=*/64, /*prefill_chunk=*/32);
+  o.batch_yield_ms = 0;
+  Fixture f(o, std::string(30, 'b'));
+  auto batch = f.Sink("batch"), user = f.Sink("user");
+  ASSERT_TRUE(f.Submit(batch, 4, 10, Priority::kBatch).ok());
+  int starts = 0;
+  f.engine->on_decode_start = [&] { ++starts; };
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(f.Submit(user, 4, 3).ok());
+  f.RunToIdle();
+  EXPECT_EQ(starts, 0);
+  EXPECT_EQ(batch->text, std::string(10, 'b'));
+  EXPECT_EQ(user->text, "bbb");
+}
+
 TEST(Scheduler, CancelledRequestFreesItsKvAtTheNextStep) {
   Fixture f(Opts(1, 1), std::string(100, 'w'));
   auto a = f.Sink("a"), next = f.Sink("next");

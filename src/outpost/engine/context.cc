@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 namespace outpost::engine {
 
@@ -54,6 +55,13 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const Con
   c->ctx_ = ctx;
   c->batch_ = std::make_unique<llama_batch>(llama_batch_init(o.batch_size, 0, 1));
   c->batch_->n_tokens = 0;
+  // An interrupted decode can be undone exactly only where cutting a
+  // sequence's newest cells restores it: not where adding cells may have
+  // evicted sliding-window ones, nor in recurrent state.
+  const llama_model* lm = model.raw();
+  c->can_interrupt_ =
+      llama_model_n_swa(lm) == 0 && !llama_model_is_recurrent(lm) && !llama_model_is_hybrid(lm);
+  if (c->can_interrupt_) llama_set_abort_callback(ctx, &Context::AbortRequested, c.get());
   // KV bytes = the full-attention formula, capped by what the cache holds.
   const auto& mi = model.info();
   c->kv_bytes_ = KvBytesPerToken(mi.n_layers, mi.n_kv_heads, mi.head_dim_k, mi.head_dim_v,
@@ -86,8 +94,8 @@ int32_t Context::BatchSize() const {
   return batch_->n_tokens;
 }
 
-Status Context::Decode() {
-  const int32_t rc = llama_decode(ctx_, *batch_);
+namespace {
+Status DecodeStatus(int32_t rc) {
   switch (rc) {
     case 0:
       return Status::Ok();
@@ -100,6 +108,40 @@ Status Context::Decode() {
     default:
       return Status::Internal("llama_decode failed with code " + std::to_string(rc));
   }
+}
+}  // namespace
+
+Status Context::Decode() {
+  return DecodeStatus(llama_decode(ctx_, *batch_));
+}
+
+bool Context::AbortRequested(void* self) {
+  const std::atomic<bool>* flag = static_cast<Context*>(self)->interrupt_;
+  return flag != nullptr && flag->load(std::memory_order_relaxed);
+}
+
+Status Context::DecodeInterruptible(const std::atomic<bool>& interrupt) {
+  if (!can_interrupt_) return Decode();
+  interrupt_ = &interrupt;
+  const int32_t rc = llama_decode(ctx_, *batch_);
+  interrupt_ = nullptr;
+  if (rc != 2) return DecodeStatus(rc);
+  // llama.cpp took the interrupted micro-batch's cells back out; a batch it
+  // had split (one KV stream per sequence) may have earlier micro-batches in
+  // the cache: cut every sequence back to where this batch began.
+  std::vector<std::pair<llama_seq_id, llama_pos>> first;
+  for (int32_t i = 0; i < batch_->n_tokens; ++i) {
+    const llama_seq_id s = batch_->seq_id[i][0];
+    auto it = std::find_if(first.begin(), first.end(), [s](const auto& f) { return f.first == s; });
+    if (it == first.end()) {
+      first.emplace_back(s, batch_->pos[i]);
+    } else {
+      it->second = std::min(it->second, batch_->pos[i]);
+    }
+  }
+  llama_memory_t mem = llama_get_memory(ctx_);
+  for (const auto& [s, p] : first) llama_memory_seq_rm(mem, s, p, -1);
+  return Status::Cancelled("decode interrupted");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 // Create(), so running sequences can never push the process past its plan.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -63,6 +64,12 @@ class Context {
   // Runs the model on the batch. Errors: ResourceExhausted (no KV slot),
   // Cancelled (aborted), Internal (other llama.cpp failures).
   Status Decode();
+  // Decode() that stops at the next graph node once `interrupt` is true:
+  // Cancelled, and every cell the batch had added is removed again (llama.cpp
+  // removes the interrupted micro-batch's; this removes the earlier ones').
+  // Plain Decode() when the memory could not be cut back exactly (sliding
+  // window, recurrent state). REQUIRES: `interrupt` outlives the call.
+  Status DecodeInterruptible(const std::atomic<bool>& interrupt);
 
   // log p(token) under the raw (untempered) distribution at batch index idx
   // of the last decode, with the n_top most likely tokens (best first).
@@ -96,6 +103,11 @@ class Context {
   llama_context* ctx_ = nullptr;
   std::unique_ptr<llama_batch> batch_;
   uint64_t kv_bytes_ = 0;
+  bool can_interrupt_ = false;  // full-attention KV only (Create)
+  // Read by llama.cpp's abort callback on its compute threads; set only
+  // around one llama_decode by the engine thread.
+  const std::atomic<bool>* interrupt_ = nullptr;
+  static bool AbortRequested(void* self);
 };
 
 }  // namespace outpost::engine

@@ -10,6 +10,7 @@
 // owns this object (the scheduler's).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -67,6 +68,12 @@ class Engine {
   // Runs the model on the batch. Errors: ResourceExhausted (no KV slot),
   // Cancelled, Internal.
   virtual Status Decode() = 0;
+  // Decode(), but cut short once `interrupt` becomes true (set from any
+  // thread): then Cancelled, with none of the batch left in the KV, so the
+  // same batch may be built and run again later. Where that cannot be
+  // promised (sliding-window or recurrent memory) or the backend does not
+  // stop midway (GPU), it runs to the end as Decode().
+  virtual Status DecodeInterruptible(const std::atomic<bool>& interrupt) = 0;
 
   // Sets up sequence `seq`'s sampler for a new request. Errors:
   // InvalidArgument naming "grammar" when params.grammar does not parse.

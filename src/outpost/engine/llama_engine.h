@@ -52,6 +52,9 @@ class LlamaEngine final : public Engine {
   }
   int32_t BatchSize() const override { return ctx_->BatchSize(); }
   Status Decode() override { return ctx_->Decode(); }
+  Status DecodeInterruptible(const std::atomic<bool>& interrupt) override {
+    return ctx_->DecodeInterruptible(interrupt);
+  }
   Status StartSequence(SeqId seq, const SamplingParams& params) override;
   Token Sample(SeqId seq, int32_t idx) override;
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const override {

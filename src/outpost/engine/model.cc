@@ -237,6 +237,13 @@ void LogCallback(ggml_log_level level, const char* text, void* user_data) {
   std::string s(text);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   if (s.empty()) return;
+  // An interrupted decode (Context::DecodeInterruptible) is routine, and its
+  // cells are accounted for there.
+  if (level == GGML_LOG_LEVEL_WARN &&
+      s.find("removing memory module entries") != std::string::npos) {
+    level = GGML_LOG_LEVEL_DEBUG;
+    if (!verbose) return;
+  }
   switch (level) {
     case GGML_LOG_LEVEL_ERROR:
       spdlog::error("llama.cpp: {}", s);

@@ -36,6 +36,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
             " for the completion); lower max_tokens or shorten the prompt",
         "max_tokens");
   }
+  const bool above_batch = req.priority != Priority::kBatch;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || draining_) {
@@ -62,6 +63,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     queue_[cls].push_back(Queued{std::move(req), std::move(sink), clock_->Now()});
     stats_.queue_depth.Set(static_cast<double>(QueueLengthLocked()));
   }
+  if (above_batch) interrupt_.store(true, std::memory_order_relaxed);
   cv_.notify_one();
   return Status::Ok();
 }

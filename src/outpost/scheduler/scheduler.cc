@@ -149,6 +149,11 @@ void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
   // sequences take the ration first, in slot order, then prompts.
   int32_t batch_room = BatchRoom();
   for (auto& s : slots_) {
+    s.undo_kv = s.kv.size();
+    s.undo_prompt_done = s.n_prompt_done;
+    s.undo_n_past = s.n_past;
+  }
+  for (auto& s : slots_) {
     s.i_batch = -1;
     s.draft.clear();
     s.draft_idx.clear();
@@ -242,7 +247,24 @@ bool Scheduler::Responsive(int64_t max_step_ms) const {
   return clock_->Now() - last < std::chrono::milliseconds(max_step_ms);
 }
 
+void Scheduler::UndoStep() {
+  for (auto& s : slots_) {
+    s.kv.resize(s.undo_kv);
+    s.n_prompt_done = s.undo_prompt_done;
+    s.n_past = s.undo_n_past;
+    s.i_batch = -1;
+    s.draft.clear();
+    s.draft_idx.clear();
+  }
+}
+
 void Scheduler::Step() {
+  // A request above the batch class that arrived since the last admission
+  // takes an idle session in this step.
+  if (interrupt_.exchange(false, std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    AdmitLocked();
+  }
   if (PreemptBatch()) {
     // The freed sessions go to the waiting request in this step, not the next.
     std::lock_guard<std::mutex> lock(mu_);
@@ -263,8 +285,20 @@ void Scheduler::Step() {
   AddDrafts(n_decode, n_prefill);
   if (engine_->BatchSize() == 0) return;
 
+  bool batch_only = true;
+  for (const auto& s : slots_) {
+    if (s.kv.size() != s.undo_kv && s.req.priority != Priority::kBatch) batch_only = false;
+  }
   const auto step_start = clock_->Now();
-  const Status st = engine_->Decode();
+  const bool interruptible = options_.batch_yield_ms > 0 && batch_only;
+  const Status st = interruptible ? engine_->DecodeInterruptible(interrupt_) : engine_->Decode();
+  if (interruptible && st.code() == StatusCode::kCancelled) {
+    // A higher class arrived: this step's batch work is undone and redone
+    // later; the next step admits the newcomer.
+    UndoStep();
+    stats_.batch_steps_interrupted.Add();
+    return;
+  }
   if (!st.ok()) {
     spdlog::error("decode of {} tokens failed: {}", engine_->BatchSize(), st.ToString());
     FailBatch(st);

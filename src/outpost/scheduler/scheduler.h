@@ -13,6 +13,10 @@
 // prompt token adds — so that a step with prefill stays within the budget
 // (never below kMinBudgetChunk tokens, never above prefill_chunk). Prompts
 // are prefilled in admission-class order (priority first, batch last).
+// Batch-class work gives way (batch_yield_ms): it sits out steps that prefill
+// a higher-class prompt, is rationed to batch_busy_tokens per step while
+// users are active, and a step of batch work only is interrupted — undone
+// and redone later — when a higher-class request arrives mid-step.
 //
 // Admission: `sessions` slots (from the capacity plan); past that one bounded
 // queue shared by four classes (Priority: the service tiers "priority",
@@ -126,6 +130,11 @@ struct SchedulerOptions {
   // their KV. The step an arriving user's request waits behind then stays as
   // short as without the batch. 0 ms = off (batch work takes every free
   // token of every step). batch_busy_tokens >= 1: batch work always moves.
+  // With batch_yield_ms > 0 a step that carries batch-class work only is
+  // also interruptible: a request of a higher class arriving while it runs
+  // cuts it short (Engine::DecodeInterruptible), the step is undone and the
+  // newcomer admitted at once, so its wait for the engine is a graph node's
+  // time, not a step's.
   int64_t batch_yield_ms = 0;
   int32_t batch_busy_tokens = 1;
 };
@@ -263,6 +272,10 @@ class Scheduler {
     std::vector<int32_t> draft_idx;
     int32_t spec_drafted = 0;
     int32_t spec_accepted = 0;
+    // Where the slot stood before this step's batch was built (UndoStep()).
+    size_t undo_kv = 0;
+    size_t undo_prompt_done = 0;
+    int32_t undo_n_past = 0;
   };
 
   // A prefix to reuse for a new prompt: `match` tokens held by slot `from`.
@@ -283,6 +296,9 @@ class Scheduler {
   // Engine thread: the batch-class tokens this step may carry (batch_yield_ms);
   // INT32_MAX while no user above the batch class is active.
   int32_t BatchRoom();
+  // Engine thread: puts every slot back where it stood before BuildBatch()
+  // (an interrupted step left nothing in the KV).
+  void UndoStep();
   void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
   // Engine thread: the longest cached prefix of `prompt` usable by a new
   // request (match 0 when none), and the n idle slots to run it in (the
@@ -371,6 +387,10 @@ class Scheduler {
   double prefill_token_ms_ = 0;
   // When a request above the batch class last held a slot (batch_yield_ms).
   std::optional<util::Clock::TimePoint> interactive_seen_;
+  // Set by Submit() for a request above the batch class; cleared as a step
+  // begins (that step admits it). A step of batch-class work only is
+  // decoded interruptibly and cut short when it is set (batch_yield_ms > 0).
+  std::atomic<bool> interrupt_{false};
   std::thread thread_;
 };
 

@@ -14,6 +14,9 @@
           "Tokens guessed by n-gram speculation and verified in a step.")                        \
   COUNTER(spec_accepted, "outpost_speculative_accepted_tokens_total",                           \
           "Guessed tokens the model confirmed (each saved a step for its sequence).")            \
+  COUNTER(batch_steps_interrupted, "outpost_batch_steps_interrupted_total",                     \
+          "Engine steps of batch-class work cut short for an arriving request of a higher "     \
+          "class (the work is redone).")                                                         \
   COUNTER(rejected, "outpost_rejected_total",                                                    \
           "Requests rejected with 503 because queue or wait limits were exceeded.")              \
   COUNTER_VEC(rejected_by_reason, "outpost_requests_rejected_total",                             \
