@@ -72,7 +72,7 @@ def interactive(base, clients, seconds, n_tokens, think):
 
 def summary(ttfts):
     return {"requests": len(ttfts), "ttft_p50": base_bench.percentile(ttfts, 50),
-            "ttft_p99": base_bench.percentile(ttfts, 99)}
+            "ttft_p99": base_bench.percentile(ttfts, 99), "ttfts": ttfts}
 
 
 def outpost_batch(base, args):
