@@ -191,6 +191,10 @@ int RunBenchCommand(const BenchFlags& f) {
       for (const auto& v : tuning->verify) {
         std::printf("  %3d sequences  %.2fx\n", v.sessions, v.ratio);
       }
+      if (tuning->verify.empty()) {
+        std::printf("  not measured: the sweep must reach %d sessions (it reached %d)\n",
+                    1 + bench::kTuneDraft, r.sweep.empty() ? 0 : r.sweep.back().sessions);
+      }
       std::cout << "\nsuggested serve config (YAML):\n" << suggested;
     }
   }
