@@ -242,12 +242,15 @@ def test_a_pull_moves_bytes_only_inside_its_window(tmp_path, sha):
     srv = Faulty(MODEL)
     now = datetime.now()
     hhmmss = lambda t: t.strftime("%H:%M:%S")  # noqa: E731
-    # A window that opens 3 s from now: the pull waits for it.
-    t0 = time.monotonic()
+    # A window that opens 3-4 s from now (HH:MM:SS drops the fraction, so the
+    # opening is a whole second): the pull waits for it, and finishes only
+    # after the wall clock has passed the opening.
+    opens = (now + timedelta(seconds=4)).replace(microsecond=0)
     p = model(tmp_path / "m", "pull", srv.url, "smollm2:1", "--sha256", sha, "--window",
-              f"{hhmmss(now + timedelta(seconds=3))}-{hhmmss(now + timedelta(hours=1))}")
+              f"{hhmmss(opens)}-{hhmmss(now + timedelta(hours=1))}")
     assert p.returncode == 0, p.stderr
-    assert time.monotonic() - t0 >= 2.5 and "outside its window" in p.stderr and "open; resuming" in p.stderr
+    assert datetime.now() >= opens, (datetime.now(), opens)
+    assert "outside its window" in p.stderr and "open; resuming" in p.stderr, p.stderr
     # A window that closes 2 s from now, with a cap that makes the download
     # last longer: it pauses, the partial file stops growing; a later pull
     # (the window open) resumes from it with a range.
