@@ -466,7 +466,9 @@ def test_bad_artifacts_are_refused_and_nothing_is_published(registries, tmp_path
         (f"oci://{o}/modelpack/smollm2@sha256:{'0' * 64}", "no such manifest", []),
         (f"oci://{o}/ai/smollm2:q4", "is not the digest of", ["--sha256", "0" * 64]),
         (f"oci://{o}/damaged/smollm2:q4", "digest mismatch", []),
-        ("oci://127.0.0.1:9/ai/smollm2:q4", "could not connect", []),
+        # Two tries, not the default eight (a minute of doubling waits).
+        ("oci://127.0.0.1:9/ai/smollm2:q4", "could not connect (nothing listening there, or no route) (2 attempts)",
+         ["--attempts", "2"]),
     ]
     for i, (src, says, extra) in enumerate(rows):
         p = pull(store, src, f"smollm2:{i + 1}", *extra, timeout=120)

@@ -15,8 +15,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @release_build_only  # memory drift under ASan measures its quarantine, not Outpost
 def test_ten_minutes_of_mixed_traffic():
     minutes = float(os.environ.get("OUTPOST_SOAK_MINUTES", "10"))
+    # Samples every 30 s, closer in a shorter run (CI's 4 minutes: every 12 s),
+    # so each tenth the drift compares holds more than one.
     out = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "bench/soak.py"), "--minutes", str(minutes), "--sample", "30",
+        [sys.executable, os.path.join(ROOT, "bench/soak.py"), "--minutes", str(minutes), "--sample", str(min(30.0, minutes * 3)),
          "--burst-every", "60", "--clients", "4", "--no-write",
          "--outpost", os.environ.get("OUTPOST_BIN", os.path.join(ROOT, "build/outpost"))],
         capture_output=True, text=True, timeout=minutes * 60 + 600)
