@@ -1,16 +1,24 @@
 // Engine-level checks on a real model (Gemma 3 270M: its 262k vocabulary is
-// where sampling costs show): the greedy fast path picks exactly what
-// llama.cpp's greedy sampler chain picks, with and without bias.
+// where sampling costs show): the greedy fast path and the top-k path pick
+// exactly what llama.cpp's sampler chain picks over the whole row — the same
+// tokens, the same seeded draws — with and without bias.
 #include "outpost/engine/sampler.h"
 
 #include <gtest/gtest.h>
 
 #include "mocks/test_model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
 
 #include "outpost/engine/context.h"
+#include "outpost/engine/llama_engine.h"
 #include "outpost/engine/model.h"
 
 namespace outpost::engine {
@@ -40,7 +48,7 @@ class SamplerTest : public ::testing::Test {
 
   // Greedy-decodes `n` tokens with two samplers side by side on one context;
   // fails the test at the first disagreement.
-  static void ExpectSameTokens(const SamplingParams& p, int n) {
+  static void ExpectSameTokens(const SamplingParams& p, int n, bool row_only = true) {
     ContextOptions co;
     co.sessions = 1;
     co.ctx_per_session = 256;
@@ -50,7 +58,9 @@ class SamplerTest : public ::testing::Test {
     auto fast_or = Sampler::Create(*model_, p);
     ASSERT_TRUE(fast_or.ok());
     Sampler& fast = **fast_or;
+    ASSERT_EQ(fast.RowOnly(), row_only);
     auto slow = Sampler::WithoutFastPathForTest(*model_, p);
+    ASSERT_FALSE(slow->RowOnly());
     auto prompt = model_->Tokenize("The three primary colours are", true, false);
     (*ctx)->ClearBatch();
     int32_t idx = 0;
@@ -84,6 +94,192 @@ TEST_F(SamplerTest, GreedyFastPathAppliesLogitBiasLikeLlama) {
   p.temperature = 0;
   p.logit_bias = {{9999, 100.0f}, {236743, -100.0f}, {1, -100.0f}, {106, 3.5f}};
   ExpectSameTokens(p, 12);
+}
+
+TEST_F(SamplerTest, TopKPathDrawsWhatTheFullChainDraws) {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.02f;
+  p.seed = 42;
+  p.has_seed = true;
+  ExpectSameTokens(p, 32);
+}
+
+TEST_F(SamplerTest, TopPWithoutTopKIsCutAtTheCapAndDrawsTheSame) {
+  SamplingParams p;
+  p.temperature = 1.2f;
+  p.top_k = 0;  // capped at kTopKCap: the top-k path with k = 1000
+  p.top_p = 0.98f;
+  p.min_p = 0.0f;
+  p.seed = 7;
+  p.has_seed = true;
+  ExpectSameTokens(p, 32);
+}
+
+TEST_F(SamplerTest, TopKPathAppliesLogitBiasLikeLlama) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 20;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = 3;
+  p.has_seed = true;
+  // Bans, a token listed twice (its biases add up), a push from far down.
+  p.logit_bias = {{9999, 12.0f}, {236743, -100.0f}, {1, -100.0f}, {106, 3.5f}, {106, 2.0f}};
+  ExpectSameTokens(p, 16);
+}
+
+// Random rows where every one of the k candidates carries real probability
+// (logits ~ N(0, 1), a high temperature): the top-k path must draw the
+// whole-row chain's token every time, the biased tokens included.
+void ExpectSameDrawsOnFlatRows(const Model& model, const SamplingParams& p, int draws) {
+  auto fast = Sampler::Create(model, p);
+  ASSERT_TRUE(fast.ok());
+  ASSERT_TRUE((*fast)->RowOnly());
+  auto slow = Sampler::WithoutFastPathForTest(model, p);
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(model.VocabSize()));
+  int differ = 0;
+  for (int d = 0; d < draws; ++d) {
+    for (auto& v : row) v = normal(rng);
+    const Token a = (*fast)->SampleRow(row.data());
+    const Token b = slow->SampleWholeRow(row.data());
+    differ += a != b;
+  }
+  EXPECT_EQ(differ, 0) << "of " << draws << " draws";
+}
+
+TEST_F(SamplerTest, TopKPathOnFlatRowsDrawsEveryCandidateLikeTheFullChain) {
+  SamplingParams p;
+  p.temperature = 1.5f;
+  p.top_k = 40;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = 11;
+  p.has_seed = true;
+  ExpectSameDrawsOnFlatRows(*model_, p, 200);
+  p.top_p = 0.9f;
+  p.min_p = 0.05f;
+  ExpectSameDrawsOnFlatRows(*model_, p, 200);
+  // Biases big enough to move a token into (or out of) the top 40.
+  p.logit_bias = {{9999, 4.0f}, {20000, 3.0f}, {20000, 1.5f}, {77, -100.0f}, {123456, 5.0f}};
+  ExpectSameDrawsOnFlatRows(*model_, p, 200);
+}
+
+TEST_F(SamplerTest, PenaltiesAndUncappedSamplingStayOnTheFullChain) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.frequency_penalty = 0.5f;
+  p.seed = 5;
+  p.has_seed = true;
+  ExpectSameTokens(p, 8, /*row_only=*/false);
+  SamplingParams q;
+  q.temperature = 0.8f;
+  q.top_k = 0;
+  q.top_p = 1.0f;
+  q.min_p = 0.0f;  // no cut at all: the whole row is the distribution
+  q.seed = 5;
+  q.has_seed = true;
+  ExpectSameTokens(q, 4, /*row_only=*/false);
+}
+
+TEST_F(SamplerTest, ArgmaxOnCraftedRows) {
+  SamplingParams p;
+  p.temperature = 0;
+  auto s = Sampler::Create(*model_, p);
+  ASSERT_TRUE(s.ok());
+  const int32_t n = model_->VocabSize();
+  std::vector<float> row(static_cast<size_t>(n), -3.0f);
+  EXPECT_EQ((*s)->SampleRow(row.data()), 0);  // all equal: the lowest id
+  row[77] = 5.0f;
+  row[n - 1] = 5.0f;  // a tie with a later token: the lower id wins
+  EXPECT_EQ((*s)->SampleRow(row.data()), 77);
+  row[n - 1] = 6.0f;  // the very last token (the vectorised loop's edge)
+  EXPECT_EQ((*s)->SampleRow(row.data()), n - 1);
+  row[5] = NAN;  // NaN never wins
+  EXPECT_EQ((*s)->SampleRow(row.data()), n - 1);
+  std::fill(row.begin(), row.end(), -INFINITY);
+  row[9] = NAN;
+  EXPECT_EQ((*s)->SampleRow(row.data()), 0);  // nothing finite: token 0
+  row[12345] = -1e30f;
+  EXPECT_EQ((*s)->SampleRow(row.data()), 12345);
+}
+
+TEST_F(SamplerTest, BiasesListedTwiceForATokenAddUp) {
+  const int32_t n = model_->VocabSize();
+  std::vector<float> row(static_cast<size_t>(n), 0.0f);
+  row[500] = 5.0f;
+  SamplingParams p;
+  p.temperature = 0;
+  p.logit_bias = {{42, 3.0f}, {42, 3.0f}};  // 6 > 5: token 42 wins only if they add up
+  auto greedy = Sampler::Create(*model_, p);
+  ASSERT_TRUE(greedy.ok());
+  EXPECT_EQ((*greedy)->SampleRow(row.data()), 42);
+  p.temperature = 0.01f;  // the top-k path: as good as greedy at this temperature
+  p.top_k = 5;
+  p.seed = 1;
+  p.has_seed = true;
+  auto topk = Sampler::Create(*model_, p);
+  ASSERT_TRUE(topk.ok());
+  ASSERT_TRUE((*topk)->RowOnly());
+  EXPECT_EQ((*topk)->SampleRow(row.data()), 42);
+}
+
+// LlamaEngine::SampleMany (row-only samplers on the OpenMP team, the rest on
+// the engine thread) gives what Sample gives one sequence after another: two
+// copies of four sequences — greedy, top-k, top-p under the cap, and one with
+// a penalty (the general path) — decoded side by side for 16 steps.
+TEST_F(SamplerTest, SampleManyMatchesSamplingOneAfterAnother) {
+  ContextOptions co;
+  co.sessions = 8;
+  co.ctx_per_session = 128;
+  co.batch_size = 128;
+  co.n_threads = 2;
+  auto ctx = Context::Create(*model_, co);
+  ASSERT_TRUE(ctx.ok());
+  LlamaEngine engine(std::shared_ptr<const Model>(model_, [](const Model*) {}),
+                     std::move(ctx).value());
+  std::vector<SamplingParams> params(4);
+  params[0].temperature = 0;
+  params[1].temperature = 0.9f;
+  params[1].top_k = 40;
+  params[2].temperature = 1.1f;
+  params[2].top_k = 0;
+  params[2].top_p = 0.95f;
+  params[3].temperature = 0.9f;
+  params[3].top_k = 40;
+  params[3].presence_penalty = 0.7f;
+  for (int i = 0; i < 4; ++i) {
+    params[i].seed = 100 + i;
+    params[i].has_seed = true;
+    ASSERT_TRUE(engine.StartSequence(i, params[i]).ok());
+    ASSERT_TRUE(engine.StartSequence(i + 4, params[i]).ok());
+  }
+  const char* prompts[4] = {"The capital of France is", "Once upon a time",
+                            "List three fruits:", "Water boils at"};
+  std::vector<int32_t> pos(8, 0), idx(8, 0);
+  engine.ClearBatch();
+  for (SeqId q = 0; q < 8; ++q) {
+    const auto toks = engine.Tokenize(prompts[q % 4], true, false);
+    for (size_t j = 0; j < toks.size(); ++j)
+      idx[q] = engine.Add(toks[j], pos[q]++, q, j + 1 == toks.size());
+  }
+  ASSERT_TRUE(engine.Decode().ok());
+  const std::vector<SeqId> many = {0, 1, 2, 3};
+  for (int step = 0; step < 16; ++step) {
+    std::vector<Token> out(4);
+    engine.SampleMany(many, std::span<const int32_t>(idx.data(), 4), out);
+    std::vector<Token> one(4);
+    for (SeqId q = 4; q < 8; ++q) one[q - 4] = engine.Sample(q, idx[q]);
+    ASSERT_EQ(out, one) << "step " << step;
+    engine.ClearBatch();
+    for (SeqId q = 0; q < 8; ++q) idx[q] = engine.Add(out[q % 4], pos[q]++, q, true);
+    ASSERT_TRUE(engine.Decode().ok());
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,13 @@ class Engine {
   // Samples seq's next token from the logits at batch index idx of the last
   // Decode(). REQUIRES: StartSequence(seq) since the last RemoveSequence(seq).
   virtual Token Sample(SeqId seq, int32_t idx) = 0;
+  // out[i] = Sample(seqs[i], idx[i]) for every i, as if one after another
+  // (each sequence's sampler sees its own rows in order); an engine may sample
+  // several sequences at once. REQUIRES: no sequence twice, equal sizes.
+  virtual void SampleMany(std::span<const SeqId> seqs, std::span<const int32_t> idx,
+                          std::span<Token> out) {
+    for (size_t i = 0; i < seqs.size(); ++i) out[i] = Sample(seqs[i], idx[i]);
+  }
   // log p(token) under the raw distribution at batch index idx, with the
   // n_top (may be 0) most likely tokens there; one pass over the vocabulary.
   virtual TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const = 0;

@@ -57,6 +57,11 @@ class LlamaEngine final : public Engine {
   }
   Status StartSequence(SeqId seq, const SamplingParams& params) override;
   Token Sample(SeqId seq, int32_t idx) override;
+  // Samplers that need only their logits row (Sampler::RowOnly) run at once
+  // on the decode's thread count (the OpenMP team llama.cpp's CPU backend has
+  // just used, so no thread is added or woken); the others after, one by one.
+  void SampleMany(std::span<const SeqId> seqs, std::span<const int32_t> idx,
+                  std::span<Token> out) override;
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const override {
     return ctx_->TopLogProbs(idx, token, n_top);
   }
@@ -73,6 +78,9 @@ class LlamaEngine final : public Engine {
   const std::shared_ptr<const Model> model_;
   std::unique_ptr<Context> ctx_;
   std::vector<std::unique_ptr<Sampler>> samplers_;  // by sequence id
+  int threads_ = 1;                                 // SampleMany's team
+  std::vector<size_t> row_only_;                    // SampleMany: indices
+  std::vector<const float*> rows_;                  // SampleMany: their rows
 };
 
 }  // namespace outpost::engine

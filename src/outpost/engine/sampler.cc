@@ -20,6 +20,27 @@ static_assert(static_cast<int>(GrammarTrigger::Type::kPattern) ==
 static_assert(static_cast<int>(GrammarTrigger::Type::kPatternFull) ==
               COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL);
 
+// One bias per token, in token order: OpenAI's -100 bans (-inf), and biases
+// listed twice for a token add up. Merged here because llama.cpp's logit-bias
+// sampler adds every listed bias on a whole-vocabulary array but only the
+// first one per token on a cut candidate array (the top-k path's).
+std::vector<std::pair<Token, float>> MergedBias(const std::vector<std::pair<Token, float>>& in) {
+  std::vector<std::pair<Token, float>> out;
+  for (const auto& [tok, b] : in) out.emplace_back(tok, b <= -100.0f ? -INFINITY : b);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t n = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (n > 0 && out[n - 1].first == out[i].first) {
+      out[n - 1].second += out[i].second;
+    } else {
+      out[n++] = out[i];
+    }
+  }
+  out.resize(n);
+  return out;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Sampler>> Sampler::Create(const Model& model, const SamplingParams& p) {
@@ -40,15 +61,13 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   s->n_vocab_ = n_vocab;
   const bool penalties =
       *p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  const std::vector<std::pair<Token, float>> bias = MergedBias(p.logit_bias);
   if (allow_fast_path && *p.temperature <= 0.0f && !penalties && p.grammar.empty()) {
     s->fast_greedy_ = true;
-    if (!p.logit_bias.empty()) {
+    if (!bias.empty()) {
       s->biased_.assign(static_cast<size_t>(n_vocab), 0);
-      for (const auto& [tok, b] : p.logit_bias) {
-        s->biased_[static_cast<size_t>(tok)] = 1;
-        s->bias_.emplace_back(tok, b <= -100.0f ? -INFINITY : b);
-      }
-      std::sort(s->bias_.begin(), s->bias_.end());
+      for (const auto& [tok, b] : bias) s->biased_[static_cast<size_t>(tok)] = 1;
+      s->bias_ = bias;
     }
     return s;
   }
@@ -64,10 +83,8 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   cp.penalty_freq = p.frequency_penalty;
   cp.penalty_present = p.presence_penalty;
   cp.penalty_last_n = p.penalty_last_n;
-  for (const auto& [tok, b] : p.logit_bias) {
-    // OpenAI: -100 effectively bans, +100 effectively forces.
-    cp.logit_bias.push_back({tok, b <= -100.0f ? -INFINITY : b});
-  }
+  // OpenAI: -100 effectively bans, +100 effectively forces.
+  for (const auto& [tok, b] : bias) cp.logit_bias.push_back({tok, b});
   if (!p.grammar.empty()) {
     // A tool-call grammar starts with the assistant prefix already in the
     // prompt; llama.cpp feeds that prefix to it only for this grammar type.
@@ -90,6 +107,28 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   if (s->common_ == nullptr) {
     return Status::InvalidArgument("the grammar cannot be used", "grammar");
   }
+  // The top-k path: the chain's other samplers are off at their defaults
+  // (DRY, XTC, typical, top-n-sigma, mirostat are never set here), so after
+  // the logit bias and the top-k cut it sees exactly the k best candidates.
+  if (allow_fast_path && p.grammar.empty() && !penalties && cp.top_k > 0 && cp.top_k <= kTopKCap) {
+    s->top_k_ = cp.top_k;
+    s->bias_ = bias;
+    // The chain also bans the model's suppressed tokens (llama.cpp adds them
+    // to its logit bias); a ban on a banned token changes nothing.
+    int32_t n_suppress = 0;
+    const llama_token* suppress =
+        llama_vocab_get_suppress_tokens(llama_model_get_vocab(model.raw()), &n_suppress);
+    for (int32_t i = 0; i < n_suppress; ++i) s->bias_.emplace_back(suppress[i], -INFINITY);
+    if (!s->bias_.empty()) {
+      std::sort(s->bias_.begin(), s->bias_.end());
+      s->biased_.assign(static_cast<size_t>(n_vocab), 0);
+      for (const auto& [tok, b] : s->bias_) {
+        s->n_bias_tokens_ += s->biased_[static_cast<size_t>(tok)] == 0;
+        s->biased_[static_cast<size_t>(tok)] = 1;
+      }
+    }
+    s->heap_.reserve(static_cast<size_t>(cp.top_k) + s->n_bias_tokens_);
+  }
   return s;
 }
 
@@ -98,37 +137,128 @@ Sampler::~Sampler() {
 }
 
 Token Sampler::Sample(Context& ctx, int32_t idx) {
-  if (fast_greedy_) return Argmax(llama_get_logits_ith(ctx.raw(), idx));
+  if (RowOnly()) return SampleRow(llama_get_logits_ith(ctx.raw(), idx));
   const Token t = common_sampler_sample(common_, ctx.raw(), idx);
   common_sampler_accept(common_, t, /*is_generated=*/true);
   return t;
 }
 
+Token Sampler::SampleWholeRow(const float* logits) {
+  std::vector<llama_token_data> cur(static_cast<size_t>(n_vocab_));
+  for (Token t = 0; t < n_vocab_; ++t) cur[static_cast<size_t>(t)] = {t, logits[t], 0.0f};
+  llama_token_data_array arr{cur.data(), cur.size(), -1, false};
+  llama_sampler_apply(common_sampler_get(common_), &arr);
+  const Token tok = arr.data[arr.selected].id;
+  common_sampler_accept(common_, tok, /*is_generated=*/true);
+  return tok;
+}
+
+Token Sampler::SampleRow(const float* logits) {
+  return fast_greedy_ ? Argmax(logits) : SampleTopK(logits);
+}
+
+float Sampler::Biased(const float* logits, Token t) const {
+  float v = logits[t];
+  // Same token may be listed twice; like llama.cpp, biases add up.
+  auto it = std::lower_bound(bias_.begin(), bias_.end(), std::make_pair(t, -INFINITY));
+  for (; it != bias_.end() && it->first == t; ++it) v += it->second;
+  return v;
+}
+
 Token Sampler::Argmax(const float* logits) const {
-  Token best = 0;
-  float best_v = -INFINITY;
-  if (biased_.empty()) {
+  if (!biased_.empty()) {
+    Token best = 0;
+    float best_v = -INFINITY;
     for (Token i = 0; i < n_vocab_; ++i) {
-      if (logits[i] > best_v) {
-        best_v = logits[i];
+      const float v = biased_[static_cast<size_t>(i)] ? Biased(logits, i) : logits[i];
+      if (v > best_v) {
+        best_v = v;
         best = i;
       }
     }
     return best;
   }
-  for (Token i = 0; i < n_vocab_; ++i) {
-    float v = logits[i];
-    if (biased_[static_cast<size_t>(i)]) {
-      // Same token may be listed twice; like llama.cpp, biases add up.
-      auto it = std::lower_bound(bias_.begin(), bias_.end(), std::make_pair(i, -INFINITY));
-      for (; it != bias_.end() && it->first == i; ++it) v += it->second;
+  // Two passes the compiler vectorises: the largest value (eight independent
+  // lanes, no branch), then the first token holding it — the lowest id on
+  // ties, as llama.cpp's greedy sampler. NaN never wins (a comparison with it
+  // is false); a row of -inf and NaN gives token 0, as a single pass would.
+  constexpr int kLanes = 8;
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, -INFINITY);
+  Token i = 0;
+  for (; i + kLanes <= n_vocab_; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+  }
+  float best_v = -INFINITY;
+  for (int j = 0; j < kLanes; ++j) best_v = lane[j] > best_v ? lane[j] : best_v;
+  for (; i < n_vocab_; ++i) best_v = logits[i] > best_v ? logits[i] : best_v;
+  if (!(best_v > -INFINITY)) return 0;
+  for (Token t = 0; t < n_vocab_; ++t) {
+    if (logits[t] == best_v) return t;
+  }
+  return 0;
+}
+
+Token Sampler::SampleTopK(const float* logits) {
+  // The k best values in a heap whose front is the worst of them; between
+  // equal values the lower id stays, as a sort by value keeps it first.
+  const auto better = [](const std::pair<float, Token>& a, const std::pair<float, Token>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  // Over the raw row, the best k + (tokens with a bias): that holds the best k
+  // of the unbiased tokens whatever the biased ones do. Blocks of 16 with no
+  // value above the heap's worst (one vectorised comparison) are
+  // skipped whole, which after the first few thousand tokens is nearly all.
+  const size_t k = static_cast<size_t>(top_k_) + n_bias_tokens_;
+  heap_.clear();
+  Token t = 0;
+  for (; t < n_vocab_ && heap_.size() < k; ++t) {
+    heap_.emplace_back(logits[t], t);
+    std::push_heap(heap_.begin(), heap_.end(), better);
+  }
+  float floor = heap_.front().first;
+  const auto offer = [&](Token i) {
+    if (!(logits[i] > floor)) return;
+    std::pop_heap(heap_.begin(), heap_.end(), better);
+    heap_.back() = {logits[i], i};
+    std::push_heap(heap_.begin(), heap_.end(), better);
+    floor = heap_.front().first;
+  };
+  constexpr Token kBlock = 16;
+  for (; t < n_vocab_ && t % kBlock != 0; ++t) offer(t);
+  for (; t + kBlock <= n_vocab_; t += kBlock) {
+    int above = 0;
+    for (Token j = 0; j < kBlock; ++j) above |= logits[t + j] > floor;
+    if (above == 0) continue;
+    for (Token j = 0; j < kBlock; ++j) offer(t + j);
+  }
+  for (; t < n_vocab_; ++t) offer(t);
+  if (n_bias_tokens_ > 0) {
+    // The biased tokens leave with their raw values and come back with their
+    // biased ones; then the worst go until k are left.
+    std::erase_if(heap_,
+                  [&](const auto& e) { return biased_[static_cast<size_t>(e.second)] != 0; });
+    for (size_t i = 0; i < bias_.size(); ++i) {
+      if (i > 0 && bias_[i].first == bias_[i - 1].first) continue;
+      heap_.emplace_back(Biased(logits, bias_[i].first), bias_[i].first);
     }
-    if (v > best_v) {
-      best_v = v;
-      best = i;
+    std::make_heap(heap_.begin(), heap_.end(), better);
+    while (heap_.size() > static_cast<size_t>(top_k_)) {
+      std::pop_heap(heap_.begin(), heap_.end(), better);
+      heap_.pop_back();
     }
   }
-  return best;
+  // llama.cpp's chain on the k candidates with their raw logits: it adds the
+  // bias itself, cuts to top-k (sorting them), then top-p, min-p,
+  // temperature and the seeded draw, as on the whole row.
+  thread_local std::vector<llama_token_data> cand;
+  cand.clear();
+  for (const auto& [v, tok] : heap_) cand.push_back({tok, logits[tok], 0.0f});
+  llama_token_data_array arr{cand.data(), cand.size(), -1, false};
+  llama_sampler_apply(common_sampler_get(common_), &arr);
+  const Token tok = arr.data[arr.selected].id;
+  common_sampler_accept(common_, tok, /*is_generated=*/true);
+  return tok;
 }
 
 }  // namespace outpost::engine

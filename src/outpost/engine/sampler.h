@@ -6,14 +6,22 @@
 // checked against the grammar; only when it does not fit is the grammar
 // applied to the whole vocabulary and the token drawn again).
 //
-// Two rules keep sampling cheap on large vocabularies:
+// Three rules keep sampling cheap on large vocabularies:
 //   * top_k 0 ("off") with top_p or min_p active is capped at kTopKCap
 //     candidates, so top-p never sorts a 262k-entry vocabulary;
 //   * greedy requests without penalties or grammar take a fast path: argmax
 //     straight over the logits row (bias applied on the fly); same token, same
-//     tie-breaking (lowest id) as llama.cpp's greedy sampler.
+//     tie-breaking (lowest id) as llama.cpp's greedy sampler;
+//   * requests with a top-k cut (≤ kTopKCap) and no penalties or grammar take
+//     the top-k path: one pass over the row keeps the k best candidates (logit
+//     bias and the model's suppressed tokens counted), and llama.cpp's own
+//     chain (the same samplers, the same seeded draw) runs on those k instead
+//     of on a 262k-entry array it would cut to the same k first. The token
+//     drawn is the one the full chain draws (ties between equal logits aside).
 //
-// Owned by the engine, one per sequence; engine thread only.
+// Those two paths read nothing but the logits row (RowOnly()), so the engine
+// may run several sequences' samplers at once (SampleRow on other threads);
+// otherwise owned by the engine, one per sequence, engine thread only.
 #pragma once
 
 #include <memory>
@@ -42,6 +50,10 @@ class Sampler {
   // Test hook: the same sampler without the greedy fast path (llama.cpp chain).
   static std::unique_ptr<Sampler> WithoutFastPathForTest(const Model& model,
                                                          const SamplingParams& params);
+  // The reference for the row-only paths (tests, bench/sampler_cost): llama.cpp's
+  // chain over the whole row, as the general path runs it (no grammar).
+  // REQUIRES: a sampler from WithoutFastPathForTest.
+  Token SampleWholeRow(const float* logits);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -50,17 +62,31 @@ class Sampler {
   // records the token (penalty history, grammar state).
   Token Sample(Context& ctx, int32_t idx);
 
+  // True when sampling needs only the logits row: the greedy fast path or the
+  // top-k path (see above).
+  bool RowOnly() const { return fast_greedy_ || top_k_ > 0; }
+  // Sample() from a row of VocabSize() logits. REQUIRES: RowOnly(). Safe on
+  // any thread while no other thread uses this sampler.
+  Token SampleRow(const float* logits);
+
  private:
   Sampler() = default;
   static StatusOr<std::unique_ptr<Sampler>> Build(const Model& model, const SamplingParams& params,
                                                   bool allow_fast_path);
   Token Argmax(const float* logits) const;
+  Token SampleTopK(const float* logits);
+  float Biased(const float* logits, Token t) const;
 
   common_sampler* common_ = nullptr;
   bool fast_greedy_ = false;
+  int32_t top_k_ = 0;  // > 0: the top-k path, with this k
   int32_t n_vocab_ = 0;
-  std::vector<uint8_t> biased_;                // fast path: 1 where a bias applies
-  std::vector<std::pair<Token, float>> bias_;  // fast path: sorted by token
+  // Row-only paths: 1 where a bias applies (empty: none does), and the biases
+  // sorted by token (the top-k path adds the model's suppressed tokens).
+  std::vector<uint8_t> biased_;
+  std::vector<std::pair<Token, float>> bias_;
+  size_t n_bias_tokens_ = 0;                   // top-k path: distinct tokens in bias_
+  std::vector<std::pair<float, Token>> heap_;  // top-k path: the best so far
 };
 
 }  // namespace outpost::engine

@@ -318,10 +318,24 @@ void Scheduler::Step() {
       f.i_batch = s.i_batch;
     }
   }
+  // Every sequence's next token at once (the engine may sample them in
+  // parallel), then each is handled in slot order.
+  sample_slots_.clear();
+  sample_seqs_.clear();
+  sample_idx_.clear();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].i_batch < 0) continue;
+    sample_slots_.push_back(i);
+    sample_seqs_.push_back(slots_[i].seq);
+    sample_idx_.push_back(slots_[i].i_batch);
+  }
+  sample_out_.resize(sample_slots_.size());
+  engine_->SampleMany(sample_seqs_, sample_idx_, sample_out_);
   int32_t n_sampled = 0;
-  for (auto& s : slots_) {
-    if (s.i_batch < 0) continue;
-    const engine::Token tok = engine_->Sample(s.seq, s.i_batch);
+  for (size_t k = 0; k < sample_slots_.size(); ++k) {
+    Slot& s = slots_[sample_slots_[k]];
+    if (s.i_batch < 0) continue;  // finished while an earlier slot was handled
+    const engine::Token tok = sample_out_[k];
     s.state = SlotState::kDecode;
     HandleSampled(s, tok, s.i_batch);
     ++n_sampled;

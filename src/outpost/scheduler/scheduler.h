@@ -377,6 +377,12 @@ class Scheduler {
 
   // Engine thread only.
   std::vector<Slot> slots_;
+  // Step(): the slots sampled this step, their sequences, batch rows and
+  // tokens (kept to reuse their memory).
+  std::vector<size_t> sample_slots_;
+  std::vector<engine::SeqId> sample_seqs_;
+  std::vector<int32_t> sample_idx_;
+  std::vector<engine::Token> sample_out_;
   util::Clock::Duration rate_window_busy_{};
   int64_t rate_window_tokens_ = 0;
   int64_t rate_window_prefill_ = 0;
