@@ -55,6 +55,11 @@ def new_client():
 
 
 CLIENT = new_client()
+# --sampling: what every request asks for. "sampled" is llama-server's default
+# chain (what a client gets that sets only a temperature).
+SAMPLING = {"greedy": {"temperature": 0},
+            "sampled": {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05}}
+REQUEST_SAMPLING = SAMPLING["greedy"]
 SEQ = itertools.count(random.randrange(10**6))
 
 
@@ -65,8 +70,8 @@ def stream_one(base, n_tokens, prompt=None):
     # prefill at all.
     if prompt is None:
         prompt = f"[{next(SEQ)}] {PROMPT}"
-    body = {"prompt": prompt, "max_tokens": n_tokens, "temperature": 0, "ignore_eos": True,
-            "stream": True, "stream_options": {"include_usage": True}}
+    body = {"prompt": prompt, "max_tokens": n_tokens, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}, **REQUEST_SAMPLING}
     t0 = time.perf_counter()
     first = last = None
     tokens = None
@@ -181,14 +186,19 @@ def main():
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    ap.add_argument("--sampling", choices=sorted(SAMPLING), default="greedy",
+                    help="greedy (default), or sampled: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05")
     args = ap.parse_args()
+    global REQUEST_SAMPLING
+    REQUEST_SAMPLING = SAMPLING[args.sampling]
     clients_list = [int(c) for c in args.clients.split(",")]
     slots = max(clients_list)
     ctx = 512
     os.makedirs(args.out, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%d")
     result = {"date": stamp, "machine": platform.node(), "cpu": cpu_name(), "threads": args.threads,
-              "model": os.path.realpath(args.model), "tokens": args.tokens, "rounds": args.rounds}
+              "model": os.path.realpath(args.model), "tokens": args.tokens, "rounds": args.rounds,
+              "sampling": REQUEST_SAMPLING}
 
     log("memory bandwidth (membw)")
     result["membw"] = json.loads(subprocess.check_output([args.membw, "--threads", str(args.threads)]))
@@ -233,6 +243,8 @@ def main():
     result["sweep"] = sweep
 
     name = f"{stamp}-{os.path.splitext(os.path.basename(args.model))[0]}"
+    if args.sampling != "greedy":
+        name += f"-{args.sampling}"
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=2)
     svg_sweep(os.path.join(args.out, f"{name}-sweep.svg"), sweep, clients_list)
@@ -253,7 +265,7 @@ def markdown(r, clients_list):
     o, l = r["sweep"]["outpost"], r["sweep"]["llama-server"]
     lines = [
         f"Machine: {r['cpu']}, {r['threads']} threads; model {os.path.basename(r['model'])}; "
-        f"{r['tokens']} new tokens; median of {r['rounds']} rounds; {r['date']}.",
+        f"{r['tokens']} new tokens; sampling {r.get('sampling')}; median of {r['rounds']} rounds; {r['date']}.",
         "",
         f"Memory bandwidth (membw, {r['membw']['threads']} threads): read {r['membw']['read_gbps']:.1f} GB/s, "
         f"triad {r['membw']['triad_gbps']:.1f} GB/s.",
