@@ -6,8 +6,6 @@
 // (logits ~ N(0, 3)), 16 of them, 1 MiB each for Gemma.
 //
 //   build/sampler_cost --model .deps/models/gemma-3-270m.gguf [--threads 2]
-#include <omp.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

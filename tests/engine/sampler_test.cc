@@ -83,6 +83,18 @@ class SamplerTest : public ::testing::Test {
 
 Model* SamplerTest::model_ = nullptr;
 
+// A seeded sampling chain: temperature, then top-k, top-p and min-p cuts.
+SamplingParams Seeded(float temperature, int32_t top_k, float top_p, float min_p, uint32_t seed) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.seed = seed;
+  p.has_seed = true;
+  return p;
+}
+
 TEST_F(SamplerTest, GreedyFastPathMatchesLlamaGreedy) {
   SamplingParams p;
   p.temperature = 0;
@@ -97,35 +109,16 @@ TEST_F(SamplerTest, GreedyFastPathAppliesLogitBiasLikeLlama) {
 }
 
 TEST_F(SamplerTest, TopKPathDrawsWhatTheFullChainDraws) {
-  SamplingParams p;
-  p.temperature = 0.9f;
-  p.top_k = 40;
-  p.top_p = 0.95f;
-  p.min_p = 0.02f;
-  p.seed = 42;
-  p.has_seed = true;
-  ExpectSameTokens(p, 32);
+  ExpectSameTokens(Seeded(0.9f, 40, 0.95f, 0.02f, 42), 32);
 }
 
 TEST_F(SamplerTest, TopPWithoutTopKIsCutAtTheCapAndDrawsTheSame) {
-  SamplingParams p;
-  p.temperature = 1.2f;
-  p.top_k = 0;  // capped at kTopKCap: the top-k path with k = 1000
-  p.top_p = 0.98f;
-  p.min_p = 0.0f;
-  p.seed = 7;
-  p.has_seed = true;
-  ExpectSameTokens(p, 32);
+  // top_k 0 is capped at kTopKCap: the top-k path with k = 1000.
+  ExpectSameTokens(Seeded(1.2f, 0, 0.98f, 0.0f, 7), 32);
 }
 
 TEST_F(SamplerTest, TopKPathAppliesLogitBiasLikeLlama) {
-  SamplingParams p;
-  p.temperature = 0.8f;
-  p.top_k = 20;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.seed = 3;
-  p.has_seed = true;
+  SamplingParams p = Seeded(0.8f, 20, 1.0f, 0.0f, 3);
   // Bans, a token listed twice (its biases add up), a push from far down.
   p.logit_bias = {{9999, 12.0f}, {236743, -100.0f}, {1, -100.0f}, {106, 3.5f}, {106, 2.0f}};
   ExpectSameTokens(p, 16);
@@ -153,13 +146,7 @@ void ExpectSameDrawsOnFlatRows(const Model& model, const SamplingParams& p, int 
 }
 
 TEST_F(SamplerTest, TopKPathOnFlatRowsDrawsEveryCandidateLikeTheFullChain) {
-  SamplingParams p;
-  p.temperature = 1.5f;
-  p.top_k = 40;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.seed = 11;
-  p.has_seed = true;
+  SamplingParams p = Seeded(1.5f, 40, 1.0f, 0.0f, 11);
   ExpectSameDrawsOnFlatRows(*model_, p, 200);
   p.top_p = 0.9f;
   p.min_p = 0.05f;
@@ -170,21 +157,11 @@ TEST_F(SamplerTest, TopKPathOnFlatRowsDrawsEveryCandidateLikeTheFullChain) {
 }
 
 TEST_F(SamplerTest, PenaltiesAndUncappedSamplingStayOnTheFullChain) {
-  SamplingParams p;
-  p.temperature = 0.8f;
-  p.top_k = 40;
+  SamplingParams p = Seeded(0.8f, 40, 0.95f, 0.05f, 5);
   p.frequency_penalty = 0.5f;
-  p.seed = 5;
-  p.has_seed = true;
   ExpectSameTokens(p, 8, /*row_only=*/false);
-  SamplingParams q;
-  q.temperature = 0.8f;
-  q.top_k = 0;
-  q.top_p = 1.0f;
-  q.min_p = 0.0f;  // no cut at all: the whole row is the distribution
-  q.seed = 5;
-  q.has_seed = true;
-  ExpectSameTokens(q, 4, /*row_only=*/false);
+  // No cut at all: the whole row is the distribution.
+  ExpectSameTokens(Seeded(0.8f, 0, 1.0f, 0.0f, 5), 4, /*row_only=*/false);
 }
 
 TEST_F(SamplerTest, ArgmaxOnCraftedRows) {
@@ -219,11 +196,10 @@ TEST_F(SamplerTest, BiasesListedTwiceForATokenAddUp) {
   auto greedy = Sampler::Create(*model_, p);
   ASSERT_TRUE(greedy.ok());
   EXPECT_EQ((*greedy)->SampleRow(row.data()), 42);
-  p.temperature = 0.01f;  // the top-k path: as good as greedy at this temperature
-  p.top_k = 5;
-  p.seed = 1;
-  p.has_seed = true;
-  auto topk = Sampler::Create(*model_, p);
+  // The top-k path: as good as greedy at this temperature.
+  SamplingParams q = Seeded(0.01f, 5, 0.95f, 0.05f, 1);
+  q.logit_bias = p.logit_bias;
+  auto topk = Sampler::Create(*model_, q);
   ASSERT_TRUE(topk.ok());
   ASSERT_TRUE((*topk)->RowOnly());
   EXPECT_EQ((*topk)->SampleRow(row.data()), 42);

@@ -32,34 +32,24 @@ Token LlamaEngine::Sample(SeqId seq, int32_t idx) {
 
 void LlamaEngine::SampleMany(std::span<const SeqId> seqs, std::span<const int32_t> idx,
                              std::span<Token> out) {
+  // On the engine thread: the general path's sequences, and the rows of the
+  // others (llama_get_logits_ith also synchronises the context).
   row_only_.clear();
   rows_.clear();
   for (size_t i = 0; i < seqs.size(); ++i) {
     Sampler& s = *samplers_[static_cast<size_t>(seqs[i])];
-    if (!s.RowOnly()) continue;
+    if (!s.RowOnly()) {
+      out[i] = s.Sample(*ctx_, idx[i]);
+      continue;
+    }
     row_only_.push_back(i);
-    // Here, on the engine thread: llama_get_logits_ith also synchronises.
     rows_.push_back(llama_get_logits_ith(ctx_->raw(), idx[i]));
   }
   const int n = static_cast<int>(row_only_.size());
-  if (n >= 2 && threads_ > 1) {
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (int k = 0; k < n; ++k) {
-      const size_t i = row_only_[static_cast<size_t>(k)];
-      out[i] = samplers_[static_cast<size_t>(seqs[i])]->SampleRow(rows_[static_cast<size_t>(k)]);
-    }
-  } else {
-    for (int k = 0; k < n; ++k) {
-      const size_t i = row_only_[static_cast<size_t>(k)];
-      out[i] = samplers_[static_cast<size_t>(seqs[i])]->SampleRow(rows_[static_cast<size_t>(k)]);
-    }
-  }
-  for (size_t i = 0, k = 0; i < seqs.size(); ++i) {
-    if (k < row_only_.size() && row_only_[k] == i) {
-      ++k;
-      continue;
-    }
-    out[i] = samplers_[static_cast<size_t>(seqs[i])]->Sample(*ctx_, idx[i]);
+#pragma omp parallel for if (n >= 2 && threads_ > 1) num_threads(threads_) schedule(dynamic, 1)
+  for (int k = 0; k < n; ++k) {
+    const size_t i = row_only_[static_cast<size_t>(k)];
+    out[i] = samplers_[static_cast<size_t>(seqs[i])]->SampleRow(rows_[static_cast<size_t>(k)]);
   }
 }
 

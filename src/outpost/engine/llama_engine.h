@@ -59,7 +59,7 @@ class LlamaEngine final : public Engine {
   Token Sample(SeqId seq, int32_t idx) override;
   // Samplers that need only their logits row (Sampler::RowOnly) run at once
   // on the decode's thread count (the OpenMP team llama.cpp's CPU backend has
-  // just used, so no thread is added or woken); the others after, one by one.
+  // just used, so no thread is added or woken); the others one by one first.
   void SampleMany(std::span<const SeqId> seqs, std::span<const int32_t> idx,
                   std::span<Token> out) override;
   TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const override {

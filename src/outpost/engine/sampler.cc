@@ -64,11 +64,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   const std::vector<std::pair<Token, float>> bias = MergedBias(p.logit_bias);
   if (allow_fast_path && *p.temperature <= 0.0f && !penalties && p.grammar.empty()) {
     s->fast_greedy_ = true;
-    if (!bias.empty()) {
-      s->biased_.assign(static_cast<size_t>(n_vocab), 0);
-      for (const auto& [tok, b] : bias) s->biased_[static_cast<size_t>(tok)] = 1;
-      s->bias_ = bias;
-    }
+    s->UseBias(bias);
     return s;
   }
   common_params_sampling cp;
@@ -112,21 +108,14 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   // the logit bias and the top-k cut it sees exactly the k best candidates.
   if (allow_fast_path && p.grammar.empty() && !penalties && cp.top_k > 0 && cp.top_k <= kTopKCap) {
     s->top_k_ = cp.top_k;
-    s->bias_ = bias;
     // The chain also bans the model's suppressed tokens (llama.cpp adds them
     // to its logit bias); a ban on a banned token changes nothing.
+    std::vector<std::pair<Token, float>> with_suppressed = bias;
     int32_t n_suppress = 0;
     const llama_token* suppress =
         llama_vocab_get_suppress_tokens(llama_model_get_vocab(model.raw()), &n_suppress);
-    for (int32_t i = 0; i < n_suppress; ++i) s->bias_.emplace_back(suppress[i], -INFINITY);
-    if (!s->bias_.empty()) {
-      std::sort(s->bias_.begin(), s->bias_.end());
-      s->biased_.assign(static_cast<size_t>(n_vocab), 0);
-      for (const auto& [tok, b] : s->bias_) {
-        s->n_bias_tokens_ += s->biased_[static_cast<size_t>(tok)] == 0;
-        s->biased_[static_cast<size_t>(tok)] = 1;
-      }
-    }
+    for (int32_t i = 0; i < n_suppress; ++i) with_suppressed.emplace_back(suppress[i], -INFINITY);
+    s->UseBias(std::move(with_suppressed));
     s->heap_.reserve(static_cast<size_t>(cp.top_k) + s->n_bias_tokens_);
   }
   return s;
@@ -155,6 +144,17 @@ Token Sampler::SampleWholeRow(const float* logits) {
 
 Token Sampler::SampleRow(const float* logits) {
   return fast_greedy_ ? Argmax(logits) : SampleTopK(logits);
+}
+
+void Sampler::UseBias(std::vector<std::pair<Token, float>> bias) {
+  if (bias.empty()) return;
+  bias_ = std::move(bias);
+  std::sort(bias_.begin(), bias_.end());
+  biased_.assign(static_cast<size_t>(n_vocab_), 0);
+  for (const auto& [tok, b] : bias_) {
+    n_bias_tokens_ += biased_[static_cast<size_t>(tok)] == 0;
+    biased_[static_cast<size_t>(tok)] = 1;
+  }
 }
 
 float Sampler::Biased(const float* logits, Token t) const {

@@ -73,6 +73,9 @@ class Sampler {
   Sampler() = default;
   static StatusOr<std::unique_ptr<Sampler>> Build(const Model& model, const SamplingParams& params,
                                                   bool allow_fast_path);
+  // Row-only paths: keeps `bias` (any order, a token may repeat) for
+  // Biased() and marks its tokens in biased_.
+  void UseBias(std::vector<std::pair<Token, float>> bias);
   Token Argmax(const float* logits) const;
   Token SampleTopK(const float* logits);
   float Biased(const float* logits, Token t) const;
@@ -85,7 +88,7 @@ class Sampler {
   // sorted by token (the top-k path adds the model's suppressed tokens).
   std::vector<uint8_t> biased_;
   std::vector<std::pair<Token, float>> bias_;
-  size_t n_bias_tokens_ = 0;                   // top-k path: distinct tokens in bias_
+  size_t n_bias_tokens_ = 0;                   // distinct tokens in bias_
   std::vector<std::pair<float, Token>> heap_;  // top-k path: the best so far
 };
 
