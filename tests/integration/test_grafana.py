@@ -11,6 +11,7 @@ import tempfile
 import time
 
 import httpx
+import pytest
 
 from outpost_harness import free_port, serve
 from test_dashboard import _load
@@ -74,12 +75,15 @@ def test_every_panel_query_runs_in_prometheus_against_a_live_outpost(tmp_path):
             deadline = time.time() + 60
             while time.time() < deadline:
                 try:
-                    r = httpx.get(api, params={"query": 'up{job="outpost"}'}, timeout=5).json()
-                    if r["status"] == "success" and r["data"]["result"]:
+                    # Until its storage is open Prometheus answers 503 "Service Unavailable".
+                    r = httpx.get(api, params={"query": 'up{job="outpost"}'}, timeout=5)
+                    if r.status_code == 200 and r.json()["data"]["result"]:
                         break
                 except httpx.HTTPError:
                     pass
                 time.sleep(0.5)
+            else:
+                pytest.fail("Prometheus did not scrape Outpost within 60 s")
             _load(s, 8, clients=2)
             time.sleep(4)  # a few more scrapes and rule evaluations
             empty, failed = [], []

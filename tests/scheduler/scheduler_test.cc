@@ -422,6 +422,40 @@ TEST(Scheduler, BatchWorkIsRationedWhileUsersAreActive) {
   }
 }
 
+TEST(Scheduler, RatesArePublishedEachBusySecondAndWhenAShortBurstEnds) {
+  Fixture f(Opts(2, 0), std::string(400, 'y'));
+  f.engine->on_decode = [&](size_t) { f.clock.Advance(std::chrono::milliseconds(20)); };
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  // Two steps (40 ms of work) are too short a window to publish anything.
+  auto a = f.Sink("a");
+  ASSERT_TRUE(f.Submit(a, 4, 2).ok());
+  f.RunToIdle();
+  ASSERT_TRUE(a->done);
+  EXPECT_EQ(f.engine->batches.size(), 2u);
+  EXPECT_EQ(stats.decode_tokens_per_second.value(), 0);
+  // Ten more steps: the burst ends with 240 ms of busy time in the window
+  // (the idle gap between the bursts does not count): 12 tokens sampled, 8
+  // prompt tokens decoded.
+  f.clock.Advance(std::chrono::seconds(5));
+  auto b = f.Sink("b");
+  ASSERT_TRUE(f.Submit(b, 4, 10).ok());
+  f.RunToIdle();
+  ASSERT_TRUE(b->done);
+  EXPECT_EQ(f.engine->batches.size(), 12u);
+  EXPECT_DOUBLE_EQ(stats.decode_tokens_per_second.value(), 12 / 0.24);
+  EXPECT_DOUBLE_EQ(stats.prefill_tokens_per_second.value(), 8 / 0.24);
+  // While a request runs, a window closes on each busy second (50 steps)
+  // and the published rate is the mean of the old and the new.
+  auto c = f.Sink("c");
+  ASSERT_TRUE(f.Submit(c, 4, 100).ok());
+  for (int i = 0; i < 49; ++i) ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_DOUBLE_EQ(stats.decode_tokens_per_second.value(), 12 / 0.24);
+  ASSERT_TRUE(f.sched->StepForTest());
+  EXPECT_DOUBLE_EQ(stats.decode_tokens_per_second.value(), 0.5 * (12 / 0.24) + 0.5 * 50);
+  EXPECT_FALSE(c->done);
+  f.RunToIdle();
+}
+
 TEST(Scheduler, RationedBatchPromptsAdvanceByTheRation) {
   SchedulerOptions o = Opts(2, 0, /*batch_size=*/64, /*prefill_chunk=*/32);
   o.batch_yield_ms = 1000;

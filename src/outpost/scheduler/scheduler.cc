@@ -342,7 +342,9 @@ void Scheduler::Step() {
     if (!s.draft.empty()) n_sampled += VerifyDrafts(s, tok);
   }
   const auto step_time = clock_->Now() - step_start;
-  UpdateRate(n_sampled, n_prefill, step_time);
+  bool idle = true;
+  for (const auto& s : slots_) idle = idle && s.state == SlotState::kIdle;
+  UpdateRate(n_sampled, n_prefill, step_time, idle);
   LearnStepCost(n_decode, n_prefill, step_time);
   spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
                 n_sampled, Seconds(step_time) * 1000);

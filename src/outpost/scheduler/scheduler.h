@@ -166,6 +166,8 @@ class Scheduler {
   // The smallest prefill chunk a step budget leaves, so that a prompt still
   // advances when decoding alone fills the budget.
   static constexpr int32_t kMinBudgetChunk = 16;
+  // The least busy time a rate window closes on when the engine goes idle.
+  static constexpr double kMinIdleRateWindow = 0.1;  // seconds
 
   // `stats` are this model's series (their registry and `clock` must outlive
   // the scheduler).
@@ -347,7 +349,11 @@ class Scheduler {
   // the cells of refused guesses are dropped. Returns the tokens sampled.
   int32_t VerifyDrafts(Slot& s, engine::Token tok);
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
-  void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step);
+  // Engine thread, after each step: adds the step to the rate window and
+  // publishes the decode and prefill rates when the window holds a busy
+  // second, or, when `idle` (no slot is busy after the step), at least
+  // kMinIdleRateWindow of busy time: a short burst still reports its rate.
+  void UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step, bool idle);
   // Engine thread: learns the step cost model from one step; PrefillChunk()
   // is what the next step may prefill while others decode.
   void LearnStepCost(int32_t n_decode, int32_t n_prefill, util::Clock::Duration step);

@@ -34,14 +34,15 @@ int32_t Scheduler::PrefillChunk() const {
   return static_cast<int32_t>(tokens);
 }
 
-void Scheduler::UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step) {
+void Scheduler::UpdateRate(int32_t n_sampled, int32_t n_prefill, util::Clock::Duration step,
+                           bool idle) {
   // Rates over busy time only (idle gaps do not dilute them), refreshed each
-  // second; never reset by a scrape.
+  // busy second and when the engine goes idle; never reset by a scrape.
   rate_window_tokens_ += n_sampled;
   rate_window_prefill_ += n_prefill;
   rate_window_busy_ += step;
   const double dt = Seconds(rate_window_busy_);
-  if (dt < 1.0) return;
+  if (dt < (idle ? kMinIdleRateWindow : 1.0)) return;
   const double tps = static_cast<double>(rate_window_tokens_) / dt;
   const double pps = static_cast<double>(rate_window_prefill_) / dt;
   rate_window_tokens_ = 0;
