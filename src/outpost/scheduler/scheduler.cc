@@ -292,6 +292,7 @@ void Scheduler::Step() {
   const auto step_start = clock_->Now();
   const bool interruptible = options_.batch_yield_ms > 0 && batch_only;
   const Status st = interruptible ? engine_->DecodeInterruptible(interrupt_) : engine_->Decode();
+  const auto decode_time = clock_->Now() - step_start;
   if (interruptible && st.code() == StatusCode::kCancelled) {
     // A higher class arrived: this step's batch work is undone and redone
     // later; the next step admits the newcomer.
@@ -346,8 +347,9 @@ void Scheduler::Step() {
   for (const auto& s : slots_) idle = idle && s.state == SlotState::kIdle;
   UpdateRate(n_sampled, n_prefill, step_time, idle);
   LearnStepCost(n_decode, n_prefill, step_time);
-  spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms", n_decode, n_prefill,
-                n_sampled, Seconds(step_time) * 1000);
+  spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms (decode {:.1f} ms)",
+                n_decode, n_prefill, n_sampled, Seconds(step_time) * 1000,
+                Seconds(decode_time) * 1000);
   uint64_t held = 0, cached = 0;
   for (const auto& s : slots_) {
     held += s.kv.size();
