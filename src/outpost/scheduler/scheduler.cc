@@ -343,18 +343,21 @@ void Scheduler::Step() {
     if (!s.draft.empty()) n_sampled += VerifyDrafts(s, tok);
   }
   const auto step_time = clock_->Now() - step_start;
-  bool idle = true;
-  for (const auto& s : slots_) idle = idle && s.state == SlotState::kIdle;
+  uint64_t held = 0, cached = 0;
+  bool idle = true;  // no slot busy after this step
+  for (const auto& s : slots_) {
+    held += s.kv.size();
+    if (s.state == SlotState::kIdle) {
+      cached += s.kv.size();
+    } else {
+      idle = false;
+    }
+  }
   UpdateRate(n_sampled, n_prefill, step_time, idle);
   LearnStepCost(n_decode, n_prefill, step_time);
   spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms (decode {:.1f} ms)",
                 n_decode, n_prefill, n_sampled, Seconds(step_time) * 1000,
                 Seconds(decode_time) * 1000);
-  uint64_t held = 0, cached = 0;
-  for (const auto& s : slots_) {
-    held += s.kv.size();
-    if (s.state == SlotState::kIdle) cached += s.kv.size();
-  }
   const double used = static_cast<double>(held * options_.kv_bytes_per_token);
   stats_.kv_bytes_used.Set(used);
   const double limit = stats_.kv_bytes_limit.value();
