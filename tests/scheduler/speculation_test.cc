@@ -4,6 +4,9 @@
 // prefilled).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "scheduler/scheduler_fixture.h"
@@ -32,10 +35,19 @@ struct Outcome {
   int32_t kv_after = 0;
 };
 
+// What a step of n rows costs on the simulated clock (µs). By default a row
+// is nearly free beside the step (a GPU, a bandwidth-bound CPU), so guesses
+// pay and speculation's plan (draft_plan.h) keeps them.
+using StepCost = std::function<int64_t(size_t)>;
+int64_t CheapRows(size_t n) {
+  return 10000 + 100 * static_cast<int64_t>(n);
+}
+
 Outcome Generate(SchedulerOptions o, const std::string& reply, int32_t max_tokens = -1,
-                 Priority p = Priority::kInteractive) {
+                 Priority p = Priority::kInteractive, const StepCost& step_us = CheapRows) {
   o.prefix_cache = true;  // a finished request keeps its KV: its cells must be exact
   Fixture f(o, reply);
+  f.engine->on_decode = [&](size_t n) { f.clock.Advance(std::chrono::microseconds(step_us(n))); };
   const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
   auto sink = f.Sink("one");
   EXPECT_TRUE(f.Submit(sink, 8, max_tokens, p).ok());
@@ -82,6 +94,39 @@ TEST(Speculation, TextThatDoesNotRepeatComesOutTheSameAndNoSlower) {
   EXPECT_LE(spec.steps, plain.steps);
   EXPECT_EQ(spec.kv_after, plain.kv_after);
   EXPECT_EQ(spec.violations, 0);
+}
+
+TEST(Speculation, GuessesAreKeptOnlyWhereTheirRowsAreWorthIt) {
+  // Text whose guesses come true about half the time: words drawn at random
+  // from a few, so a word's end can be guessed and the word after it not.
+  const char* words[] = {"lathe ", "valve ", "pump ", "conveyor ", "filler "};
+  std::string mixed;
+  uint32_t x = 12345;
+  while (mixed.size() < 200) {
+    x = x * 1103515245u + 12345u;
+    mixed += words[(x >> 16) % 5];
+  }
+  // A row costs a hundredth of a step's fixed part, or as much as a token
+  // (a compute-bound CPU).
+  const auto dear = [](size_t n) { return 500 + 10000 * static_cast<int64_t>(n); };
+  SchedulerOptions o = Spec(4);
+  o.ctx_per_session = 512;
+  const Outcome plain = Generate(Spec(0), mixed);
+  const Outcome c = Generate(o, mixed);
+  const Outcome d = Generate(o, mixed, -1, Priority::kInteractive, dear);
+  EXPECT_EQ(c.text, plain.text);
+  EXPECT_EQ(d.text, plain.text);
+  EXPECT_EQ(d.kv_after, plain.kv_after);
+  const double acceptance = static_cast<double>(c.accepted) / static_cast<double>(c.drafted);
+  EXPECT_GT(acceptance, 0.2);
+  EXPECT_LT(acceptance, 0.8);
+  // Cheap rows: guessing goes on through the answer and saves steps. Dear
+  // rows: the plan learns what a bigger step costs from the first few it
+  // tries, and then keeps only guesses nearly sure to come true.
+  EXPECT_LT(c.steps, plain.steps);
+  EXPECT_GT(c.drafted, 4 * d.drafted) << c.drafted << " vs " << d.drafted;
+  EXPECT_EQ(c.violations, 0);
+  EXPECT_EQ(d.violations, 0);
 }
 
 TEST(Speculation, TheBatchClassNeverGuesses) {

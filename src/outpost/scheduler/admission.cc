@@ -255,6 +255,7 @@ int32_t Scheduler::AdmitLocked() {
       slot.draft_idx.clear();
       slot.spec_drafted = 0;
       slot.spec_accepted = 0;
+      slot.spec_refused = 0;
       ++active_;
     }
   }

@@ -13,7 +13,11 @@ using util::Seconds;
 
 Scheduler::Scheduler(std::unique_ptr<engine::Engine> engine, SchedulerOptions options,
                      SchedulerStats stats, const util::Clock* clock)
-    : engine_(std::move(engine)), options_(options), stats_(stats), clock_(clock) {
+    : engine_(std::move(engine)),
+      options_(options),
+      stats_(stats),
+      clock_(clock),
+      spec_costs_(options_.batch_size) {
   slots_.resize(static_cast<size_t>(options_.sessions));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<engine::SeqId>(i);
   stats_.max_sessions.Set(options_.sessions);
@@ -289,6 +293,7 @@ void Scheduler::Step() {
   for (const auto& s : slots_) {
     if (s.kv.size() != s.undo_kv && s.req.priority != Priority::kBatch) batch_only = false;
   }
+  const int32_t rows = engine_->BatchSize();
   const auto step_start = clock_->Now();
   const bool interruptible = options_.batch_yield_ms > 0 && batch_only;
   const Status st = interruptible ? engine_->DecodeInterruptible(interrupt_) : engine_->Decode();
@@ -355,6 +360,9 @@ void Scheduler::Step() {
   }
   UpdateRate(n_sampled, n_prefill, step_time, idle);
   LearnStepCost(n_decode, n_prefill, step_time);
+  // llama.cpp's own time for the rows: sampling and handing out a token
+  // cost the same whether it was guessed or not.
+  if (n_prefill == 0) spec_costs_.Observe(rows, Seconds(decode_time));
   spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms (decode {:.1f} ms)",
                 n_decode, n_prefill, n_sampled, Seconds(step_time) * 1000,
                 Seconds(decode_time) * 1000);

@@ -86,6 +86,7 @@
 #include <vector>
 
 #include "outpost/engine/engine.h"
+#include "outpost/scheduler/draft_plan.h"
 #include "outpost/scheduler/request.h"
 #include "outpost/scheduler/scheduler_stats.h"
 #include "outpost/scheduler/stop_matcher.h"
@@ -119,8 +120,12 @@ struct SchedulerOptions {
   // decoding sequence and step from its own history (ngram_draft.h), all
   // verified in the one step. 0 = off. Load-aware: only while at most
   // spec_max_batch sequences decode (past that, verification stops being
-  // nearly free), no prompt is being prefilled, never for the batch class,
-  // and no longer for a request whose guesses mostly fail.
+  // nearly free), no prompt is being prefilled, and never for the batch
+  // class. Within that, a step carries the guesses that make its expected
+  // tokens per second highest, from the measured cost of steps of each size
+  // and each sequence's record (draft_plan.h): on a CPU whose rows cost
+  // almost a token at four sequences only near-certain guesses go in; a
+  // request whose guesses mostly fail stops guessing.
   int32_t spec_draft_max = 0;
   int32_t spec_max_batch = 4;
   // The batch class beside interactive users: while a request above the
@@ -274,6 +279,7 @@ class Scheduler {
     std::vector<int32_t> draft_idx;
     int32_t spec_drafted = 0;
     int32_t spec_accepted = 0;
+    int32_t spec_refused = 0;  // drafts ended by a wrong guess
     // Where the slot stood before this step's batch was built (UndoStep()).
     size_t undo_kv = 0;
     size_t undo_prompt_done = 0;
@@ -348,6 +354,9 @@ class Scheduler {
   // confirms, each sampled in turn until one differs or the request ends;
   // the cells of refused guesses are dropped. Returns the tokens sampled.
   int32_t VerifyDrafts(Slot& s, engine::Token tok);
+  // What a guess of a sequence without a record of its own is expected to
+  // do: the recent guesses of all sequences (see Acceptance()).
+  double SpecPrior() const;
   double WaitSecondsLocked() const OUTPOST_REQUIRES(mu_);
   // Engine thread, after each step: adds the step to the rate window and
   // publishes the decode and prefill rates when the window holds a busy
@@ -393,6 +402,14 @@ class Scheduler {
   int64_t rate_window_tokens_ = 0;
   int64_t rate_window_prefill_ = 0;
   double prefill_tps_ = 0;  // EMA, the engine thread only
+  // Speculation: what decode-only steps cost by their rows, and the guesses
+  // of all sequences, confirmed and refused (halved as they grow) — how many
+  // guesses a step carries (draft_plan.h). AddDrafts() scratch beside them.
+  StepCostTable spec_costs_;
+  double spec_accepted_all_ = 0;
+  double spec_refused_all_ = 0;
+  std::vector<size_t> draft_slots_;
+  std::vector<DraftCandidate> draft_candidates_;
   // The step cost model (step_budget_ms): EMAs of a decode-only step's time
   // and of the time one prompt token adds to a step; 0 = not measured yet.
   double decode_step_ms_ = 0;

@@ -1,6 +1,8 @@
 // Scheduler speculation (scheduler.h), engine thread: n-gram guesses added
 // to a step for the decoding sequences, and their verification.
 //
+// How many guesses a step carries: draft_plan.h.
+//
 // A guess is verified by sampling: the sequence samples its next token from
 // the logits after its last token as always; while that equals the first
 // guess, the guess's cell is already the right KV and the token after it is
@@ -8,6 +10,7 @@
 // through the sampler in order, so the output is what plain decoding gives
 // (exactly so under greedy decoding); only the number of steps changes.
 #include <algorithm>
+#include <vector>
 
 #include "outpost/scheduler/ngram_draft.h"
 #include "outpost/scheduler/scheduler.h"
@@ -15,10 +18,8 @@
 namespace outpost::scheduler {
 namespace {
 
-// After this many guesses, a request whose guesses are confirmed less often
-// than kMinAcceptance stops guessing: its extra rows cost more than they save.
-constexpr int32_t kJudgeAfter = 16;
-constexpr double kMinAcceptance = 0.25;
+// The guesses of all sequences are tallied over about this many outcomes.
+constexpr double kSpecTally = 1000;
 
 }  // namespace
 
@@ -30,13 +31,13 @@ void Scheduler::AddDrafts(int32_t n_decode, int32_t n_prefill) {
   // A sliding-window cache cannot always cut refused guesses back out.
   if (engine_->SlidingWindow() > 0) return;
   int32_t room = options_.batch_size - engine_->BatchSize();
-  for (auto& s : slots_) {
+  draft_slots_.clear();
+  draft_candidates_.clear();
+  const double prior = SpecPrior();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
     if (s.state != SlotState::kDecode || s.i_batch < 0 || room <= 0) continue;
     if (s.req.priority == Priority::kBatch) continue;
-    if (s.spec_drafted >= kJudgeAfter &&
-        s.spec_accepted < kMinAcceptance * static_cast<double>(s.spec_drafted)) {
-      continue;
-    }
     // Guesses stay inside the session and within max_tokens (the token
     // sampled after the last guess is one more).
     int32_t k = std::min(options_.spec_draft_max, room);
@@ -44,14 +45,29 @@ void Scheduler::AddDrafts(int32_t n_decode, int32_t n_prefill) {
     if (s.req.max_tokens > 0) k = std::min(k, s.req.max_tokens - s.n_generated - 1);
     if (k <= 0) continue;
     s.draft = NgramDraft(s.kv, k);
+    if (s.draft.empty()) continue;
+    room -= static_cast<int32_t>(s.draft.size());
+    draft_slots_.push_back(i);
+    draft_candidates_.push_back(
+        {static_cast<int32_t>(s.draft.size()), Acceptance(s.spec_accepted, s.spec_refused, prior)});
+  }
+  if (draft_slots_.empty()) return;
+  const std::vector<int32_t> keep =
+      PlanDrafts(engine_->BatchSize(), draft_candidates_, spec_costs_);
+  for (size_t k = 0; k < draft_slots_.size(); ++k) {
+    Slot& s = slots_[draft_slots_[k]];
+    s.draft.resize(static_cast<size_t>(keep[k]));
     for (size_t j = 0; j < s.draft.size(); ++j) {
       s.draft_idx.push_back(
           engine_->Add(s.draft[j], s.n_past + static_cast<int32_t>(j), s.seq, true));
     }
-    room -= static_cast<int32_t>(s.draft.size());
-    s.spec_drafted += static_cast<int32_t>(s.draft.size());
+    s.spec_drafted += keep[k];
     stats_.spec_drafted.Add(s.draft.size());
   }
+}
+
+double Scheduler::SpecPrior() const {
+  return (spec_accepted_all_ + 1) / (spec_accepted_all_ + spec_refused_all_ + 2);
 }
 
 int32_t Scheduler::VerifyDrafts(Slot& s, engine::Token tok) {
@@ -73,6 +89,17 @@ int32_t Scheduler::VerifyDrafts(Slot& s, engine::Token tok) {
     tok = engine_->Sample(seq, idx[used]);
     HandleSampled(s, tok, idx[used]);
     ++sampled;
+  }
+  // A draft ended by a wrong guess (not by the request ending) counts
+  // against the sequence; the tally of all sequences is halved as it grows
+  // so that it follows the traffic.
+  const bool refused = used < draft.size() && s.state == SlotState::kDecode;
+  if (refused) ++s.spec_refused;
+  spec_accepted_all_ += static_cast<double>(used);
+  spec_refused_all_ += refused ? 1 : 0;
+  if (spec_accepted_all_ + spec_refused_all_ > kSpecTally) {
+    spec_accepted_all_ /= 2;
+    spec_refused_all_ /= 2;
   }
   // Cells of refused guesses go, whether the request runs on or its slot
   // keeps its KV as a cache (a finished request that freed it has none).
