@@ -273,6 +273,87 @@ TEST(PrefixCache, IdleCachesAreReclaimedEmptiestAndOldestFirst) {
   EXPECT_EQ(f.engine->violations, 0);
 }
 
+// The sequences of a step's last batch.
+std::vector<engine::SeqId> SeqsInLastBatch(const FakeEngine& e) {
+  std::vector<engine::SeqId> out;
+  for (const auto& x : e.batches.back()) {
+    if (std::find(out.begin(), out.end(), x.seq) == out.end()) out.push_back(x.seq);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(PrefixCache, RunningSequencesAreKeptConsecutive) {
+  // Six sessions, every one holding a cache, the least recently used being
+  // slot 0, then 5, then 1 … 4. Running sequences with gaps between their
+  // ids cost the engine a pass over the weights per run (Engine::Decode),
+  // so a newcomer takes the slot next to those running, not the oldest cache.
+  Fixture f(CacheOpts(6), std::string(40, 'r'));
+  const std::vector<std::string> held = {"A cached", "B cached", "C cached",
+                                         "D cached", "E cached", "F cached"};
+  for (const std::string& p : held) {
+    auto s = f.Sink(p);
+    ASSERT_TRUE(SubmitPrompt(f, s, p).ok());
+    f.RunToIdle();
+    f.clock.Advance(std::chrono::seconds(1));
+  }
+  for (size_t i = 0; i < held.size(); ++i) ASSERT_GT(f.engine->KvCells(i), 0) << i;
+  for (size_t i : {1, 2, 3, 4}) {  // touch 1 … 4: slot 5 is now older than them
+    auto s = f.Sink("touch");
+    ASSERT_TRUE(SubmitPrompt(f, s, held[i], 1).ok());
+    f.RunToIdle();
+    ASSERT_GT(s->result.usage.cached_tokens, 0);
+    f.clock.Advance(std::chrono::seconds(1));
+  }
+  auto x = f.Sink("x");
+  ASSERT_TRUE(SubmitPrompt(f, x, "unrelated one").ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0}));  // the oldest cache
+  // Least recently used would be slot 5; slot 1 keeps the two together.
+  auto y = f.Sink("y");
+  ASSERT_TRUE(SubmitPrompt(f, y, "unrelated two").ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1}));
+  // Slot 4 holds "E cached": a prompt sharing only "E " with it is not run
+  // there (a third run) but in slot 2, from scratch.
+  auto z = f.Sink("z");
+  ASSERT_TRUE(SubmitPrompt(f, z, "E other").ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
+  f.RunToIdle();
+  EXPECT_EQ(z->result.usage.cached_tokens, 0);
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(PrefixCache, ALongPrefixHeldAwayFromTheRunningOnesIsCopiedNextToThem) {
+  Fixture f(CacheOpts(4), std::string(40, 'r'));
+  // Slot 0 holds the system prompt; slots 1 and 2 other caches.
+  for (const std::string& p :
+       {kSystem + "Q: torque?", std::string("B cached"), std::string("C cached")}) {
+    auto s = f.Sink(p);
+    ASSERT_TRUE(SubmitPrompt(f, s, p).ok());
+    f.RunToIdle();
+    f.clock.Advance(std::chrono::seconds(1));
+  }
+  // x runs in slot 3 (empty): the system prompt's holder, slot 0, is not
+  // next to it, so y's prefix is copied into slot 2 and slot 0 keeps its cache.
+  auto x = f.Sink("x");
+  ASSERT_TRUE(SubmitPrompt(f, x, "unrelated").ok());
+  f.sched->StepForTest();
+  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({3}));
+  const int copies = f.engine->copies;
+  auto y = f.Sink("y");
+  ASSERT_TRUE(SubmitPrompt(f, y, kSystem + "Q: speed?").ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({2, 3}));
+  f.RunToIdle();
+  EXPECT_EQ(f.engine->copies, copies + 1);
+  EXPECT_EQ(y->result.usage.cached_tokens, static_cast<int32_t>(kSystem.size() + 3));
+  EXPECT_EQ(y->text, std::string(40, 'r'));
+  EXPECT_GT(f.engine->KvCells(0), static_cast<int32_t>(kSystem.size()));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
 TEST(PrefixCache, ScopesDoNotShare) {
   // A restricted request never reuses KV another scope computed, nor leaves
   // KV that another scope reuses; within its scope it shares as usual.

@@ -68,6 +68,13 @@ class Engine {
   virtual int32_t BatchSize() const = 0;
   // Runs the model on the batch. Errors: ResourceExhausted (no KV slot),
   // Cancelled, Internal.
+  // Cost: each sequence has its own KV stream, and the model runs once per
+  // group of consecutive sequence ids holding equally many of the batch's
+  // tokens (llama.cpp's split of a multi-stream batch): four sequences
+  // 0-3 with one token each are one pass over the weights, 0, 2, 5 and 9
+  // are four, and 0-3 with 5, 1, 1, 1 tokens are two (4 rows, then 4 rows of
+  // sequence 0). The scheduler keeps running sequences consecutive and
+  // plans guesses with this in mind.
   virtual Status Decode() = 0;
   // Decode(), but cut short once `interrupt` becomes true (set from any
   // thread): then Cancelled, with none of the batch left in the KV, so the

@@ -218,7 +218,12 @@ int32_t Scheduler::AdmitLocked() {
       // The leader starts from the reused prefix (in place, or copied from
       // its holder); every other slot drops what it cached.
       int32_t start = 0;
-      if (c == 0 && pending.match == 0 && reuse.match > 0) {
+      // An idle holder passed over to keep the running sequences together
+      // (PickIdle) lends a long prefix by copy; a short one is recomputed.
+      const bool passed_over = reuse.from != idle[0] &&
+                               slots_[reuse.from].state == SlotState::kIdle &&
+                               reuse.match < options_.min_copied_prefix;
+      if (c == 0 && pending.match == 0 && reuse.match > 0 && !passed_over) {
         start = StartFrom(slot, reuse.from, reuse.match);
       } else {
         TrimCache(slot, 0);

@@ -24,7 +24,11 @@ Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
     // holder must still have the window before the cut (llama-server's rule).
     if (window > 0 && engine_->SequencePosMin(s.seq) > std::max<int32_t>(0, m - window)) continue;
     Reuse& best = s.state == SlotState::kIdle ? in_place_best : copy_best;
-    if (static_cast<int32_t>(m) > best.match) best = Reuse{i, static_cast<int32_t>(m)};
+    // Among idle holders of the same prefix, the one that keeps the running
+    // sequences in the fewest runs (PickIdle()).
+    const bool tie = s.state == SlotState::kIdle && static_cast<int32_t>(m) == best.match &&
+                     m > 0 && RunsAdded(i, {}) < RunsAdded(best.from, {});
+    if (static_cast<int32_t>(m) > best.match || tie) best = Reuse{i, static_cast<int32_t>(m)};
   }
   // A copy moves the holder's whole KV stream: worth it only when it saves at
   // least min_copied_prefix tokens over the best idle holder.
@@ -84,24 +88,56 @@ int32_t Scheduler::StartFrom(Slot& s, size_t from, int32_t keep) {
   return keep;
 }
 
+int32_t Scheduler::RunsAdded(size_t i, const std::vector<size_t>& also) const {
+  const auto busy = [&](size_t j) {
+    return slots_[j].state != SlotState::kIdle ||
+           std::find(also.begin(), also.end(), j) != also.end();
+  };
+  const bool left = i > 0 && busy(i - 1);
+  const bool right = i + 1 < slots_.size() && busy(i + 1);
+  return 1 - (left ? 1 : 0) - (right ? 1 : 0);
+}
+
 std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {
   std::vector<size_t> picked;
-  const bool in_place = reuse.match > 0 && slots_[reuse.from].state == SlotState::kIdle;
-  if (in_place) picked.push_back(reuse.from);
-  std::vector<size_t> rest;
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].state == SlotState::kIdle && !(in_place && i == reuse.from)) rest.push_back(i);
+  // The idle holder of the prefix runs it in place unless another idle slot
+  // keeps the running sequences in fewer runs; then the admission copies
+  // the prefix there, or skips a short one (min_copied_prefix).
+  bool in_place = reuse.match > 0 && slots_[reuse.from].state == SlotState::kIdle;
+  if (in_place) {
+    const int32_t runs = RunsAdded(reuse.from, {});
+    for (size_t i = 0; i < slots_.size() && in_place; ++i) {
+      in_place = slots_[i].state != SlotState::kIdle || RunsAdded(i, {}) >= runs;
+    }
   }
-  // Empty slots first, then the least recently used caches.
-  std::stable_sort(rest.begin(), rest.end(), [&](size_t a, size_t b) {
-    const Slot& x = slots_[a];
-    const Slot& y = slots_[b];
-    if (x.kv.empty() != y.kv.empty()) return x.kv.empty();
-    return !x.kv.empty() && x.cached_at < y.cached_at;
-  });
-  for (size_t i : rest) {
-    if (picked.size() == n) break;
-    picked.push_back(i);
+  if (in_place) picked.push_back(reuse.from);
+  // One at a time: the slot that keeps the running sequences in the fewest
+  // runs of consecutive ids (each run is its own pass over the weights in
+  // the engine; engine.h), then an empty one, then the least recently used
+  // cache.
+  while (picked.size() < n) {
+    size_t best = slots_.size();
+    int32_t best_runs = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].state != SlotState::kIdle) continue;
+      if (std::find(picked.begin(), picked.end(), i) != picked.end()) continue;
+      const int32_t runs = RunsAdded(i, picked);
+      if (best < slots_.size()) {
+        const Slot& x = slots_[i];
+        const Slot& y = slots_[best];
+        if (runs != best_runs) {
+          if (runs > best_runs) continue;
+        } else if (x.kv.empty() != y.kv.empty()) {
+          if (!x.kv.empty()) continue;
+        } else if (x.kv.empty() || !(x.cached_at < y.cached_at)) {
+          continue;
+        }
+      }
+      best = i;
+      best_runs = runs;
+    }
+    if (best == slots_.size()) break;
+    picked.push_back(best);
   }
   return picked;
 }

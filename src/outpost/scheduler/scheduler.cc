@@ -290,8 +290,13 @@ void Scheduler::Step() {
   if (engine_->BatchSize() == 0) return;
 
   bool batch_only = true;
+  int32_t runs = 0;  // runs of consecutive sequences in the batch (engine.h)
+  bool prev_in = false;
   for (const auto& s : slots_) {
-    if (s.kv.size() != s.undo_kv && s.req.priority != Priority::kBatch) batch_only = false;
+    const bool in = s.kv.size() != s.undo_kv;
+    if (in && s.req.priority != Priority::kBatch) batch_only = false;
+    if (in && !prev_in) ++runs;
+    prev_in = in;
   }
   const int32_t rows = engine_->BatchSize();
   const auto step_start = clock_->Now();
@@ -363,9 +368,11 @@ void Scheduler::Step() {
   // llama.cpp's own time for the rows: sampling and handing out a token
   // cost the same whether it was guessed or not.
   if (n_prefill == 0) spec_costs_.Observe(rows, Seconds(decode_time));
-  spdlog::trace("step: {} decode + {} prefill tokens, {} sampled, {:.1f} ms (decode {:.1f} ms)",
-                n_decode, n_prefill, n_sampled, Seconds(step_time) * 1000,
-                Seconds(decode_time) * 1000);
+  spdlog::trace(
+      "step: {} decode + {} guessed + {} prefill tokens in {} runs, {} sampled, {:.1f} ms (decode "
+      "{:.1f} ms)",
+      n_decode, rows - n_decode - n_prefill, n_prefill, runs, n_sampled, Seconds(step_time) * 1000,
+      Seconds(decode_time) * 1000);
   const double used = static_cast<double>(held * options_.kv_bytes_per_token);
   stats_.kv_bytes_used.Set(used);
   const double limit = stats_.kv_bytes_limit.value();

@@ -48,8 +48,13 @@
 // cut), else copied into the chosen slot (llama_memory_seq_cp) and cut — and
 // only the rest is prefilled, so a system prompt shared by concurrent
 // sessions is computed once, not once per slot. Idle caches are reclaimable:
-// a slot is taken for a new request whatever it holds, the emptiest and
-// least recently used first. With sliding-window layers (Gemma 3) a holder
+// a slot is taken for a new request whatever it holds: the one that keeps
+// the running sequences in the fewest runs of consecutive ids (each run is
+// a pass of its own over the weights; Engine::Decode), then the emptiest,
+// then the least recently used. An idle holder of a prefix runs it in place
+// unless that would split the running sequences where another slot would
+// not; then a prefix of at least min_copied_prefix tokens is copied to that
+// slot and a shorter one recomputed. With sliding-window layers (Gemma 3) a holder
 // drops cells as they leave the window, so a prefix is reused only while the
 // holder still has the window before the cut. Prefixes are shared only
 // among requests of one cache_scope (the router's tenant and data class).
@@ -114,7 +119,9 @@ struct SchedulerOptions {
   bool prefix_cache = true;         // reuse cached prompt prefixes across sessions
   // A cached prefix is copied from a busy slot only when that saves at least
   // this many tokens over the best idle holder (a copy moves the holder's
-  // whole KV stream; an idle holder is cut in place for free).
+  // whole KV stream; an idle holder is cut in place for free), and from an
+  // idle holder passed over to keep the running sequences together only
+  // when it is at least this long.
   int32_t min_copied_prefix = 16;
   // Draftless (n-gram) speculation: up to this many tokens guessed per
   // decoding sequence and step from its own history (ngram_draft.h), all
@@ -313,6 +320,10 @@ class Scheduler {
   // holder first when it is idle).
   Reuse FindPrefix(const GenerationRequest& req) const;
   std::vector<size_t> PickIdle(size_t n, const Reuse& reuse) const;
+  // How many runs of consecutive busy slots making idle slot i busy adds
+  // (-1: it joins two, 0: it extends one, 1: a new run); the slots in
+  // `also` count as busy.
+  int32_t RunsAdded(size_t i, const std::vector<size_t>& also) const;
   // Engine thread: a prompt being prefilled in another slot that will hold a
   // longer prefix of req's than `cached` (min_copied_prefix more); match 0
   // when none.
