@@ -129,6 +129,27 @@ TEST(Speculation, GuessesAreKeptOnlyWhereTheirRowsAreWorthIt) {
   EXPECT_EQ(d.violations, 0);
 }
 
+TEST(Speculation, ASequenceThatStoppedGuessingStartsAgainWhenItsTextRepeats) {
+  // First a stretch where every guess is wrong ("xa" is followed by a new
+  // letter each time, and the n-gram index guesses the last one), then an
+  // echo. Rows cost a fifth of a step here: guesses pay only when they
+  // mostly come true. The drafts left out are still scored against what is
+  // sampled, so the sequence's record turns once the echo starts.
+  std::string reply;
+  for (char c = 'b'; c <= 'w'; ++c) reply += std::string("xa") + c;
+  for (int i = 0; i < 4; ++i) reply += kEcho;
+  const auto moderate = [](size_t n) { return 8000 + 2000 * static_cast<int64_t>(n); };
+  SchedulerOptions o = Spec(4);
+  o.ctx_per_session = 512;
+  SchedulerOptions off = o;
+  off.spec_draft_max = 0;
+  const Outcome plain = Generate(off, reply, -1, Priority::kInteractive, moderate);
+  const Outcome spec = Generate(o, reply, -1, Priority::kInteractive, moderate);
+  EXPECT_EQ(spec.text, plain.text);
+  EXPECT_EQ(spec.violations, 0);
+  EXPECT_LT(spec.steps * 3, plain.steps * 2) << spec.steps << " vs " << plain.steps;
+}
+
 TEST(Speculation, TheBatchClassNeverGuesses) {
   const Outcome spec = Generate(Spec(4), kEcho, -1, Priority::kBatch);
   EXPECT_EQ(spec.text, kEcho);

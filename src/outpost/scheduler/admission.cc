@@ -261,6 +261,8 @@ int32_t Scheduler::AdmitLocked() {
       slot.spec_drafted = 0;
       slot.spec_accepted = 0;
       slot.spec_refused = 0;
+      slot.shadow.clear();
+      slot.shadow_next = 0;
       ++active_;
     }
   }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <queue>
 
+#include "outpost/engine/kv_layout.h"
+
 namespace outpost::scheduler {
 
 StepCostTable::StepCostTable(int32_t max_rows)
@@ -21,7 +23,7 @@ void StepCostTable::Observe(int32_t rows, double seconds) {
     const double above = least_from[r + 1];
     least_from[r] = seconds_[r] > 0 && (above == 0 || seconds_[r] < above) ? seconds_[r] : above;
   }
-  double at_below = 0;
+  double at_below = least_from[1];  // below the smallest count seen: that count
   for (size_t r = 1; r < seconds_.size(); ++r) {
     if (seconds_[r] > 0) at_below = least_from[r];
     cost_[r] = at_below;
@@ -35,45 +37,77 @@ std::optional<double> StepCostTable::Cost(int32_t rows) const {
   return c;
 }
 
-std::vector<int32_t> PlanDrafts(int32_t base_rows, const std::vector<DraftCandidate>& candidates,
+namespace {
+
+// Time of the step's passes with `tokens` per sequence; empty when unknown.
+std::optional<double> StepCost(const std::vector<int32_t>& tokens, const StepCostTable& costs) {
+  double total = 0;
+  for (int32_t rows : engine::BatchPasses(tokens)) {
+    const std::optional<double> c = costs.Cost(rows);
+    if (!c) return std::nullopt;
+    total += *c;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<int32_t> PlanDrafts(std::span<const int32_t> base_tokens,
+                                const std::vector<DraftCandidate>& candidates,
                                 const StepCostTable& costs) {
   std::vector<int32_t> keep(candidates.size(), 0);
-  const std::optional<double> base = costs.Cost(base_rows);
-  if (!base || base_rows <= 0) return keep;
-  // Guesses in order of their expected tokens: each sequence's next guess
-  // is worth q times its last, so a heap of one entry per sequence merges them.
+  std::vector<int32_t> tokens(base_tokens.begin(), base_tokens.end());
+  const std::optional<double> base = StepCost(tokens, costs);
+  double sampled = 0;  // tokens the step yields without guesses: one a sequence
+  for (int32_t t : base_tokens) sampled += t > 0 ? 1 : 0;
+  if (!base || sampled == 0) return keep;
+  std::vector<double> q(candidates.size());
+  int32_t most = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    q[i] = std::clamp(candidates[i].acceptance, 0.0, 1.0);
+    most = std::max(most, candidates[i].available);
+  }
+  double best_rate = sampled / *base;
+  // The rate of a plan (guesses per candidate), and keeping the best.
+  std::vector<int32_t> plan(candidates.size(), 0);
+  const auto weigh = [&]() {
+    double gain = 0;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      double p = 1;
+      for (int32_t j = 0; j < plan[i]; ++j) gain += (p *= q[i]);
+      tokens[candidates[i].seq] = base_tokens[candidates[i].seq] + plan[i];
+    }
+    const std::optional<double> c = StepCost(tokens, costs);
+    for (const DraftCandidate& d : candidates) tokens[d.seq] = base_tokens[d.seq];
+    if (c && (sampled + gain) / *c > best_rate) {
+      best_rate = (sampled + gain) / *c;
+      keep = plan;
+    }
+  };
+  // The same number for every sequence (one pass where all can take it) …
+  for (int32_t k = 1; k <= most; ++k) {
+    for (size_t i = 0; i < plan.size(); ++i) plan[i] = std::min(k, candidates[i].available);
+    weigh();
+  }
+  // … and every prefix of the guesses in order of their expected tokens:
+  // each sequence's next guess is worth q times its last, so a heap of one
+  // entry per sequence merges them.
   struct Next {
     double gain;
     size_t i;
     bool operator<(const Next& o) const { return gain < o.gain || (gain == o.gain && i > o.i); }
   };
   std::priority_queue<Next> heap;
+  std::fill(plan.begin(), plan.end(), 0);
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const double q = std::clamp(candidates[i].acceptance, 0.0, 1.0);
-    if (candidates[i].available > 0 && q > 0) heap.push({q, i});
+    if (candidates[i].available > 0 && q[i] > 0) heap.push({q[i], i});
   }
-  std::vector<size_t> order;  // which sequence each kept guess belongs to
-  double tokens = base_rows;
-  double best = tokens / *base;
-  size_t best_g = 0;
-  std::vector<int32_t> taken(candidates.size(), 0);
   while (!heap.empty()) {
     const Next n = heap.top();
     heap.pop();
-    order.push_back(n.i);
-    tokens += n.gain;
-    if (++taken[n.i] < candidates[n.i].available) {
-      heap.push({n.gain * std::clamp(candidates[n.i].acceptance, 0.0, 1.0), n.i});
-    }
-    const std::optional<double> c = costs.Cost(base_rows + static_cast<int32_t>(order.size()));
-    if (!c) break;
-    const double rate = tokens / *c;
-    if (rate > best) {
-      best = rate;
-      best_g = order.size();
-    }
+    if (++plan[n.i] < candidates[n.i].available) heap.push({n.gain * q[n.i], n.i});
+    weigh();
   }
-  for (size_t g = 0; g < best_g; ++g) ++keep[order[g]];
   return keep;
 }
 

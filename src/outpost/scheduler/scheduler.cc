@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "outpost/engine/kv_layout.h"
 #include "outpost/util/utf8.h"
 
 namespace outpost::scheduler {
@@ -290,14 +291,14 @@ void Scheduler::Step() {
   if (engine_->BatchSize() == 0) return;
 
   bool batch_only = true;
-  int32_t runs = 0;  // runs of consecutive sequences in the batch (engine.h)
-  bool prev_in = false;
-  for (const auto& s : slots_) {
-    const bool in = s.kv.size() != s.undo_kv;
-    if (in && s.req.priority != Priority::kBatch) batch_only = false;
-    if (in && !prev_in) ++runs;
-    prev_in = in;
+  step_tokens_.resize(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    step_tokens_[i] = static_cast<int32_t>(s.kv.size() - s.undo_kv + s.draft.size());
+    if (step_tokens_[i] > 0 && s.req.priority != Priority::kBatch) batch_only = false;
   }
+  // The passes of the model this step takes (Engine::Decode).
+  const std::vector<int32_t> passes = engine::BatchPasses(step_tokens_);
   const int32_t rows = engine_->BatchSize();
   const auto step_start = clock_->Now();
   const bool interruptible = options_.batch_yield_ms > 0 && batch_only;
@@ -350,7 +351,11 @@ void Scheduler::Step() {
     s.state = SlotState::kDecode;
     HandleSampled(s, tok, s.i_batch);
     ++n_sampled;
-    if (!s.draft.empty()) n_sampled += VerifyDrafts(s, tok);
+    if (!s.draft.empty()) {
+      n_sampled += VerifyDrafts(s, tok);
+    } else if (!s.shadow.empty()) {
+      ScoreShadow(s, tok);
+    }
   }
   const auto step_time = clock_->Now() - step_start;
   uint64_t held = 0, cached = 0;
@@ -367,12 +372,13 @@ void Scheduler::Step() {
   LearnStepCost(n_decode, n_prefill, step_time);
   // llama.cpp's own time for the rows: sampling and handing out a token
   // cost the same whether it was guessed or not.
-  if (n_prefill == 0) spec_costs_.Observe(rows, Seconds(decode_time));
+  if (n_prefill == 0 && passes.size() == 1) spec_costs_.Observe(rows, Seconds(decode_time));
   spdlog::trace(
-      "step: {} decode + {} guessed + {} prefill tokens in {} runs, {} sampled, {:.1f} ms (decode "
+      "step: {} decode + {} guessed + {} prefill tokens in {} passes, {} sampled, {:.1f} ms "
+      "(decode "
       "{:.1f} ms)",
-      n_decode, rows - n_decode - n_prefill, n_prefill, runs, n_sampled, Seconds(step_time) * 1000,
-      Seconds(decode_time) * 1000);
+      n_decode, rows - n_decode - n_prefill, n_prefill, passes.size(), n_sampled,
+      Seconds(step_time) * 1000, Seconds(decode_time) * 1000);
   const double used = static_cast<double>(held * options_.kv_bytes_per_token);
   stats_.kv_bytes_used.Set(used);
   const double limit = stats_.kv_bytes_limit.value();

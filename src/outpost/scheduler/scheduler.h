@@ -287,6 +287,11 @@ class Scheduler {
     int32_t spec_drafted = 0;
     int32_t spec_accepted = 0;
     int32_t spec_refused = 0;  // drafts ended by a wrong guess
+    // A draft the plan left out, scored against the tokens sampled next as
+    // if it had been verified, so that a sequence's acceptance is learned
+    // while it does not guess (draft_plan.h).
+    std::vector<engine::Token> shadow;
+    size_t shadow_next = 0;
     // Where the slot stood before this step's batch was built (UndoStep()).
     size_t undo_kv = 0;
     size_t undo_prompt_done = 0;
@@ -365,6 +370,12 @@ class Scheduler {
   // confirms, each sampled in turn until one differs or the request ends;
   // the cells of refused guesses are dropped. Returns the tokens sampled.
   int32_t VerifyDrafts(Slot& s, engine::Token tok);
+  // Engine thread, after s sampled `tok` in a step without guesses of its
+  // own: scores its shadow draft's next guess.
+  void ScoreShadow(Slot& s, engine::Token tok);
+  // Adds guesses that came true and whether a wrong one ended a draft to
+  // the tally of all sequences.
+  void TallyGuesses(size_t accepted, bool refused);
   // What a guess of a sequence without a record of its own is expected to
   // do: the recent guesses of all sequences (see Acceptance()).
   double SpecPrior() const;
@@ -413,7 +424,7 @@ class Scheduler {
   int64_t rate_window_tokens_ = 0;
   int64_t rate_window_prefill_ = 0;
   double prefill_tps_ = 0;  // EMA, the engine thread only
-  // Speculation: what decode-only steps cost by their rows, and the guesses
+  // Speculation: what passes of decode-only steps cost by their rows, and the guesses
   // of all sequences, confirmed and refused (halved as they grow) — how many
   // guesses a step carries (draft_plan.h). AddDrafts() scratch beside them.
   StepCostTable spec_costs_;
@@ -421,6 +432,7 @@ class Scheduler {
   double spec_refused_all_ = 0;
   std::vector<size_t> draft_slots_;
   std::vector<DraftCandidate> draft_candidates_;
+  std::vector<int32_t> step_tokens_;  // this step's tokens by sequence
   // The step cost model (step_budget_ms): EMAs of a decode-only step's time
   // and of the time one prompt token adds to a step; 0 = not measured yet.
   double decode_step_ms_ = 0;

@@ -33,6 +33,10 @@ void Scheduler::AddDrafts(int32_t n_decode, int32_t n_prefill) {
   int32_t room = options_.batch_size - engine_->BatchSize();
   draft_slots_.clear();
   draft_candidates_.clear();
+  step_tokens_.resize(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    step_tokens_[i] = static_cast<int32_t>(slots_[i].kv.size() - slots_[i].undo_kv);
+  }
   const double prior = SpecPrior();
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
@@ -48,14 +52,19 @@ void Scheduler::AddDrafts(int32_t n_decode, int32_t n_prefill) {
     if (s.draft.empty()) continue;
     room -= static_cast<int32_t>(s.draft.size());
     draft_slots_.push_back(i);
-    draft_candidates_.push_back(
-        {static_cast<int32_t>(s.draft.size()), Acceptance(s.spec_accepted, s.spec_refused, prior)});
+    draft_candidates_.push_back({i, static_cast<int32_t>(s.draft.size()),
+                                 Acceptance(s.spec_accepted, s.spec_refused, prior)});
   }
   if (draft_slots_.empty()) return;
-  const std::vector<int32_t> keep =
-      PlanDrafts(engine_->BatchSize(), draft_candidates_, spec_costs_);
+  const std::vector<int32_t> keep = PlanDrafts(step_tokens_, draft_candidates_, spec_costs_);
   for (size_t k = 0; k < draft_slots_.size(); ++k) {
     Slot& s = slots_[draft_slots_[k]];
+    if (keep[k] == 0 && s.shadow.empty()) {
+      s.shadow = std::move(s.draft);
+      s.shadow_next = 0;
+    } else if (keep[k] > 0) {
+      s.shadow.clear();
+    }
     s.draft.resize(static_cast<size_t>(keep[k]));
     for (size_t j = 0; j < s.draft.size(); ++j) {
       s.draft_idx.push_back(
@@ -63,6 +72,25 @@ void Scheduler::AddDrafts(int32_t n_decode, int32_t n_prefill) {
     }
     s.spec_drafted += keep[k];
     stats_.spec_drafted.Add(s.draft.size());
+  }
+}
+
+void Scheduler::ScoreShadow(Slot& s, engine::Token tok) {
+  const bool right = s.shadow[s.shadow_next] == tok;
+  if (right) ++s.spec_accepted;
+  if (!right) ++s.spec_refused;
+  TallyGuesses(right ? 1 : 0, !right);
+  if (right && ++s.shadow_next < s.shadow.size()) return;
+  s.shadow.clear();
+  s.shadow_next = 0;
+}
+
+void Scheduler::TallyGuesses(size_t accepted, bool refused) {
+  spec_accepted_all_ += static_cast<double>(accepted);
+  spec_refused_all_ += refused ? 1 : 0;
+  if (spec_accepted_all_ + spec_refused_all_ > kSpecTally) {
+    spec_accepted_all_ /= 2;
+    spec_refused_all_ /= 2;
   }
 }
 
@@ -95,12 +123,7 @@ int32_t Scheduler::VerifyDrafts(Slot& s, engine::Token tok) {
   // so that it follows the traffic.
   const bool refused = used < draft.size() && s.state == SlotState::kDecode;
   if (refused) ++s.spec_refused;
-  spec_accepted_all_ += static_cast<double>(used);
-  spec_refused_all_ += refused ? 1 : 0;
-  if (spec_accepted_all_ + spec_refused_all_ > kSpecTally) {
-    spec_accepted_all_ /= 2;
-    spec_refused_all_ /= 2;
-  }
+  TallyGuesses(used, refused);
   // Cells of refused guesses go, whether the request runs on or its slot
   // keeps its KV as a cache (a finished request that freed it has none).
   if (used < draft.size()) engine_->TrimSequence(seq, static_cast<int32_t>(s.kv.size()));

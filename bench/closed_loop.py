@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Staggered traffic: clients in a closed loop, requests of different lengths.
+
+The sweeps in bench.py send every client's request at the same moment, so
+the requests start and end together and run on neighbouring slots. Real
+users do not: each client here sends its next request the moment its last
+one ends, asks for a random number of tokens (8-96, seeded) and opens with
+one of a few phrasings, so requests start and finish at different times and
+a new one finds a scattered set of slots busy — and, on both servers,
+cached prompts in every idle slot.
+
+That matters because llama.cpp runs a batch over one KV stream per
+sequence once per run of consecutive sequence ids (engine::BatchPasses):
+four requests on slots 0-3 are one pass over the weights, on slots 0, 5, 9
+and 12 four. Outpost keeps running requests on neighbouring slots;
+llama-server picks slots by prompt similarity and age.
+
+Servers one after another, same model, threads, slots and context: Outpost
+and llama-server from the same pinned llama.cpp. For each client count,
+--rounds rounds of --seconds each; medians of aggregate tokens/s and TTFT
+p50/p99 (streaming /v1/completions, temperature 0, ignore_eos).
+
+Writes bench/results/<date>-closed-loop.json and prints the markdown table.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import threading
+import time
+
+import bench as base_bench
+from benchlib import free_port, stop
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPENINGS = ("Tell me", "Write me", "Give me", "Compose for me", "Draft me", "Make me",
+            "Please write me", "Now write me")
+
+
+def log(msg):
+    print(f"[closed-loop] {msg}", file=sys.stderr, flush=True)
+
+
+def closed_loop(base, clients, seconds, seed):
+    """Each client sends its next request when its last one ends, for `seconds`."""
+    stop_at = time.perf_counter() + seconds
+    results, lock = [], threading.Lock()
+
+    def client(i):
+        rnd = random.Random(seed * 1000 + i)
+        n = 0
+        while time.perf_counter() < stop_at:
+            prompt = (f"{rnd.choice(OPENINGS)} ({i}-{n}-{seed}) a short story about a "
+                      "lighthouse keeper")
+            r = base_bench.stream_one(base, rnd.randint(8, 96), prompt)
+            n += 1
+            with lock:
+                results.append(r)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    ttfts = sorted(r[0] for r in results)
+    return {"agg_tps": sum(r[1] for r in results) / wall, "requests": len(results),
+            "ttft_p50": base_bench.percentile(ttfts, 50), "ttft_p99": base_bench.percentile(ttfts, 99)}
+
+
+def measure(name, cmd, port, ready, args):
+    log(f"{name}: starting")
+    proc = base_bench.start(cmd, port, ready)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        base_bench.stream_one(base, 8)
+        out = {}
+        for c in args.clients:
+            rs = []
+            for k in range(args.rounds):
+                rs.append(closed_loop(base, c, args.seconds, seed=k + 1))
+                log(f"{name} clients={c} round {k + 1}/{args.rounds}: {rs[-1]['agg_tps']:.1f} tok/s, "
+                    f"{rs[-1]['requests']} requests, TTFT p50 {rs[-1]['ttft_p50']:.2f} s "
+                    f"p99 {rs[-1]['ttft_p99']:.2f} s")
+            out[c] = {k: statistics.median(r[k] for r in rs) for k in ("agg_tps", "ttft_p50", "ttft_p99")}
+        return out
+    finally:
+        stop(proc)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
+    ap.add_argument("--llama-bin", default=os.path.join(ROOT, ".deps/llama.cpp-build/bin"))
+    ap.add_argument("--model", default=os.path.join(ROOT, ".deps/models/default.gguf"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--clients", default="4,8")
+    ap.add_argument("--slots", type=int, default=16)
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    args = ap.parse_args()
+    args.clients = [int(c) for c in args.clients.split(",")]
+    ctx = 512
+    outpost = lambda port: [args.outpost, "serve", "--model", args.model, "--port", str(port),
+                            "--threads", str(args.threads), "--parallel", str(args.slots),
+                            "--ctx-size", str(ctx)]
+    llama = lambda port: [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
+                          "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.slots),
+                          "-c", str(ctx * args.slots), "--no-webui"]
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d")
+    result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
+              "model": os.path.realpath(args.model), "slots": args.slots, "seconds": args.seconds,
+              "rounds": args.rounds, "servers": {}}
+    for name, cmd, ready in [("outpost", outpost, "/ready"), ("llama-server", llama, "/health")]:
+        port = free_port()
+        result["servers"][name] = measure(name, cmd(port), port, ready, args)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{stamp}-closed-loop.json")
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    o, ls = result["servers"]["outpost"], result["servers"]["llama-server"]
+    print("| clients | Outpost tok/s | llama-server tok/s | ratio | Outpost TTFT p50 / p99 | llama-server TTFT p50 / p99 |")
+    print("|---|---|---|---|---|---|")
+    for c in args.clients:
+        print(f"| {c} | {o[c]['agg_tps']:.1f} | {ls[c]['agg_tps']:.1f} | {o[c]['agg_tps'] / ls[c]['agg_tps']:.2f} | "
+              f"{o[c]['ttft_p50']:.2f} / {o[c]['ttft_p99']:.2f} s | {ls[c]['ttft_p50']:.2f} / {ls[c]['ttft_p99']:.2f} s |")
+    log(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
