@@ -16,11 +16,12 @@ and 12 four. Outpost keeps running requests on neighbouring slots;
 llama-server picks slots by prompt similarity and age.
 
 Servers one after another, same model, threads, slots and context: Outpost
-and llama-server from the same pinned llama.cpp. For each client count,
+(and any --also builds) and llama-server from the same pinned llama.cpp. For each client count,
 --rounds rounds of --seconds each; medians of aggregate tokens/s and TTFT
 p50/p99 (streaming /v1/completions, temperature 0, ignore_eos).
 
-Writes bench/results/<date>-closed-loop.json and prints the markdown table.
+Writes bench/results/<date>-closed-loop.json and .svg and prints the
+markdown table.
 """
 import argparse
 import datetime
@@ -93,6 +94,43 @@ def measure(name, cmd, port, ready, args):
         stop(proc)
 
 
+def svg(path, res, clients_list):
+    """Grouped bars: aggregate tokens/s per client count, per server."""
+    names = list(res)
+    palette = ["#1f77b4", "#d62728", "#9ecae1", "#555555"]
+    w, h, left, bottom, top = 640, 340, 60, 50, 40
+    vmax = max(res[n][c]["agg_tps"] for n in names for c in clients_list)
+    step = 50 if vmax <= 500 else 100 if vmax <= 1000 else 500
+    ymax = step * (int(vmax / step) + 1)
+    plot_h = h - bottom - top
+    group_w = (w - left - 20) / len(clients_list)
+    bar_w = group_w / (len(names) + 1)
+    y = lambda v: top + plot_h * (1 - v / ymax)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+             f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">Staggered clients in a closed loop: '
+             f'aggregate tokens/s (median)</text>']
+    for k in range(0, int(ymax / step) + 1):
+        v = k * step
+        parts.append(f'<line x1="{left}" x2="{w - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
+    for gi, c in enumerate(clients_list):
+        gx = left + gi * group_w
+        parts.append(f'<text x="{gx + group_w / 2:.1f}" y="{h - bottom + 18}" text-anchor="middle">{c} clients</text>')
+        for ni, n in enumerate(names):
+            v = res[n][c]["agg_tps"]
+            x = gx + bar_w * (ni + 0.5)
+            parts.append(f'<rect x="{x:.1f}" y="{y(v):.1f}" width="{bar_w * 0.9:.1f}" height="{y(0) - y(v):.1f}" '
+                         f'fill="{palette[ni % len(palette)]}"/>')
+            parts.append(f'<text x="{x + bar_w * 0.45:.1f}" y="{y(v) - 4:.1f}" text-anchor="middle">{v:.0f}</text>')
+    for ni, n in enumerate(names):
+        lx = left + 10 + ni * 180
+        parts.append(f'<rect x="{lx}" y="{h - 22}" width="12" height="12" fill="{palette[ni % len(palette)]}"/>')
+        parts.append(f'<text x="{lx + 18}" y="{h - 12}">{n}</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
@@ -104,10 +142,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY",
+                    help="another outpost binary to run the same way (e.g. an older build), repeatable")
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     ctx = 512
-    outpost = lambda port: [args.outpost, "serve", "--model", args.model, "--port", str(port),
+    outpost_at = lambda binary: lambda port: [binary, "serve", "--model", args.model, "--port", str(port),
                             "--threads", str(args.threads), "--parallel", str(args.slots),
                             "--ctx-size", str(ctx)]
     llama = lambda port: [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
@@ -117,20 +157,29 @@ def main():
     result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
               "model": os.path.realpath(args.model), "slots": args.slots, "seconds": args.seconds,
               "rounds": args.rounds, "servers": {}}
-    for name, cmd, ready in [("outpost", outpost, "/ready"), ("llama-server", llama, "/health")]:
+    servers = [("outpost", outpost_at(args.outpost), "/ready")]
+    for spec in args.also:
+        name, _, binary = spec.partition("=")
+        if not binary:
+            ap.error(f"--also wants NAME=BINARY, got {spec!r}")
+        servers.append((name, outpost_at(binary), "/ready"))
+    servers.append(("llama-server", llama, "/health"))
+    for name, cmd, ready in servers:
         port = free_port()
         result["servers"][name] = measure(name, cmd(port), port, ready, args)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{stamp}-closed-loop.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    o, ls = result["servers"]["outpost"], result["servers"]["llama-server"]
-    print("| clients | Outpost tok/s | llama-server tok/s | ratio | Outpost TTFT p50 / p99 | llama-server TTFT p50 / p99 |")
-    print("|---|---|---|---|---|---|")
-    for c in args.clients:
-        print(f"| {c} | {o[c]['agg_tps']:.1f} | {ls[c]['agg_tps']:.1f} | {o[c]['agg_tps'] / ls[c]['agg_tps']:.2f} | "
-              f"{o[c]['ttft_p50']:.2f} / {o[c]['ttft_p99']:.2f} s | {ls[c]['ttft_p50']:.2f} / {ls[c]['ttft_p99']:.2f} s |")
-    log(f"wrote {path}")
+    svg(path.replace(".json", ".svg"), result["servers"], args.clients)
+    ls = result["servers"]["llama-server"]
+    print("| server | " + " | ".join(f"{c} clients: tok/s (vs llama-server), TTFT p50 / p99" for c in args.clients) + " |")
+    print("|---" * (len(args.clients) + 1) + "|")
+    for name, r in result["servers"].items():
+        cells = [f"{r[c]['agg_tps']:.1f} ({r[c]['agg_tps'] / ls[c]['agg_tps']:.2f}×), "
+                 f"{r[c]['ttft_p50']:.2f} / {r[c]['ttft_p99']:.2f} s" for c in args.clients]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    log(f"wrote {path} and .svg")
 
 
 if __name__ == "__main__":

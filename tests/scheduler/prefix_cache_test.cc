@@ -354,6 +354,35 @@ TEST(PrefixCache, ALongPrefixHeldAwayFromTheRunningOnesIsCopiedNextToThem) {
   EXPECT_EQ(f.engine->violations, 0);
 }
 
+TEST(PrefixCache, AHolderNextToTheRunningOnesBeatsASlightlyLongerOneAwayFromThem) {
+  // Slots 0 and 1 both hold the system prompt; slot 0 matches the new prompt
+  // 6 tokens further (less than min_copied_prefix). With x running in slot
+  // 2, slot 1 runs it in place: no copy, and one run.
+  Fixture f(CacheOpts(4), std::string(40, 'r'));
+  auto a = f.Sink("a");
+  ASSERT_TRUE(SubmitPrompt(f, a, kSystem + "R: 12 rpm").ok());
+  f.sched->StepForTest();
+  auto b = f.Sink("b");  // copies a's prefix into slot 1 while a runs
+  ASSERT_TRUE(SubmitPrompt(f, b, kSystem + "Q: torque?").ok());
+  f.RunToIdle();
+  auto c = f.Sink("c");
+  ASSERT_TRUE(SubmitPrompt(f, c, "C cached").ok());
+  f.RunToIdle();
+  auto x = f.Sink("x");
+  ASSERT_TRUE(SubmitPrompt(f, x, "C cached, again").ok());
+  f.sched->StepForTest();
+  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({2}));
+  const int copies = f.engine->copies;
+  auto y = f.Sink("y");
+  ASSERT_TRUE(SubmitPrompt(f, y, kSystem + "R: 12 bar").ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({1, 2}));
+  f.RunToIdle();
+  EXPECT_EQ(f.engine->copies, copies);
+  EXPECT_EQ(y->result.usage.cached_tokens, static_cast<int32_t>(kSystem.size()));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
 TEST(PrefixCache, ScopesDoNotShare) {
   // A restricted request never reuses KV another scope computed, nor leaves
   // KV that another scope reuses; within its scope it shares as usual.

@@ -14,6 +14,12 @@ Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
   const size_t limit = prompt.size() - 1;
   const int32_t window = engine_->SlidingWindow();
   Reuse in_place_best, copy_best;  // an idle holder is cut in place; a busy one is copied
+  // Idle holders with their match and the runs running there would add.
+  struct Held {
+    size_t i;
+    int32_t match, runs;
+  };
+  std::vector<Held> idle;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.kv.empty() || s.state == SlotState::kFork || s.kv_scope != req.cache_scope) continue;
@@ -23,12 +29,27 @@ Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
     // Sliding-window layers drop cells that fall out of every window: the
     // holder must still have the window before the cut (llama-server's rule).
     if (window > 0 && engine_->SequencePosMin(s.seq) > std::max<int32_t>(0, m - window)) continue;
-    Reuse& best = s.state == SlotState::kIdle ? in_place_best : copy_best;
-    // Among idle holders of the same prefix, the one that keeps the running
-    // sequences in the fewest runs (PickIdle()).
-    const bool tie = s.state == SlotState::kIdle && static_cast<int32_t>(m) == best.match &&
-                     m > 0 && RunsAdded(i, {}) < RunsAdded(best.from, {});
-    if (static_cast<int32_t>(m) > best.match || tie) best = Reuse{i, static_cast<int32_t>(m)};
+    if (m == 0) continue;
+    const auto match = static_cast<int32_t>(m);
+    if (s.state == SlotState::kIdle) {
+      idle.push_back({i, match, RunsAdded(i, {})});
+      if (match > in_place_best.match) in_place_best = Reuse{i, match};
+    } else if (match > copy_best.match) {
+      copy_best = Reuse{i, match};
+    }
+  }
+  // Among idle holders within min_copied_prefix tokens of the longest (what
+  // a copy would have to save), the one that keeps the running sequences in
+  // the fewest runs (PickIdle()), then the longest: a holder next to them
+  // runs in place where the longest, away from them, would be copied.
+  const int32_t longest = in_place_best.match;
+  int32_t best_runs = 2;  // above any RunsAdded()
+  for (const Held& h : idle) {
+    if (h.match + options_.min_copied_prefix <= longest) continue;
+    if (h.runs < best_runs || (h.runs == best_runs && h.match > in_place_best.match)) {
+      best_runs = h.runs;
+      in_place_best = Reuse{h.i, h.match};
+    }
   }
   // A copy moves the holder's whole KV stream: worth it only when it saves at
   // least min_copied_prefix tokens over the best idle holder.
