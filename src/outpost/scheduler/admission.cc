@@ -258,7 +258,6 @@ int32_t Scheduler::AdmitLocked() {
       slot.logprobs_pending.clear();
       slot.draft.clear();
       slot.draft_idx.clear();
-      slot.spec_drafted = 0;
       slot.spec_accepted = 0;
       slot.spec_refused = 0;
       slot.shadow.clear();

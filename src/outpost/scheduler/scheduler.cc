@@ -374,9 +374,8 @@ void Scheduler::Step() {
   // cost the same whether it was guessed or not.
   if (n_prefill == 0 && passes.size() == 1) spec_costs_.Observe(rows, Seconds(decode_time));
   spdlog::trace(
-      "step: {} decode + {} guessed + {} prefill tokens in {} passes, {} sampled, {:.1f} ms "
-      "(decode "
-      "{:.1f} ms)",
+      "step: {} decode + {} guessed + {} prefill tokens in {} passes, {} sampled, "
+      "{:.1f} ms (decode {:.1f} ms)",
       n_decode, rows - n_decode - n_prefill, n_prefill, passes.size(), n_sampled,
       Seconds(step_time) * 1000, Seconds(decode_time) * 1000);
   const double used = static_cast<double>(held * options_.kv_bytes_per_token);

@@ -284,7 +284,6 @@ class Scheduler {
     // follow last_token at n_past, n_past + 1, ...), and this request's tally.
     std::vector<engine::Token> draft;
     std::vector<int32_t> draft_idx;
-    int32_t spec_drafted = 0;
     int32_t spec_accepted = 0;
     int32_t spec_refused = 0;  // drafts ended by a wrong guess
     // A draft the plan left out, scored against the tokens sampled next as

@@ -70,7 +70,6 @@ void Scheduler::AddDrafts(int32_t n_decode, int32_t n_prefill) {
       s.draft_idx.push_back(
           engine_->Add(s.draft[j], s.n_past + static_cast<int32_t>(j), s.seq, true));
     }
-    s.spec_drafted += keep[k];
     stats_.spec_drafted.Add(s.draft.size());
   }
 }
