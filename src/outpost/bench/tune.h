@@ -57,7 +57,8 @@ struct Tuning {
 // Guesses per sequence the suggestion is made for, and the step-time ratio
 // below which verifying them counts as nearly free: at 1.3 a step that
 // verifies 4 guesses pays for itself once ~30% of first guesses are
-// confirmed, and the scheduler stops guessing for a request below 25%.
+// confirmed, and within it the scheduler keeps only the guesses its own
+// measured pass costs say pay (scheduler/draft_plan.h).
 inline constexpr int32_t kTuneDraft = 4;
 inline constexpr double kFreeVerify = 1.3;
 
