@@ -94,43 +94,6 @@ def measure(name, cmd, port, ready, args):
         stop(proc)
 
 
-def svg(path, res, clients_list):
-    """Grouped bars: aggregate tokens/s per client count, per server."""
-    names = list(res)
-    palette = ["#1f77b4", "#d62728", "#9ecae1", "#555555"]
-    w, h, left, bottom, top = 640, 340, 60, 50, 40
-    vmax = max(res[n][c]["agg_tps"] for n in names for c in clients_list)
-    step = 50 if vmax <= 500 else 100 if vmax <= 1000 else 500
-    ymax = step * (int(vmax / step) + 1)
-    plot_h = h - bottom - top
-    group_w = (w - left - 20) / len(clients_list)
-    bar_w = group_w / (len(names) + 1)
-    y = lambda v: top + plot_h * (1 - v / ymax)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-             f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">Staggered clients in a closed loop: '
-             f'aggregate tokens/s (median)</text>']
-    for k in range(0, int(ymax / step) + 1):
-        v = k * step
-        parts.append(f'<line x1="{left}" x2="{w - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v}</text>')
-    for gi, c in enumerate(clients_list):
-        gx = left + gi * group_w
-        parts.append(f'<text x="{gx + group_w / 2:.1f}" y="{h - bottom + 18}" text-anchor="middle">{c} clients</text>')
-        for ni, n in enumerate(names):
-            v = res[n][c]["agg_tps"]
-            x = gx + bar_w * (ni + 0.5)
-            parts.append(f'<rect x="{x:.1f}" y="{y(v):.1f}" width="{bar_w * 0.9:.1f}" height="{y(0) - y(v):.1f}" '
-                         f'fill="{palette[ni % len(palette)]}"/>')
-            parts.append(f'<text x="{x + bar_w * 0.45:.1f}" y="{y(v) - 4:.1f}" text-anchor="middle">{v:.0f}</text>')
-    for ni, n in enumerate(names):
-        lx = left + 10 + ni * 180
-        parts.append(f'<rect x="{lx}" y="{h - 22}" width="12" height="12" fill="{palette[ni % len(palette)]}"/>')
-        parts.append(f'<text x="{lx + 18}" y="{h - 12}">{n}</text>')
-    parts.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
@@ -171,7 +134,7 @@ def main():
     path = os.path.join(args.out, f"{stamp}-closed-loop.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    svg(path.replace(".json", ".svg"), result["servers"], args.clients)
+    base_bench.svg_sweep(path.replace(".json", ".svg"), result["servers"], args.clients)
     ls = result["servers"]["llama-server"]
     print("| server | " + " | ".join(f"{c} clients: tok/s (vs llama-server), TTFT p50 / p99" for c in args.clients) + " |")
     print("|---" * (len(args.clients) + 1) + "|")

@@ -119,6 +119,15 @@ int32_t Scheduler::RunsAdded(size_t i, const std::vector<size_t>& also) const {
   return 1 - (left ? 1 : 0) - (right ? 1 : 0);
 }
 
+bool Scheduler::PreferIdle(size_t a, size_t b, const std::vector<size_t>& also) const {
+  const int32_t runs_a = RunsAdded(a, also), runs_b = RunsAdded(b, also);
+  if (runs_a != runs_b) return runs_a < runs_b;
+  const Slot& x = slots_[a];
+  const Slot& y = slots_[b];
+  if (x.kv.empty() != y.kv.empty()) return x.kv.empty();
+  return !x.kv.empty() && x.cached_at < y.cached_at;
+}
+
 std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {
   std::vector<size_t> picked;
   // The idle holder of the prefix runs it in place unless another idle slot
@@ -138,24 +147,10 @@ std::vector<size_t> Scheduler::PickIdle(size_t n, const Reuse& reuse) const {
   // cache.
   while (picked.size() < n) {
     size_t best = slots_.size();
-    int32_t best_runs = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].state != SlotState::kIdle) continue;
       if (std::find(picked.begin(), picked.end(), i) != picked.end()) continue;
-      const int32_t runs = RunsAdded(i, picked);
-      if (best < slots_.size()) {
-        const Slot& x = slots_[i];
-        const Slot& y = slots_[best];
-        if (runs != best_runs) {
-          if (runs > best_runs) continue;
-        } else if (x.kv.empty() != y.kv.empty()) {
-          if (!x.kv.empty()) continue;
-        } else if (x.kv.empty() || !(x.cached_at < y.cached_at)) {
-          continue;
-        }
-      }
-      best = i;
-      best_runs = runs;
+      if (best == slots_.size() || PreferIdle(i, best, picked)) best = i;
     }
     if (best == slots_.size()) break;
     picked.push_back(best);

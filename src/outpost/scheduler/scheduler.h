@@ -328,6 +328,8 @@ class Scheduler {
   // (-1: it joins two, 0: it extends one, 1: a new run); the slots in
   // `also` count as busy.
   int32_t RunsAdded(size_t i, const std::vector<size_t>& also) const;
+  // Whether idle slot a is a better pick than idle slot b (PickIdle()'s order).
+  bool PreferIdle(size_t a, size_t b, const std::vector<size_t>& also) const;
   // Engine thread: a prompt being prefilled in another slot that will hold a
   // longer prefix of req's than `cached` (min_copied_prefix more); match 0
   // when none.
