@@ -40,10 +40,13 @@ unit: build
 # sanitized one, and its log must show no report (leaks included). Left out:
 # the 10-minute soak, and the tests that measure the release build's memory,
 # size or speed (they skip themselves under OUTPOST_SANITIZED).
+# ASAN_TESTS=asan-ci is CI's short lane (CMakePresets.json: less the tests whose
+# time goes to outside tools or to generation the others already drive).
+ASAN_TESTS ?= asan
 asan: bootstrap
 	cmake --preset asan
 	cmake --build --preset asan --parallel $(JOBS)
-	ctest --preset asan -j $(JOBS)
+	ctest --preset $(ASAN_TESTS) -j $(JOBS)
 
 # The threaded code's unit tests (scheduler, router, HTTP front) under
 # ThreadSanitizer (preset tsan).
