@@ -15,10 +15,12 @@ four requests on slots 0-3 are one pass over the weights, on slots 0, 5, 9
 and 12 four. Outpost keeps running requests on neighbouring slots;
 llama-server picks slots by prompt similarity and age.
 
-Servers one after another, same model, threads, slots and context: Outpost
-(and any --also builds) and llama-server from the same pinned llama.cpp. For each client count,
---rounds rounds of --seconds each; medians of aggregate tokens/s and TTFT
-p50/p99 (streaming /v1/completions, temperature 0, ignore_eos).
+Servers side by side (idle while another is measured), same model, threads,
+slots and context: Outpost (and any --also builds) and llama-server from the
+same pinned llama.cpp. For each client count, --rounds rounds of --seconds
+each, the servers taking turns round by round (run one after another, this
+box's drift alone moved a TTFT p99 by 30%); medians of aggregate tokens/s and
+TTFT p50/p99 (streaming /v1/completions, temperature 0, ignore_eos).
 
 Writes bench/results/<date>-closed-loop.json and .svg and prints the
 markdown table.
@@ -74,24 +76,35 @@ def closed_loop(base, clients, seconds, seed):
             "ttft_p50": base_bench.percentile(ttfts, 50), "ttft_p99": base_bench.percentile(ttfts, 99)}
 
 
-def measure(name, cmd, port, ready, args):
-    log(f"{name}: starting")
-    proc = base_bench.start(cmd, port, ready)
-    base = f"http://127.0.0.1:{port}"
+def measure(servers, args):
+    """All servers run side by side; each round of each client count visits them
+    in turn, so the drift of a shared, noisy machine (minutes of faster or slower
+    cores) falls on every server alike instead of on whichever ran last."""
+    procs, bases = [], {}
     try:
-        base_bench.stream_one(base, 8)
-        out = {}
+        for name, cmd, ready in servers:
+            port = free_port()
+            log(f"{name}: starting")
+            procs.append(base_bench.start(cmd(port), port, ready))
+            bases[name] = f"http://127.0.0.1:{port}"
+        for base in bases.values():
+            base_bench.stream_one(base, 8)
+        out = {name: {} for name in bases}
         for c in args.clients:
-            rs = []
+            rs = {name: [] for name in bases}
             for k in range(args.rounds):
-                rs.append(closed_loop(base, c, args.seconds, seed=k + 1))
-                log(f"{name} clients={c} round {k + 1}/{args.rounds}: {rs[-1]['agg_tps']:.1f} tok/s, "
-                    f"{rs[-1]['requests']} requests, TTFT p50 {rs[-1]['ttft_p50']:.2f} s "
-                    f"p99 {rs[-1]['ttft_p99']:.2f} s")
-            out[c] = {k: statistics.median(r[k] for r in rs) for k in ("agg_tps", "ttft_p50", "ttft_p99")}
+                for name, base in bases.items():
+                    rs[name].append(closed_loop(base, c, args.seconds, seed=k + 1))
+                    r = rs[name][-1]
+                    log(f"{name} clients={c} round {k + 1}/{args.rounds}: {r['agg_tps']:.1f} tok/s, "
+                        f"{r['requests']} requests, TTFT p50 {r['ttft_p50']:.2f} s p99 {r['ttft_p99']:.2f} s")
+            for name in bases:
+                out[name][c] = {m: statistics.median(r[m] for r in rs[name])
+                                for m in ("agg_tps", "ttft_p50", "ttft_p99")}
         return out
     finally:
-        stop(proc)
+        for proc in procs:
+            stop(proc)
 
 
 def main():
@@ -127,9 +140,7 @@ def main():
             ap.error(f"--also wants NAME=BINARY, got {spec!r}")
         servers.append((name, outpost_at(binary), "/ready"))
     servers.append(("llama-server", llama, "/health"))
-    for name, cmd, ready in servers:
-        port = free_port()
-        result["servers"][name] = measure(name, cmd(port), port, ready, args)
+    result["servers"] = measure(servers, args)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{stamp}-closed-loop.json")
     with open(path, "w") as f:
