@@ -144,6 +144,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"models:\n  - {id: a}\n", "models", "'models[].path' is required"},
         BadConfig{"models:\n  - {path: a.gguf, size: 7B}\n", "models",
                   "unknown key 'models[].size'"},
+        BadConfig{"pinned_prompts: be brief\n", "pinned_prompts", "non-empty list"},
+        BadConfig{"pinned_prompts: []\n", "pinned_prompts", "non-empty list"},
+        BadConfig{"pinned_prompts:\n  - be brief\n", "pinned_prompts[0]", "must be a mapping"},
+        BadConfig{"pinned_prompts:\n  - {tenant: lab}\n", "pinned_prompts[0]",
+                  "exactly one of system, system_file or prompt, not 0"},
+        BadConfig{"pinned_prompts:\n  - {system: a, prompt: b}\n", "pinned_prompts[0]",
+                  "exactly one of system, system_file or prompt, not 2"},
+        BadConfig{"pinned_prompts:\n  - {system: a}\n  - {sytem: b}\n", "pinned_prompts[1].sytem",
+                  "unknown key 'pinned_prompts[1].sytem'"},
+        BadConfig{"pinned_prompts:\n  - {system: ''}\n", "pinned_prompts[0].system",
+                  "1 byte to 1 MiB"},
+        BadConfig{"pinned_prompts:\n  - {system: [a, b]}\n", "pinned_prompts[0].system",
+                  "single text value"},
+        BadConfig{"pinned_prompts:\n  - {system_file: /nonexistent/prompt.txt}\n",
+                  "pinned_prompts[0].system_file", "'/nonexistent/prompt.txt' cannot be read"},
         // Found by reading after fuzzing: these threw out of the loader.
         BadConfig{"[a, b]: 1\n", "config", "a key must be a plain name"},
         BadConfig{"models:\n  - {[x]: a.gguf}\n", "models", "a key must be a plain name"},
@@ -165,6 +180,34 @@ TEST(Config, ModelsListServesSeveralModelsTheFirstBeingTheDefault) {
   EXPECT_EQ(c.extra_models[1].id, "big");
   EXPECT_EQ(ModelRuntimeOptionsFrom(c, 2).path, "/c.gguf");
   EXPECT_EQ(ModelRuntimeOptionsFrom(c, 0).id, "small");
+}
+
+TEST(Config, PinnedPromptsReachEveryModelWithTheirFileDirectory) {
+  const std::string prompt_file = WriteTemp("You are the plant's assistant.\nBe brief.");
+  ServeConfig c;
+  ASSERT_TRUE(LoadConfigFile(WriteTemp("state_dir: /var/lib/outpost\n"
+                                       "models:\n  - {path: /a.gguf}\n  - {path: /b.gguf}\n"
+                                       "pinned_prompts:\n"
+                                       "  - system_file: " +
+                                       prompt_file +
+                                       "\n"
+                                       "  - {prompt: 'Q: torque?', tenant: lab}\n"),
+                             &c)
+                  .ok());
+  ASSERT_EQ(c.pinned_prompts.size(), 2u);
+  EXPECT_EQ(c.pinned_prompts[0].system, "You are the plant's assistant.\nBe brief.");
+  EXPECT_EQ(c.pinned_prompts[1].prompt, "Q: torque?");
+  EXPECT_EQ(c.pinned_prompts[1].tenant, "lab");
+  c.pinned_prompts[1].scope = "tenant:lab/internal";  // `serve` sets it from the routing file
+  for (size_t i : {0, 1}) {
+    const models::ModelRuntimeOptions o = ModelRuntimeOptionsFrom(c, i);
+    ASSERT_EQ(o.pinned_prompts.size(), 2u);
+    EXPECT_EQ(o.pinned_prompts[0].system, c.pinned_prompts[0].system);
+    EXPECT_EQ(o.pinned_prompts[1].scope, "tenant:lab/internal");
+    EXPECT_EQ(o.pinned_dir, "/var/lib/outpost/pinned");
+  }
+  // None configured: no directory either.
+  EXPECT_TRUE(ModelRuntimeOptionsFrom(ServeConfig{}, 0).pinned_dir.empty());
 }
 
 TEST(Config, RepeatedModelFlagsReplaceTheFilesModels) {

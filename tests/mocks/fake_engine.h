@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -145,6 +147,40 @@ class FakeEngine final : public engine::Engine {
     kv_[static_cast<size_t>(seq)] = 0;
     ++removed[seq];
   }
+  // A sequence state file: "FAKESEQ1", the cell count, then the tokens (one
+  // int32 each). Loading checks the magic and the count against the size.
+  Status SaveSequence(engine::SeqId seq, const std::string& path,
+                      std::span<const engine::Token> tokens) override {
+    ++saves;
+    const int32_t n = kv_[static_cast<size_t>(seq)];
+    if (static_cast<size_t>(n) != tokens.size()) ++violations;  // tokens must match the cells
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write("FAKESEQ1", 8);
+    out.write(reinterpret_cast<const char*>(&n), sizeof n);
+    out.write(reinterpret_cast<const char*>(tokens.data()),
+              static_cast<std::streamsize>(tokens.size() * sizeof(engine::Token)));
+    if (!out) return Status::Internal("cannot write '" + path + "'");
+    return Status::Ok();
+  }
+  StatusOr<std::vector<engine::Token>> LoadSequence(engine::SeqId seq, const std::string& path,
+                                                    size_t max_tokens) override {
+    ++loads;
+    kv_[static_cast<size_t>(seq)] = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::NotFound("no file '" + path + "'");
+    char magic[8] = {};
+    int32_t n = -1;
+    in.read(magic, 8);
+    in.read(reinterpret_cast<char*>(&n), sizeof n);
+    if (!in || std::string(magic, 8) != "FAKESEQ1" || n < 0 || static_cast<size_t>(n) > max_tokens)
+      return Status::InvalidArgument("'" + path + "' is not a sequence state");
+    std::vector<engine::Token> tokens(static_cast<size_t>(n));
+    in.read(reinterpret_cast<char*>(tokens.data()),
+            static_cast<std::streamsize>(tokens.size() * sizeof(engine::Token)));
+    if (!in) return Status::InvalidArgument("'" + path + "' is cut short");
+    kv_[static_cast<size_t>(seq)] = n;
+    return tokens;
+  }
   uint64_t KvBytesAllocated() const override { return 4096; }
 
   // Defaults a request's unset sampling knobs take; the params each
@@ -158,6 +194,8 @@ class FakeEngine final : public engine::Engine {
   int interrupted = 0;
   int copies = 0;  // CopySequence calls
   int trims = 0;   // TrimSequence calls
+  int saves = 0;   // SaveSequence calls
+  int loads = 0;   // LoadSequence calls
   int32_t sliding_window = 0;
   std::vector<engine::SamplingParams> started;
 

@@ -257,7 +257,11 @@ void HttpServer::HandleReady(HttpResponse& res) {
           {"prompt_tokens_reused", snap.prompt_tokens_cached},
           {"hit_rate", snap.prompt_tokens > 0 ? static_cast<double>(snap.prompt_tokens_cached) /
                                                     static_cast<double>(snap.prompt_tokens)
-                                              : 0.0}}},
+                                              : 0.0},
+          {"pinned",
+           {{"prompts", snap.pinned_prompts},
+            {"tokens", snap.pinned_tokens},
+            {"restores", snap.pinned_restores}}}}},
         {"capacity",
          {{"weight_bytes", p.weight_bytes},
           {"kv_bytes_per_token", p.kv_bytes_per_token},

@@ -8,9 +8,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "outpost/fleet/desired_state.h"
 #include "outpost/models/model_signature.h"
@@ -525,6 +527,74 @@ Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string&
   return it->second(cfg, key, value);
 }
 
+// The `pinned_prompts:` list: mappings with one of system, system_file or
+// prompt, and optionally tenant. Errors name the line and the field.
+static Status ParsePinnedPrompts(const std::string& path, const YAML::Node& list,
+                                 std::vector<PinnedPromptConfig>* out) {
+  const auto at = [&path](const YAML::Node& n) {
+    return path + " line " + std::to_string(n.Mark().line + 1) + ": ";
+  };
+  if (!list.IsSequence() || list.size() == 0) {
+    return Status::InvalidArgument(
+        at(list) + "'pinned_prompts' must be a non-empty list of {system | system_file | prompt}",
+        "pinned_prompts");
+  }
+  constexpr size_t kMaxText = 1 << 20;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node& m = list[i];
+    const std::string field = "pinned_prompts[" + std::to_string(i) + "]";
+    if (!m.IsMap()) {
+      return Status::InvalidArgument(
+          at(m) + field + " must be a mapping with one of system, system_file or prompt", field);
+    }
+    PinnedPromptConfig p;
+    int texts = 0;
+    for (const auto& f : m) {
+      const std::string fk = f.first.IsScalar() ? f.first.as<std::string>() : std::string();
+      if (!f.second.IsScalar()) {
+        return Status::InvalidArgument(
+            at(f.first) + field + "." + fk + " must be a single text value", field + "." + fk);
+      }
+      const std::string fv = f.second.as<std::string>();
+      if (fk == "system" || fk == "prompt" || fk == "system_file") {
+        ++texts;
+        if (fk == "system_file") {
+          std::ifstream in(fv, std::ios::binary);
+          if (!in) {
+            return Status::InvalidArgument(
+                at(f.first) + field + ".system_file '" + fv + "' cannot be read", field + "." + fk);
+          }
+          std::ostringstream text;
+          text << in.rdbuf();
+          p.system = text.str();
+        } else {
+          (fk == "system" ? p.system : p.prompt) = fv;
+        }
+        const std::string& text = fk == "prompt" ? p.prompt : p.system;
+        if (text.empty() || text.size() > kMaxText) {
+          return Status::InvalidArgument(at(f.first) + field + "." + fk + " must hold 1 byte to " +
+                                             "1 MiB of text, not " + std::to_string(text.size()),
+                                         field + "." + fk);
+        }
+      } else if (fk == "tenant") {
+        p.tenant = fv;
+      } else {
+        return Status::InvalidArgument(at(f.first) + "unknown key '" + field + "." + fk +
+                                           "' (use system, system_file, prompt, tenant)",
+                                       field + "." + fk);
+      }
+    }
+    if (texts != 1) {
+      return Status::InvalidArgument(
+          at(m) + field + " needs exactly one of system, system_file or prompt, not " +
+              std::to_string(texts),
+          field);
+    }
+    out->push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
 Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
   auto loaded = LoadYamlFile(path, "config", "config");
   if (!loaded.ok()) return loaded.status();
@@ -540,6 +610,12 @@ Status LoadConfigFile(const std::string& path, ServeConfig* cfg) {
           path + " line " + line + ": a key must be a plain name, not a list or mapping", "config");
     }
     const std::string key = kv.first.as<std::string>();
+    if (key == "pinned_prompts") {
+      cfg->pinned_prompts.clear();
+      if (Status st = ParsePinnedPrompts(path, kv.second, &cfg->pinned_prompts); !st.ok())
+        return st;
+      continue;
+    }
     if (key == "models") {
       if (!kv.second.IsSequence() || kv.second.size() == 0) {
         return Status::InvalidArgument(
@@ -649,6 +725,10 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.sampling = cfg.sampling;
   o.embeddings = cfg.embeddings;
   o.gpu_layers = cfg.gpu_layers;
+  for (const PinnedPromptConfig& p : cfg.pinned_prompts) {
+    o.pinned_prompts.push_back({p.system, p.prompt, p.scope});
+  }
+  if (!o.pinned_prompts.empty()) o.pinned_dir = StateDir(cfg) + "/pinned";
   return o;
 }
 

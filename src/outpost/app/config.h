@@ -22,6 +22,15 @@ struct ExtraModel {
   std::string chat_template_file;
 };
 
+// A prompt prefix computed as each model loads (`pinned_prompts:` list;
+// scheduler/pinned_prompt.h): a system message or the start of a raw prompt.
+struct PinnedPromptConfig {
+  std::string system;  // the text (system_file is read at load)
+  std::string prompt;
+  std::string tenant;  // "" = requests without a tenant key
+  std::string scope;   // the tenant's cache scope; set by `serve` from the routing file
+};
+
 struct ServeConfig {
   std::string model;               // GGUF path; default: the bootstrap's default model
   std::string model_id;            // id clients use; default: file name without .gguf
@@ -118,6 +127,9 @@ struct ServeConfig {
   // Models served beside `model`, each with its own scheduler, all planned
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;
+  // Prompt prefixes every model computes as it loads, saved under
+  // <state_dir>/pinned so that the next start reads them back.
+  std::vector<PinnedPromptConfig> pinned_prompts;
 };
 
 // All keys accepted in YAML (snake_case) and as flags (--kebab-case).

@@ -159,6 +159,27 @@ int RunServe(ServeConfig cfg) {
     spdlog::info("routing: {} upstream(s) from {}", router->config().upstreams.size(),
                  cfg.routing_file);
   }
+  // Pinned prompts share the cache scope of their tenant's requests.
+  for (size_t i = 0; i < cfg.pinned_prompts.size(); ++i) {
+    PinnedPromptConfig& p = cfg.pinned_prompts[i];
+    if (router == nullptr) {
+      if (!p.tenant.empty()) {
+        spdlog::error(
+            "pinned_prompts[{}].tenant '{}': tenants come from a routing file, and none "
+            "is set (routing_file)",
+            i, p.tenant);
+        return 2;
+      }
+      continue;
+    }
+    auto scope = router->TenantCacheScope(p.tenant);
+    if (!scope) {
+      spdlog::error("pinned_prompts[{}].tenant '{}': no tenant of that name in {}", i, p.tenant,
+                    cfg.routing_file);
+      return 2;
+    }
+    p.scope = *scope;
+  }
   {
     std::vector<std::string> keys;
     if (!cfg.api_key.empty()) keys.push_back(cfg.api_key);

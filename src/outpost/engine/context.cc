@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -207,6 +208,32 @@ int32_t Context::SequencePosMin(SeqId seq) const {
 
 void Context::RemoveSequence(SeqId seq) {
   llama_memory_seq_rm(llama_get_memory(ctx_), seq, -1, -1);
+}
+
+Status Context::SaveSequence(SeqId seq, const std::string& path, std::span<const Token> tokens) {
+  if (llama_state_seq_save_file(ctx_, path.c_str(), seq, tokens.data(), tokens.size()) == 0) {
+    return Status::Internal("cannot write the sequence state file '" + path + "'");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Token>> Context::LoadSequence(SeqId seq, const std::string& path,
+                                                   size_t max_tokens) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    RemoveSequence(seq);
+    return Status::NotFound("no sequence state file '" + path + "'");
+  }
+  std::vector<Token> tokens(max_tokens);
+  size_t n = 0;
+  if (llama_state_seq_load_file(ctx_, path.c_str(), seq, tokens.data(), tokens.size(), &n) == 0) {
+    RemoveSequence(seq);  // a partial restore leaves nothing behind
+    return Status::InvalidArgument("'" + path +
+                                   "' is not a sequence state of this model and context shape, "
+                                   "or it is damaged (llama.cpp's log says which)");
+  }
+  tokens.resize(n);
+  return tokens;
 }
 
 }  // namespace outpost::engine

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "outpost/engine/kv_layout.h"
@@ -89,6 +91,10 @@ class Context {
   bool TrimSequence(SeqId seq, int32_t keep);
   // The lowest position seq holds cells for; -1 when none.
   int32_t SequencePosMin(SeqId seq) const;
+  // Sequence state to and from a file (llama_state_seq_save_file /
+  // _load_file); contracts as Engine::SaveSequence / LoadSequence.
+  Status SaveSequence(SeqId seq, const std::string& path, std::span<const Token> tokens);
+  StatusOr<std::vector<Token>> LoadSequence(SeqId seq, const std::string& path, size_t max_tokens);
 
   // Bytes of KV cache allocated by llama.cpp for all sequences.
   uint64_t KvBytesAllocated() const { return kv_bytes_; }

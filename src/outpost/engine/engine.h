@@ -110,6 +110,19 @@ class Engine {
   virtual bool TrimSequence(SeqId seq, int32_t keep) = 0;
   // Frees seq's KV cells and sampler at once.
   virtual void RemoveSequence(SeqId seq) = 0;
+  // Writes seq's KV cells, with `tokens` (what they hold, by position), to
+  // the file `path` (llama.cpp's sequence state format). Errors: Internal
+  // naming the path.
+  virtual Status SaveSequence(SeqId seq, const std::string& path,
+                              std::span<const Token> tokens) = 0;
+  // Makes seq's KV what SaveSequence() wrote to `path` (what seq held before
+  // is dropped) and returns the tokens stored with it, at most max_tokens.
+  // Errors (seq then holds nothing): NotFound (no such file),
+  // InvalidArgument (written for another model or context shape, or
+  // damaged). The caller checks that the tokens are what it expects: the
+  // file format does not name the model.
+  virtual StatusOr<std::vector<Token>> LoadSequence(SeqId seq, const std::string& path,
+                                                    size_t max_tokens) = 0;
 
   // Bytes of KV cache allocated for all sequences.
   virtual uint64_t KvBytesAllocated() const = 0;

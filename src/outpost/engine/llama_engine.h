@@ -69,6 +69,13 @@ class LlamaEngine final : public Engine {
   bool TrimSequence(SeqId seq, int32_t keep) override { return ctx_->TrimSequence(seq, keep); }
   int32_t SequencePosMin(SeqId seq) const override { return ctx_->SequencePosMin(seq); }
   void RemoveSequence(SeqId seq) override;
+  Status SaveSequence(SeqId seq, const std::string& path, std::span<const Token> tokens) override {
+    return ctx_->SaveSequence(seq, path, tokens);
+  }
+  StatusOr<std::vector<Token>> LoadSequence(SeqId seq, const std::string& path,
+                                            size_t max_tokens) override {
+    return ctx_->LoadSequence(seq, path, max_tokens);
+  }
   uint64_t KvBytesAllocated() const override { return ctx_->KvBytesAllocated(); }
 
   const Model& model() const { return *model_; }

@@ -24,6 +24,23 @@
 #include "outpost/version.h"
 
 namespace outpost::models {
+namespace {
+
+// What a saved pinned prefix depends on beside its tokens: the model file
+// (real path, size, modification time), llama.cpp's state format, the KV
+// type, the context per session and the session count (one KV stream each).
+std::string PinnedKey(const ModelRuntimeOptions& cfg, int32_t sessions) {
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(cfg.path, ec);
+  const std::string path = ec ? cfg.path : real.string();
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto mtime = std::filesystem::last_write_time(path, ec).time_since_epoch().count();
+  return path + "|" + std::to_string(ec ? 0 : size) + "|" + std::to_string(mtime) + "|" +
+         OUTPOST_LLAMA_VERSION + "|" + cfg.kv_type + "|" + std::to_string(cfg.ctx_per_session) +
+         "|" + std::to_string(sessions);
+}
+
+}  // namespace
 
 std::string ModelIdFor(const ModelRuntimeOptions& cfg) {
   if (!cfg.id.empty()) return cfg.id;
@@ -161,6 +178,9 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.batch_yield_ms = cfg.batch_yield_ms;
   so.batch_busy_tokens = cfg.batch_busy_tokens;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
+  so.pinned = cfg.pinned_prompts;
+  so.pinned_dir = cfg.pinned_dir;
+  so.pinned_key = PinnedKey(cfg, plan->sessions);
 
   auto reservation =
       ledger->Reserve(cfg.version.empty() ? id : id + "@" + cfg.version, plan->required_bytes);
@@ -196,6 +216,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
       scheduler::SchedulerStats::Register(*stats, model_label, model_values));
   served->genai = std::make_shared<telemetry::GenAiServerStats>(stats, served->id);
   served->scheduler->SetGenAiStats(served->genai);
+  served->scheduler->WarmPinned();
   served->scheduler->Start();
   model_stats.load_seconds.Set(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());

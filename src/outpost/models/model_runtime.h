@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "outpost/engine/types.h"
 #include "outpost/models/memory_ledger.h"
 #include "outpost/models/serving_set.h"
+#include "outpost/scheduler/pinned_prompt.h"
 #include "outpost/telemetry/stat_registry.h"
 #include "outpost/util/status.h"
 
@@ -49,6 +51,11 @@ struct ModelRuntimeOptions {
   // Also serve /v1/embeddings: a second context of ctx_per_session tokens
   // (one input at a time), its memory held in the ledger as "<id>/embeddings".
   bool embeddings = false;
+  // Prompt prefixes computed (or read from pinned_dir) as the model loads
+  // and restored from there once evicted (scheduler/pinned_prompt.h); ""
+  // dir = computed, not saved.
+  std::vector<scheduler::PinnedPrompt> pinned_prompts;
+  std::string pinned_dir;
 };
 
 // Errors name the file or the limit that failed (NotFound, InvalidArgument,

@@ -55,6 +55,16 @@ std::string Router::CacheScope(const std::string& bearer, DataClass data_class) 
   return tenant + "/" + DataClassName(data_class);
 }
 
+std::optional<std::string> Router::TenantCacheScope(const std::string& tenant_name) const {
+  if (tenant_name.empty()) {
+    return "/" + std::string(DataClassName(cfg_.policy.default_data_class));
+  }
+  for (const auto& [key, t] : cfg_.tenants) {
+    if (t.name == tenant_name) return "tenant:" + t.name + "/" + DataClassName(t.data_class);
+  }
+  return std::nullopt;
+}
+
 int64_t Router::TenantBudgetMs(const std::string& bearer) const {
   auto t = cfg_.tenants.find(bearer);
   return t == cfg_.tenants.end() ? 0 : t->second.latency_budget_ms;

@@ -33,6 +33,10 @@ class Router {
   // (by API key; unknown keys share the anonymous scope) and the data class,
   // so a restricted prompt never reuses or leaves KV another class can reach.
   std::string CacheScope(const std::string& bearer_token, DataClass data_class) const;
+  // The scope of the requests of the tenant named `tenant_name` in its own
+  // data class ("" = requests without a tenant key, in the default class);
+  // nullopt when no tenant has that name.
+  std::optional<std::string> TenantCacheScope(const std::string& tenant_name) const;
 
   RouteDecision Decide(const RouteInput& in) const {
     return router::Decide(in, cfg_.policy, cluster_.View());

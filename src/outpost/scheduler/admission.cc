@@ -84,6 +84,9 @@ SchedulerSnapshot Scheduler::Snapshot() const {
   s.prefix_cache_tokens = cache_tokens_.load(std::memory_order_relaxed);
   s.prompt_tokens = prompt_tokens_.load(std::memory_order_relaxed);
   s.prompt_tokens_cached = prompt_tokens_cached_.load(std::memory_order_relaxed);
+  s.pinned_prompts = pinned_ready_.load(std::memory_order_relaxed);
+  s.pinned_tokens = pinned_tokens_.load(std::memory_order_relaxed);
+  s.pinned_restores = pinned_restores_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -199,8 +202,11 @@ int32_t Scheduler::AdmitLocked() {
     from->pop_front();
     const bool cache = options_.prefix_cache && q.req.cache_prompt;
     const Reuse reuse = cache ? FindPrefix(q.req) : Reuse{};
-    const Reuse pending = cache ? FindPending(q.req, reuse) : Reuse{};
-    const std::vector<size_t> idle = PickIdle(n, pending.match > 0 ? Reuse{} : reuse);
+    // A pinned prefix evicted from memory comes back from its file.
+    const Reuse pin = cache ? FindPinned(q.req, reuse) : Reuse{};
+    const Reuse pending = cache ? FindPending(q.req, pin.match > 0 ? pin : reuse) : Reuse{};
+    const std::vector<size_t> idle =
+        PickIdle(n, pending.match > 0 || pin.match > 0 ? Reuse{} : reuse);
     queued_choices_ -= q.req.n;
     stats_.queue_time.Observe(Seconds(now - q.enqueued));
     auto group = std::make_shared<Group>();
@@ -223,7 +229,9 @@ int32_t Scheduler::AdmitLocked() {
       const bool passed_over = reuse.from != idle[0] &&
                                slots_[reuse.from].state == SlotState::kIdle &&
                                reuse.match < options_.min_copied_prefix;
-      if (c == 0 && pending.match == 0 && reuse.match > 0 && !passed_over) {
+      if (c == 0 && pending.match == 0 && pin.match > 0) {
+        start = RestorePinned(slot, pin.from, pin.match);
+      } else if (c == 0 && pending.match == 0 && reuse.match > 0 && !passed_over) {
         start = StartFrom(slot, reuse.from, reuse.match);
       } else {
         TrimCache(slot, 0);

@@ -92,6 +92,7 @@
 
 #include "outpost/engine/engine.h"
 #include "outpost/scheduler/draft_plan.h"
+#include "outpost/scheduler/pinned_prompt.h"
 #include "outpost/scheduler/request.h"
 #include "outpost/scheduler/scheduler_stats.h"
 #include "outpost/scheduler/stop_matcher.h"
@@ -149,6 +150,15 @@ struct SchedulerOptions {
   // time, not a step's.
   int64_t batch_yield_ms = 0;
   int32_t batch_busy_tokens = 1;
+  // Pinned prompt prefixes (pinned_prompt.h; needs prefix_cache): WarmPinned()
+  // computes each, or reads it from pinned_dir, into an idle slot; once
+  // evicted, a request that starts with one gets it back from its file when
+  // that saves at least min_copied_prefix tokens over the best cache.
+  // pinned_key names the model file and context settings (it goes into the
+  // files' names); pinned_dir "" = keep nothing on disk.
+  std::vector<PinnedPrompt> pinned;
+  std::string pinned_dir;
+  std::string pinned_key;
 };
 
 // Point-in-time view for /ready and the router's load rule.
@@ -171,6 +181,11 @@ struct SchedulerSnapshot {
   int64_t prefix_cache_tokens = 0;
   int64_t prompt_tokens = 0;
   int64_t prompt_tokens_cached = 0;
+  // Pinned prefixes ready (in a slot or on disk), their tokens, and how
+  // often one was read back from its file for a request.
+  int32_t pinned_prompts = 0;
+  int64_t pinned_tokens = 0;
+  int64_t pinned_restores = 0;
 };
 
 class Scheduler {
@@ -193,6 +208,12 @@ class Scheduler {
   void Start();
   // Finishes every request with Unavailable and joins the engine thread.
   void Stop();
+  // Puts every pinned prefix (options.pinned) into an idle slot: read from
+  // its file in pinned_dir when one was saved for this model, context and
+  // prompt, else computed and saved there. Logs what it did and why a
+  // prefix was skipped (too long, template refused, decode failed). Call
+  // once, before Start() (tests: before StepForTest()).
+  void WarmPinned();
   // The OTel GenAI server histograms for this model's requests (optional;
   // set before Start()).
   void SetGenAiStats(std::shared_ptr<telemetry::GenAiServerStats> stats) {
@@ -303,6 +324,14 @@ class Scheduler {
     int32_t match = 0;
   };
 
+  // A pinned prefix as WarmPinned() left it: its tokens, scope and file
+  // (path "" when it could not be saved, or its file proved unreadable).
+  struct Pinned {
+    std::vector<engine::Token> tokens;
+    std::string scope;
+    std::string path;
+  };
+
   void Loop();
   // Engine thread: expires old queued requests, drops cancelled ones and
   // moves the rest into idle slots. Returns the number of active slots.
@@ -334,6 +363,17 @@ class Scheduler {
   // longer prefix of req's than `cached` (min_copied_prefix more); match 0
   // when none.
   Reuse FindPending(const GenerationRequest& req, const Reuse& cached) const;
+  // Engine thread: a pinned prefix on disk that gives req at least
+  // min_copied_prefix more tokens than `cached` (from = its index in
+  // pinned_); match 0 when none.
+  Reuse FindPinned(const GenerationRequest& req, const Reuse& cached) const;
+  // Engine thread: slot s starts from the first `keep` tokens of pinned
+  // prefix `index`, read from its file. Returns the tokens reused (0 when
+  // the file failed; it is then not tried again).
+  int32_t RestorePinned(Slot& s, size_t index, int32_t keep);
+  // WarmPinned(): computes `tokens` into slot s (empty) in batch_size
+  // chunks. False when a decode fails (s then holds nothing).
+  bool PrefillDirect(Slot& s, const std::vector<engine::Token>& tokens);
   // Engine thread: moves waiting slots whose prefix is now decoded to
   // kPrefill with a copy of it (or from scratch when their holder is gone).
   void ResolveWaits();
@@ -412,9 +452,14 @@ class Scheduler {
   std::atomic<int64_t> prompt_tokens_{0};                       // admitted, since start
   std::atomic<int64_t> prompt_tokens_cached_{0};                // of those, from the cache
   std::atomic<int64_t> cache_tokens_{0};                        // held by idle slots
+  std::atomic<int64_t> pinned_restores_{0};                     // RestorePinned() successes
+  std::atomic<int32_t> pinned_ready_{0};                        // WarmPinned(): usable prefixes
+  std::atomic<int64_t> pinned_tokens_{0};                       // and their tokens
 
-  // Engine thread only.
+  // Engine thread only (and WarmPinned() before it starts); pinned_ is not
+  // resized after WarmPinned().
   std::vector<Slot> slots_;
+  std::vector<Pinned> pinned_;
   // Step(): the slots sampled this step, their sequences, batch rows and
   // tokens (kept to reuse their memory).
   std::vector<size_t> sample_slots_;

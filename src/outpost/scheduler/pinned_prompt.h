@@ -1,0 +1,38 @@
+// PinnedPrompt — a prompt prefix named in the config that the requests of
+// one cache scope start with (a site's system prompt). The scheduler
+// computes it once as it starts, or reads it from the file it saved it to
+// before (Scheduler::WarmPinned), so that a restart or a model swap serves
+// the first such request warm; it then sits in an idle slot as an ordinary
+// prefix-cache entry, and when admission has reclaimed that slot the prefix
+// is read back from the file (milliseconds) instead of computed again.
+//
+// The file's name carries a hash of the model and context identity (the
+// caller's key) and of the prefix's tokens, so a file is never read for a
+// model, context shape or prompt it was not written for; the loaded tokens
+// are checked against the expected ones as well.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "outpost/engine/engine.h"
+
+namespace outpost::scheduler {
+
+struct PinnedPrompt {
+  std::string system;  // a system message, or (system empty)
+  std::string prompt;  // the start of a raw /v1/completions prompt
+  std::string scope;   // the cache_scope of the requests that may use it
+};
+
+// The tokens every request carrying this system message (or raw prompt)
+// starts with. For a system message: the longest common token prefix of the
+// chat template rendered with it and each of two different user turns, so
+// whatever the template puts around the system text is in it and nothing
+// of a user's turn is. Empty when the template rejects the conversation.
+std::vector<engine::Token> PinnedTokens(const engine::Engine& engine, const PinnedPrompt& pinned);
+
+// "pinned-<16 hex digits>.kvseq": a 64-bit FNV-1a hash of `key` and the tokens.
+std::string PinnedFileName(const std::string& key, const std::vector<engine::Token>& tokens);
+
+}  // namespace outpost::scheduler
