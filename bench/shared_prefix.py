@@ -11,9 +11,12 @@ For each client count, --rounds rounds of that many simultaneous streaming
 medians of aggregate tokens/s and TTFT p50/p99. The servers are warmed with
 one request first (steady state: the block has been seen once).
 
-Phase `cold` (--phases): a burst of the largest client count on a freshly
-started server that has never seen the block (shift start: every terminal at
-once), --rounds fresh servers each, Outpost against llama-server.
+Phase `cold` (--phases): a burst of --cold-clients requests on a freshly
+started server that has never been asked anything (a shift start: every
+terminal at once; a restart), --rounds fresh servers each: Outpost, Outpost
+with the block pinned in its config (`pinned_prompts`, computed at the first
+start and read back from <state_dir>/pinned at the later ones), and
+llama-server.
 
 Writes bench/results/<date>-shared-prefix.json and -shared-prefix.svg and
 prints the markdown table for docs/performance.md.
@@ -27,6 +30,7 @@ import platform
 import random
 import statistics
 import sys
+import tempfile
 
 
 from benchlib import free_port, stop, wait_ready
@@ -154,6 +158,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
     ap.add_argument("--phases", default="warm,cold")
+    ap.add_argument("--cold-clients", default="1,16", help="burst sizes of the cold phase")
     args = ap.parse_args()
     phases = args.phases.split(",")
     clients_list = [int(c) for c in args.clients.split(",")]
@@ -169,13 +174,23 @@ def main():
     result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
               "model": os.path.realpath(args.model), "tokens": args.tokens, "rounds": args.rounds}
     if "cold" in phases:
-        cold = {"outpost": cold_burst("outpost", outpost_cmd, "/ready", slots, args.tokens, args.rounds),
-                "llama-server": cold_burst("llama-server", llama_cmd, "/health", slots, args.tokens, args.rounds)}
-        result["cold_burst"] = {"clients": slots, **cold}
-        o, ls = cold["outpost"], cold["llama-server"]
-        print(f"| cold burst of {slots} | {o['agg_tps']:.1f} tok/s | {ls['agg_tps']:.1f} tok/s | "
-              f"{o['agg_tps'] / ls['agg_tps']:.2f} | {o['ttft_p50']:.2f} / {o['ttft_p99']:.2f} s | "
-              f"{ls['ttft_p50']:.2f} / {ls['ttft_p99']:.2f} s | {o['ttft_p99'] / ls['ttft_p99']:.2f} |")
+        state = tempfile.mkdtemp(prefix="outpost-pinned-")
+        cfg = os.path.join(state, "pinned.yaml")
+        with open(cfg, "w") as f:  # a JSON string is a YAML double-quoted scalar
+            f.write(f"state_dir: {state}\npinned_prompts:\n  - prompt: {json.dumps(SHARED)}\n")
+        result["cold_burst"] = {}
+        print("| cold burst | Outpost TTFT p50 / p99 | pinned | llama-server | pinned p99 / llama-server p99 |")
+        print("|---|---|---|---|---|")
+        for c in [int(x) for x in args.cold_clients.split(",")]:
+            cold = {"outpost": cold_burst("outpost", outpost_cmd, "/ready", c, args.tokens, args.rounds),
+                    "outpost-pinned": cold_burst("outpost-pinned", lambda port: outpost_cmd(port, "--config", cfg),
+                                                 "/ready", c, args.tokens, args.rounds),
+                    "llama-server": cold_burst("llama-server", llama_cmd, "/health", c, args.tokens, args.rounds)}
+            result["cold_burst"][str(c)] = cold
+            o, p, ls = cold["outpost"], cold["outpost-pinned"], cold["llama-server"]
+            print(f"| {c} client{'s' if c > 1 else ''} | {o['ttft_p50']:.2f} / {o['ttft_p99']:.2f} s | "
+                  f"{p['ttft_p50']:.2f} / {p['ttft_p99']:.2f} s | {ls['ttft_p50']:.2f} / {ls['ttft_p99']:.2f} s | "
+                  f"{p['ttft_p99'] / ls['ttft_p99']:.2f} |")
     if "warm" not in phases:
         with open(os.path.join(args.out, f"{stamp}-shared-prefix-cold.json"), "w") as f:
             json.dump(result, f, indent=2)

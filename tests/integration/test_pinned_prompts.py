@@ -37,6 +37,7 @@ def test_a_pinned_system_prompt_is_warm_at_once_after_a_restart_and_after_evicti
         assert "pinned prompt 1 of 1:" in s.log() and "tokens computed in" in s.log(), s.log()
         pinned = pinned_ready(s)
         assert pinned["prompts"] == 1 and pinned["tokens"] > 100, pinned
+        assert s.ready()["models"][0]["prefix_cache"]["cached_tokens"] == pinned["tokens"]
         text, lp, usage = ask(s.base, QUESTIONS[0], True)
         assert usage["prompt_tokens_details"]["cached_tokens"] == pinned["tokens"], usage
         first = (text, lp)

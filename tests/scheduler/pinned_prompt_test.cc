@@ -98,6 +98,7 @@ TEST_F(PinnedPromptTest, ComputedAndSavedAtStartSoTheFirstRequestIsWarm) {
   auto snap = f.sched->Snapshot();
   EXPECT_EQ(snap.pinned_prompts, 1);
   EXPECT_EQ(snap.pinned_tokens, static_cast<int64_t>(pinned.size()));
+  EXPECT_EQ(snap.prefix_cache_tokens, static_cast<int64_t>(pinned.size()));
 
   const size_t before = f.engine->batches.size();
   const GenerationResult r = Run(f, Chat(f, kSystem, "torque for M8?"));

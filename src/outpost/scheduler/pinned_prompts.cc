@@ -156,6 +156,11 @@ void Scheduler::WarmPinned() {
       pinned_tokens_ += static_cast<int64_t>(pin.tokens.size());
     }
   }
+  // What idle slots hold, as the steps report it (/ready before any request).
+  size_t cached = 0;
+  for (const Slot& s : slots_) cached += s.kv.size();
+  stats_.prefix_cache_tokens.Set(static_cast<double>(cached));
+  cache_tokens_.store(static_cast<int64_t>(cached), std::memory_order_relaxed);
 }
 
 bool Scheduler::PrefillDirect(Slot& s, const std::vector<engine::Token>& tokens) {
