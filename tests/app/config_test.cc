@@ -159,6 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "single text value"},
         BadConfig{"pinned_prompts:\n  - {system_file: /nonexistent/prompt.txt}\n",
                   "pinned_prompts[0].system_file", "'/nonexistent/prompt.txt' cannot be read"},
+        BadConfig{"pinned_prompts:\n  - {system_file: /dev/zero}\n",
+                  "pinned_prompts[0].system_file", "not a readable regular file"},
+        BadConfig{"pinned_prompts:\n  - {system_file: /tmp}\n", "pinned_prompts[0].system_file",
+                  "not a readable regular file"},
         // Found by reading after fuzzing: these threw out of the loader.
         BadConfig{"[a, b]: 1\n", "config", "a key must be a plain name"},
         BadConfig{"models:\n  - {[x]: a.gguf}\n", "models", "a key must be a plain name"},

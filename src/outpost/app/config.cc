@@ -8,11 +8,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "outpost/fleet/desired_state.h"
 #include "outpost/models/model_signature.h"
@@ -559,14 +559,18 @@ static Status ParsePinnedPrompts(const std::string& path, const YAML::Node& list
       if (fk == "system" || fk == "prompt" || fk == "system_file") {
         ++texts;
         if (fk == "system_file") {
-          std::ifstream in(fv, std::ios::binary);
-          if (!in) {
-            return Status::InvalidArgument(
-                at(f.first) + field + ".system_file '" + fv + "' cannot be read", field + "." + fk);
+          // A regular file only (not a FIFO or /dev/zero), read up to one byte past the limit.
+          std::error_code ec;
+          std::ifstream in;
+          if (std::filesystem::is_regular_file(fv, ec)) in.open(fv, std::ios::binary);
+          if (!in.is_open()) {
+            return Status::InvalidArgument(at(f.first) + field + ".system_file '" + fv +
+                                               "' cannot be read (not a readable regular file)",
+                                           field + "." + fk);
           }
-          std::ostringstream text;
-          text << in.rdbuf();
-          p.system = text.str();
+          p.system.resize(kMaxText + 1);
+          in.read(p.system.data(), static_cast<std::streamsize>(p.system.size()));
+          p.system.resize(static_cast<size_t>(in.gcount()));
         } else {
           (fk == "system" ? p.system : p.prompt) = fv;
         }
