@@ -108,3 +108,37 @@ def test_a_pinned_prompt_for_an_unknown_tenant_stops_the_start(tmp_path):
                         "--port", "1"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "no tenant of that name" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_a_swapped_in_version_serves_its_first_request_warm(tmp_path):
+    """A model swap (docs/lifecycle.md): the new version pins the prompt as it
+    loads, before it takes traffic, and saves it to its own file."""
+    from test_lifecycle import KEY, admin, quantize_tool
+    q8 = tmp_path / "smollm2-q8_0.gguf"
+    subprocess.run([quantize_tool(), "--allow-requantize", MODEL, str(q8), "Q8_0"], check=True,
+                   capture_output=True, timeout=300)
+    store = tmp_path / "models"
+    for f, ref in ((MODEL, "smollm2:1"), (str(q8), "smollm2:2")):
+        p = subprocess.run([BIN, "model", "--store", str(store), "import", f, ref], capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    p = subprocess.run([BIN, "model", "--store", str(store), "activate", "smollm2:1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    prompt_file = tmp_path / "system.txt"
+    prompt_file.write_text(SYSTEM)
+    cfg = pinned_config(tmp_path, f"system_file: {prompt_file}")
+    with serve("--model-store", str(store), "--config", cfg, "--parallel", "2", "--ctx-size", "1024",
+               models=["smollm2"], env={"OUTPOST_ADMIN_KEY": KEY}) as s:
+        tokens = pinned_ready(s)["tokens"]
+        _, _, usage = ask(s.base, QUESTIONS[0], True)
+        assert usage["prompt_tokens_details"]["cached_tokens"] == tokens
+        assert len(kvseq_files(tmp_path)) == 1
+        r = admin(s, "POST", "/admin/models/activate", {"model": "smollm2:2"})
+        assert r.status_code == 200 and r.json()["to"] == "2", r.text
+        assert s.ready()["models"][0]["version"] == "2"
+        assert pinned_ready(s) == {"prompts": 1, "tokens": tokens, "restores": 0}
+        text, _, usage = ask(s.base, QUESTIONS[1], True)
+        assert usage["prompt_tokens_details"]["cached_tokens"] == tokens, usage
+        assert text.strip()
+        assert len(kvseq_files(tmp_path)) == 2  # one per version: another model file
