@@ -70,7 +70,8 @@
 //
 // Implemented in scheduler.cc (lifecycle, steps, sampling, finishing),
 // admission.cc (Submit, the queue classes, admission, preemption),
-// prefix_reuse.cc (the prefix cache) and step_cost.cc (measured rates and
+// prefix_reuse.cc (the prefix cache), pinned_prompts.cc (prefixes pinned
+// from the config: WarmPinned(), restored from disk) and step_cost.cc (measured rates and
 // the step budget's chunk).
 //
 // Time comes from an injected util::Clock. The engine thread sleeps only when
