@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,7 @@ class FakeEngine final : public engine::Engine {
       fail_next_decode = false;
       return Status::Internal("injected decode failure");
     }
+    pending_copy_.clear();
     for (const auto& e : batch_) {
       int32_t& n = kv_[static_cast<size_t>(e.seq)];
       if (e.pos != n) ++violations;  // positions must continue the sequence
@@ -125,6 +127,8 @@ class FakeEngine final : public engine::Engine {
   }
   void CopySequence(engine::SeqId src, engine::SeqId dst) override {
     if (kv_[static_cast<size_t>(dst)] != 0) ++violations;  // dst must be empty
+    pending_copy_.insert(src);                             // the data moves at the next Decode()
+    pending_copy_.insert(dst);
     kv_[static_cast<size_t>(dst)] = kv_[static_cast<size_t>(src)];
     forked_[dst] = src;
     ++copies;
@@ -165,6 +169,9 @@ class FakeEngine final : public engine::Engine {
   StatusOr<std::vector<engine::Token>> LoadSequence(engine::SeqId seq, const std::string& path,
                                                     size_t max_tokens) override {
     ++loads;
+    // A real engine writes the cells at once: a copy still pending from or
+    // into them would read or overwrite them.
+    if (pending_copy_.count(seq) > 0) ++violations;
     kv_[static_cast<size_t>(seq)] = 0;
     std::ifstream in(path, std::ios::binary);
     if (!in) return Status::NotFound("no file '" + path + "'");
@@ -226,6 +233,7 @@ class FakeEngine final : public engine::Engine {
   std::vector<size_t> produced_;
   std::vector<bool> eog_banned_;
   std::map<engine::SeqId, engine::SeqId> forked_;  // copied, not yet sampled: dst -> src
+  std::set<engine::SeqId> pending_copy_;           // copies' ends until the next Decode()
   std::vector<Entry> batch_;
   const std::vector<std::string> stops_;
   const std::vector<engine::Token> eog_{kEog};

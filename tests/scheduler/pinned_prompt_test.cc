@@ -3,6 +3,7 @@
 // evicted, recomputed when the file is damaged or gone, kept to their scope.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -174,6 +175,38 @@ TEST_F(PinnedPromptTest, WithSlidingWindowsOnlyAPrefixWithinTheWindowIsCutShort)
     }
     EXPECT_EQ(f.engine->violations, 0);
   }
+}
+
+TEST_F(PinnedPromptTest, ASlotWithACopyStillPendingIsComputedNotRestored) {
+  Fixture f(PinOpts(2, {{kSystem, "", ""}}));
+  f.sched->WarmPinned();
+  // Two choices of one prompt take both slots (the pinned cells go); the
+  // leader's KV is copied to the other after the step's decode, and both end
+  // in that step (max_tokens 1): the copy waits for the next decode.
+  auto two = f.Sink("two");
+  GenerationRequest req;
+  const std::string other = "Something else entirely, and long enough to matter.";
+  req.prompt.assign(other.begin(), other.end());
+  req.n = 2;
+  req.max_tokens = 1;
+  ASSERT_TRUE(f.sched->Submit(std::move(req), two).ok());
+  while (!two->done) ASSERT_TRUE(f.sched->StepForTest());
+  // The next request starts with the pinned prefix; whichever slot it takes
+  // has a copy pending, so it is computed rather than read into it.
+  const int loads = f.engine->loads;
+  EXPECT_EQ(Run(f, Chat(f, kSystem, "hi")).usage.cached_tokens, 0);
+  EXPECT_EQ(f.engine->loads, loads);
+  EXPECT_EQ(f.engine->violations, 0);
+  // The file is still good: once other prompts have taken both slots, the
+  // next request that starts with the prefix reads it back.
+  for (const std::string p : {"First of two other long prompts, unlike the rest.",
+                              "Second of two other long prompts, unlike any."}) {
+    f.clock.Advance(std::chrono::seconds(1));  // least recently used first
+    Run(f, {p.begin(), p.end()});
+  }
+  EXPECT_GT(Run(f, Chat(f, kSystem, "hello")).usage.cached_tokens, 0);
+  EXPECT_EQ(f.sched->Snapshot().pinned_restores, 1);
+  EXPECT_EQ(f.engine->violations, 0);
 }
 
 TEST_F(PinnedPromptTest, ADamagedFileIsComputedAgainAndReplaced) {

@@ -230,7 +230,7 @@ int32_t Scheduler::AdmitLocked() {
                                slots_[reuse.from].state == SlotState::kIdle &&
                                reuse.match < options_.min_copied_prefix;
       if (c == 0 && pending.match == 0 && pin.match > 0) {
-        start = RestorePinned(slot, pin.from, pin.match);
+        start = DeferRestore(slot, pin.from, pin.match);
       } else if (c == 0 && pending.match == 0 && reuse.match > 0 && !passed_over) {
         start = StartFrom(slot, reuse.from, reuse.match);
       } else {

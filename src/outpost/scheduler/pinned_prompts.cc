@@ -203,26 +203,50 @@ Scheduler::Reuse Scheduler::FindPinned(const GenerationRequest& req, const Reuse
   return Reuse{};
 }
 
-int32_t Scheduler::RestorePinned(Slot& s, size_t index, int32_t keep) {
-  Pinned& p = pinned_[index];
-  const auto t0 = std::chrono::steady_clock::now();
-  s.kv.clear();
-  auto loaded = engine_->LoadSequence(s.seq, p.path, p.tokens.size());
-  if (!loaded.ok() || *loaded != p.tokens) {
-    spdlog::warn("pinned prompt: {} cannot be read back ({}); it is computed from now on", p.path,
-                 loaded.ok() ? "it holds other tokens" : loaded.status().message());
-    engine_->RemoveSequence(s.seq);
-    p.path.clear();
-    return 0;
-  }
-  s.kv = std::move(loaded).value();
-  if (!TrimCache(s, keep)) return 0;
-  pinned_restores_ += 1;
-  stats_.prompt_tokens_cached.Add(static_cast<uint64_t>(keep));
-  prompt_tokens_cached_ += keep;
-  spdlog::debug("pinned prompt: {} tokens read back from {} in {:.1f} ms", keep, p.path,
-                MsSince(t0));
+int32_t Scheduler::DeferRestore(Slot& s, size_t index, int32_t keep) {
+  s.restore_pin = static_cast<int32_t>(index);
+  const std::vector<engine::Token>& tokens = pinned_[index].tokens;
+  s.kv.assign(tokens.begin(), tokens.begin() + keep);
   return keep;
+}
+
+void Scheduler::RestorePinned() {
+  for (Slot& s : slots_) {
+    if (s.restore_pin < 0) continue;
+    Pinned& p = pinned_[static_cast<size_t>(s.restore_pin)];
+    s.restore_pin = -1;
+    const auto keep = static_cast<int32_t>(s.kv.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    bool ok = false;
+    if (s.copy_pending) {
+      // A copy from or into this slot is still to be made: it would read or
+      // overwrite what the file put there.
+      spdlog::debug("pinned prompt: slot {} has a copy pending; computing", s.seq);
+    } else if (auto loaded = engine_->LoadSequence(s.seq, p.path, p.tokens.size());
+               !loaded.ok() || *loaded != p.tokens) {
+      spdlog::warn("pinned prompt: {} cannot be read back ({}); it is computed from now on", p.path,
+                   loaded.ok() ? "it holds other tokens" : loaded.status().message());
+      p.path.clear();
+    } else {
+      s.kv = std::move(loaded).value();
+      ok = TrimCache(s, keep);
+    }
+    if (!ok) {
+      // The whole prompt is computed, as without a cache (RemoveSequence()
+      // drops the cells' claim only; a pending copy still reads their data).
+      engine_->RemoveSequence(s.seq);
+      s.kv.clear();
+      s.n_prompt_done = 0;
+      s.n_past = 0;
+      if (s.group != nullptr && s.choice == 0) s.group->result.usage.cached_tokens = 0;
+      continue;
+    }
+    pinned_restores_ += 1;
+    stats_.prompt_tokens_cached.Add(static_cast<uint64_t>(keep));
+    prompt_tokens_cached_ += keep;
+    spdlog::debug("pinned prompt: {} tokens read back from {} in {:.1f} ms", keep, p.path,
+                  MsSince(t0));
+  }
 }
 
 }  // namespace outpost::scheduler

@@ -22,7 +22,10 @@ Scheduler::Reuse Scheduler::FindPrefix(const GenerationRequest& req) const {
   std::vector<Held> idle;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    if (s.kv.empty() || s.state == SlotState::kFork || s.kv_scope != req.cache_scope) continue;
+    if (s.kv.empty() || s.state == SlotState::kFork || s.restore_pin >= 0 ||
+        s.kv_scope != req.cache_scope) {
+      continue;
+    }
     const size_t end = std::min(limit, s.kv.size());
     size_t m = 0;
     while (m < end && s.kv[m] == prompt[m]) ++m;
@@ -101,6 +104,8 @@ int32_t Scheduler::StartFrom(Slot& s, size_t from, int32_t keep) {
     TrimCache(s, 0);
     const Slot& holder = slots_[from];
     engine_->CopySequence(holder.seq, s.seq);
+    slots_[from].copy_pending = true;
+    s.copy_pending = true;
     s.kv = holder.kv;
   }
   if (!TrimCache(s, keep)) return 0;

@@ -275,6 +275,7 @@ void Scheduler::Step() {
     std::lock_guard<std::mutex> lock(mu_);
     AdmitLocked();
   }
+  RestorePinned();  // what admission promised from pinned prefixes' files
   // Requests whose client went away free their sequence before decoding.
   for (auto& s : slots_) {
     if (s.state == SlotState::kIdle) continue;
@@ -304,6 +305,7 @@ void Scheduler::Step() {
   const bool interruptible = options_.batch_yield_ms > 0 && batch_only;
   const Status st = interruptible ? engine_->DecodeInterruptible(interrupt_) : engine_->Decode();
   const auto decode_time = clock_->Now() - step_start;
+  for (auto& s : slots_) s.copy_pending = false;  // the decode made every pending copy
   if (interruptible && st.code() == StatusCode::kCancelled) {
     // A higher class arrived: this step's batch work is undone and redone
     // later; the next step admits the newcomer.
@@ -324,6 +326,7 @@ void Scheduler::Step() {
       Slot& f = slots_[s.group->slots[k]];
       if (f.state != SlotState::kFork) continue;
       engine_->CopySequence(s.seq, f.seq);
+      s.copy_pending = f.copy_pending = true;
       f.kv = s.kv;
       f.n_past = s.n_past;
       f.n_prompt_done = f.req.prompt.size();

@@ -296,6 +296,13 @@ class Scheduler {
     // Tokens whose KV this sequence holds, by position (the prefix cache).
     std::vector<engine::Token> kv;
     std::string kv_scope;  // the cache_scope of the request that filled kv
+    // DeferRestore(): the pinned_ prefix whose file the next step reads into
+    // this slot (kv already names its first n_prompt_done tokens); -1 = none.
+    int32_t restore_pin = -1;
+    // A CopySequence() from or to this slot waits for the next Decode()
+    // (the engine copies the KV data then): nothing may be written into its
+    // cells before, so RestorePinned() computes instead.
+    bool copy_pending = false;
     // kWait: the slot whose prompt prefill will hold `wait_match` of ours,
     // and that slot's group (the request it runs) when we started waiting.
     size_t wait_from = 0;
@@ -368,10 +375,15 @@ class Scheduler {
   // min_copied_prefix more tokens than `cached` (from = its index in
   // pinned_); match 0 when none.
   Reuse FindPinned(const GenerationRequest& req, const Reuse& cached) const;
-  // Engine thread: slot s starts from the first `keep` tokens of pinned
-  // prefix `index`, read from its file. Returns the tokens reused (0 when
-  // the file failed; it is then not tried again).
-  int32_t RestorePinned(Slot& s, size_t index, int32_t keep);
+  // Admission (under mu_): slot s starts from the first `keep` tokens of
+  // pinned prefix `index`, to be read from its file by RestorePinned() before
+  // the next batch — outside the lock, so a slow disk holds up no Submit().
+  // Returns keep; until then s is no holder for others (FindPrefix()).
+  int32_t DeferRestore(Slot& s, size_t index, int32_t keep);
+  // Engine thread, first thing in a step: reads back what DeferRestore()
+  // promised. A file that fails leaves the slot to compute its whole prompt
+  // (cached_tokens 0) and is not tried again.
+  void RestorePinned();
   // WarmPinned(): computes `tokens` into slot s (empty) in batch_size
   // chunks. False when a decode fails (s then holds nothing).
   bool PrefillDirect(Slot& s, const std::vector<engine::Token>& tokens);
