@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
   CLI::App* serve =
       app.add_subcommand("serve", "serve a GGUF model over the OpenAI-compatible HTTP API");
   std::string config_path;
-  serve->add_option("-c,--config", config_path, "YAML config file; flags override its keys");
+  serve->add_option(
+      "-c,--config", config_path,
+      "YAML config file; flags override its keys. The pinned_prompts list (system prompts computed "
+      "at start and kept on disk; docs/configuration.md) is set only there");
   std::map<std::string, std::optional<std::string>> flag_values;
   for (const auto& f : outpost::app::ConfigKeyDocs()) flag_values[f.key];
   std::vector<std::string> model_flags;  // --model may repeat
