@@ -77,12 +77,15 @@ class Box:
     def log(self):
         return "".join(open(p, errors="replace").read() for p in self.logs)
 
-    def metric(self, name):
-        """The sum of the metric's series."""
+    def metric(self, name, default=None):
+        """The sum of the metric's series. A labelled counter has no series until its first
+        count (Prometheus practice), so a caller that polls before then passes a default."""
         values = [float(line.rsplit(" ", 1)[1])
                   for line in httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=10).text.splitlines()
                   if line.startswith(name + " ") or line.startswith(name + "{")]
         if not values:
+            if default is not None:
+                return default
             raise KeyError(name)
         return sum(values)
 
@@ -356,7 +359,9 @@ def test_https_with_a_bearer_token_and_a_wrong_token_is_refused_not_retried(tmp_
         # A wrong token: 401 is a refusal (OTLP: never retried), counted and logged.
         os.environ["OUTPOST_UPLINK_TOKEN"] = "wrong"
         box.start()
-        wait_for(lambda: box.metric("outpost_uplink_attempts_total") >= 3, 30, "attempts")
+        # The box is ready before its first POST; until then the counter has no series.
+        wait_for(lambda: box.metric('outpost_uplink_attempts_total{code="401"}', default=0) >= 3, 30,
+                 "three refused attempts")
         time.sleep(1)
         assert "the centre refused seq" in box.log() and "HTTP 401" in box.log()
         violations = rx.query("SELECT problem FROM violations")
