@@ -116,6 +116,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"uplink_max_backoff: never\n", "uplink_max_backoff", "duration"},
         BadConfig{"uplink_spool_size: 1KiB\n", "uplink_spool_size", "between 64KiB"},
         BadConfig{"uplink_spool_size: big\n", "uplink_spool_size", "not a size"},
+        BadConfig{"pinned_cache_size: 512KiB\n", "pinned_cache_size", "between 1MiB and 1TiB"},
+        BadConfig{"pinned_cache_size: 2TiB\n", "pinned_cache_size", "between 1MiB and 1TiB"},
+        BadConfig{"pinned_cache_size: -1\n", "pinned_cache_size", "pinned_cache_size"},
         BadConfig{"box_id: 'site 1'\n", "box_id", "letters, digits"},
         BadConfig{"fleet_url: ftp://central/state\n", "fleet_url", "oci://"},
         BadConfig{"fleet_url: state.json\n", "fleet_url", "absolute path"},
@@ -190,6 +193,7 @@ TEST(Config, PinnedPromptsReachEveryModelWithTheirFileDirectory) {
   const std::string prompt_file = WriteTemp("You are the plant's assistant.\nBe brief.");
   ServeConfig c;
   ASSERT_TRUE(LoadConfigFile(WriteTemp("state_dir: /var/lib/outpost\n"
+                                       "pinned_cache_size: 300MiB\n"
                                        "models:\n  - {path: /a.gguf}\n  - {path: /b.gguf}\n"
                                        "pinned_prompts:\n"
                                        "  - system_file: " +
@@ -209,6 +213,7 @@ TEST(Config, PinnedPromptsReachEveryModelWithTheirFileDirectory) {
     EXPECT_EQ(o.pinned_prompts[0].system, c.pinned_prompts[0].system);
     EXPECT_EQ(o.pinned_prompts[1].scope, "tenant:lab/internal");
     EXPECT_EQ(o.pinned_dir, "/var/lib/outpost/pinned");
+    EXPECT_EQ(o.pinned_dir_max_bytes, 300ull << 20);
   }
   // None configured: no directory either.
   EXPECT_TRUE(ModelRuntimeOptionsFrom(ServeConfig{}, 0).pinned_dir.empty());

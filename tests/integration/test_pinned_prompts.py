@@ -6,6 +6,7 @@ damaged file is computed again and replaced. Answers stay those of the same
 requests without any cache (greedy first tokens, as in test_prefix_cache)."""
 import os
 import subprocess
+import time
 
 from outpost_harness import BIN, GEMMA, MODEL, serve, yaml_file
 from test_prefix_cache import LOGPROB_NOISE, QUESTIONS, SYSTEM, ask
@@ -47,8 +48,16 @@ def test_a_pinned_system_prompt_is_warm_at_once_after_a_restart_and_after_evicti
     assert text == cold[0][0] and abs(lp - cold[0][1]) < LOGPROB_NOISE, (cold[0], first)
 
     # Restart: read back, not computed, the same KV and so the same answer.
-    with serve(*flags, "--config", cfg) as s:
+    # Beside it a day-old file of another model: past pinned_cache_size, it
+    # gives way; the file in use stays.
+    stranger = files[0].parent / "pinned-0123456789abcdef.kvseq"
+    stranger.write_bytes(b"\0" * (4 << 20))
+    os.utime(stranger, (time.time() - 86400, time.time() - 86400))
+    bound = files[0].stat().st_size + (2 << 20)
+    with serve(*flags, "--config", cfg, "--pinned-cache-size", f"{bound >> 20}MiB") as s:
         assert "tokens read from" in s.log() and "tokens computed in" not in s.log(), s.log()
+        assert "removed 1 older file(s) (4096 KiB)" in s.log(), s.log()
+        assert kvseq_files(tmp_path) == files
         text, lp, usage = ask(s.base, QUESTIONS[0], True)
         assert usage["prompt_tokens_details"]["cached_tokens"] == pinned["tokens"]
         assert (text, lp) == first

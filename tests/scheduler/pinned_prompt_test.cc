@@ -3,6 +3,7 @@
 // evicted, recomputed when the file is damaged or gone, kept to their scope.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -287,6 +288,75 @@ TEST_F(PinnedPromptTest, WhatCannotBePinnedIsSkipped) {
   h.sched->WarmPinned();
   EXPECT_EQ(h.sched->Snapshot().pinned_prompts, 0);
   EXPECT_TRUE(h.engine->batches.empty());
+}
+
+// A file of `bytes` bytes whose last use was `age` ago.
+void WriteAged(const std::filesystem::path& path, size_t bytes, std::chrono::minutes age) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << std::string(bytes, 'k');
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - age);
+}
+
+TEST_F(PinnedPromptTest, TheDirectoryBoundRemovesTheLeastRecentlyUsedFilesFirst) {
+  using std::chrono::minutes;
+  WriteAged(dir_ / "pinned-old.kvseq", 400 << 10, minutes(600));
+  WriteAged(dir_ / "pinned-older-but-in-use.kvseq", 400 << 10, minutes(900));
+  WriteAged(dir_ / "pinned-mid.kvseq", 400 << 10, minutes(300));
+  WriteAged(dir_ / "pinned-new.kvseq", 400 << 10, minutes(1));
+  WriteAged(dir_ / "pinned-crashed.kvseq.tmp", 100 << 10, minutes(30));
+  WriteAged(dir_ / "pinned-saving.kvseq.tmp", 100 << 10, minutes(1));
+  WriteAged(dir_ / "notes.txt", 900 << 10, minutes(9000));  // not ours: left alone
+  // 1,600 KiB of prefixes against a 1,000 KiB bound: the two oldest not in use go.
+  PinnedPruneResult r =
+      PrunePinnedDir(dir_.string(), 1000 << 10, {"pinned-older-but-in-use.kvseq"});
+  EXPECT_EQ(r.files_removed, 3);  // old, mid and the crashed save
+  EXPECT_EQ(r.bytes_removed, 900u << 10);
+  EXPECT_EQ(r.bytes_left, 800u << 10);
+  std::vector<std::string> left;
+  for (const auto& p : Files()) left.push_back(p.filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left,
+            (std::vector<std::string>{"notes.txt", "pinned-new.kvseq",
+                                      "pinned-older-but-in-use.kvseq", "pinned-saving.kvseq.tmp"}));
+  // Files in use are kept even past the bound; the result says so.
+  r = PrunePinnedDir(dir_.string(), 1, {"pinned-new.kvseq", "pinned-older-but-in-use.kvseq"});
+  EXPECT_EQ(r.files_removed, 0);
+  EXPECT_EQ(r.bytes_left, 800u << 10);
+  // A directory that is not there is empty.
+  EXPECT_EQ(PrunePinnedDir((dir_ / "none").string(), 0, {}).bytes_left, 0u);
+}
+
+TEST_F(PinnedPromptTest, EachStartTouchesItsFilesAndBoundsTheDirectory) {
+  using std::chrono::minutes;
+  {
+    Fixture first(PinOpts(2, {{kSystem, "", ""}}));
+    first.sched->WarmPinned();
+  }
+  ASSERT_EQ(Files().size(), 1u);
+  const std::filesystem::path mine = Files()[0];
+  const auto size = std::filesystem::file_size(mine);
+  // Last used long ago, beside two files of another model, one older.
+  std::filesystem::last_write_time(mine,
+                                   std::filesystem::file_time_type::clock::now() - minutes(900));
+  WriteAged(dir_ / "pinned-othermodel1.kvseq", size, minutes(600));
+  WriteAged(dir_ / "pinned-othermodel2.kvseq", size, minutes(1200));
+  SchedulerOptions o = PinOpts(2, {{kSystem, "", ""}});
+  o.pinned_dir_max_bytes = 2 * size;  // room for two of the three
+  Fixture f(o);
+  f.sched->WarmPinned();
+  EXPECT_EQ(f.engine->loads, 1);
+  // Read, so touched: now the most recent. The oldest other file gave way.
+  EXPECT_GT(std::filesystem::last_write_time(mine),
+            std::filesystem::file_time_type::clock::now() - minutes(5));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "pinned-othermodel1.kvseq"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "pinned-othermodel2.kvseq"));
+  // A bound smaller than the files in use keeps them (and the request warm).
+  o.pinned_dir_max_bytes = 1;
+  Fixture g(o);
+  g.sched->WarmPinned();
+  EXPECT_TRUE(std::filesystem::exists(mine));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "pinned-othermodel1.kvseq"));
+  EXPECT_GT(Run(g, Chat(g, kSystem, "hi")).usage.cached_tokens, 0);
 }
 
 }  // namespace

@@ -249,6 +249,18 @@ const std::map<std::string, Setter>& Setters() {
                      c->uplink_spool_size = *b;
                      return Status::Ok();
                    }},
+                  {"pinned_cache_size",
+                   [](ServeConfig* c, const std::string& k, const std::string& v) {
+                     auto b = util::ParseBytes(v);
+                     if (!b.ok())
+                       return Status::InvalidArgument("'" + k + "': " + b.status().message(), k);
+                     if (*b < (1u << 20) || *b > (1ull << 40)) {
+                       return Status::InvalidArgument(
+                           "'" + k + "' must be between 1MiB and 1TiB, got '" + v + "'", k);
+                     }
+                     c->pinned_cache_size = *b;
+                     return Status::Ok();
+                   }},
                   {"state_dir", StringField(&ServeConfig::state_dir)},
                   {"box_id",
                    [](ServeConfig* c, const std::string& k, const std::string& v) {
@@ -433,8 +445,12 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"uplink_spool_size",
        "bound on records waiting for the centre; summaries merge past 80%, the oldest records "
        "give way to a gap record past 100% (default 64MiB)"},
+      {"pinned_cache_size",
+       "bound on <state_dir>/pinned, the saved pinned_prompts: each start removes the least "
+       "recently used files of other models or settings past it (default 1GiB)"},
       {"state_dir",
-       "directory for the uplink spool (default $STATE_DIRECTORY, else "
+       "directory for the uplink spool, the Batch API's store and the saved pinned prompts "
+       "(default $STATE_DIRECTORY, else "
        "~/.local/state/outpost)"},
       {"box_id", "this box's name at the centre (default: the host name)"},
       {"audit_dir",
@@ -733,6 +749,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
     o.pinned_prompts.push_back({p.system, p.prompt, p.scope});
   }
   if (!o.pinned_prompts.empty()) o.pinned_dir = StateDir(cfg) + "/pinned";
+  o.pinned_dir_max_bytes = cfg.pinned_cache_size;
   return o;
 }
 

@@ -128,8 +128,10 @@ struct ServeConfig {
   // against the one memory budget; the first model is the default.
   std::vector<ExtraModel> extra_models;
   // Prompt prefixes every model computes as it loads, saved under
-  // <state_dir>/pinned so that the next start reads them back.
+  // <state_dir>/pinned so that the next start reads them back; that
+  // directory is kept under pinned_cache_size (least recently used first).
   std::vector<PinnedPromptConfig> pinned_prompts;
+  uint64_t pinned_cache_size = 1ull << 30;
 };
 
 // All keys accepted in YAML (snake_case) and as flags (--kebab-case).

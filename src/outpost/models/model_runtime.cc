@@ -180,6 +180,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
   so.pinned = cfg.pinned_prompts;
   so.pinned_dir = cfg.pinned_dir;
+  so.pinned_dir_max_bytes = cfg.pinned_dir_max_bytes;
   so.pinned_key = PinnedKey(cfg, plan->sessions);
 
   auto reservation =

@@ -53,9 +53,12 @@ struct ModelRuntimeOptions {
   bool embeddings = false;
   // Prompt prefixes computed (or read from pinned_dir) as the model loads
   // and restored from there once evicted (scheduler/pinned_prompt.h); ""
-  // dir = computed, not saved.
+  // dir = computed, not saved. The directory is kept under
+  // pinned_dir_max_bytes (the least recently used files of other models or
+  // settings are removed first; the ones this model uses are kept).
   std::vector<scheduler::PinnedPrompt> pinned_prompts;
   std::string pinned_dir;
+  uint64_t pinned_dir_max_bytes = 1ull << 30;
 };
 
 // Errors name the file or the limit that failed (NotFound, InvalidArgument,

@@ -10,8 +10,13 @@
 // caller's key) and of the prefix's tokens, so a file is never read for a
 // model, context shape or prompt it was not written for; the loaded tokens
 // are checked against the expected ones as well.
+//
+// The directory is bounded (PrunePinnedDir): every start touches the files
+// it reads or writes, and the least recently used files of other models,
+// context shapes or prompts give way once the total passes the bound.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,5 +39,20 @@ std::vector<engine::Token> PinnedTokens(const engine::Engine& engine, const Pinn
 
 // "pinned-<16 hex digits>.kvseq": a 64-bit FNV-1a hash of `key` and the tokens.
 std::string PinnedFileName(const std::string& key, const std::vector<engine::Token>& tokens);
+
+struct PinnedPruneResult {
+  int files_removed = 0;
+  uint64_t bytes_removed = 0;
+  uint64_t bytes_left = 0;  // pinned-*.kvseq bytes still in the directory
+};
+
+// Removes the least recently modified pinned-*.kvseq files in `dir` until
+// their total is at most `max_bytes`, never a file whose name is in `keep`
+// (the files the caller serves from; they may alone exceed the bound), and
+// "*.tmp" files older than ten minutes (a save cut short by a crash; a
+// younger one may be another model's save in progress). Other files are
+// left alone. A missing directory is an empty one.
+PinnedPruneResult PrunePinnedDir(const std::string& dir, uint64_t max_bytes,
+                                 const std::vector<std::string>& keep);
 
 }  // namespace outpost::scheduler

@@ -61,6 +61,56 @@ std::string PinnedFileName(const std::string& key, const std::vector<engine::Tok
   return name;
 }
 
+PinnedPruneResult PrunePinnedDir(const std::string& dir, uint64_t max_bytes,
+                                 const std::vector<std::string>& keep) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::file_time_type mtime;
+    uint64_t size;
+    fs::path path;
+  };
+  PinnedPruneResult r;
+  std::vector<Entry> candidates;
+  const auto now = fs::file_time_type::clock::now();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code fe;
+    if (!it->is_regular_file(fe)) continue;
+    const std::string name = it->path().filename().string();
+    const auto mtime = it->last_write_time(fe);
+    const uint64_t size = fe ? 0 : it->file_size(fe);
+    if (fe) continue;
+    const auto ends_with = [&name](const std::string& tail) {
+      return name.size() >= tail.size() &&
+             name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (name.rfind("pinned-", 0) != 0) continue;
+    if (ends_with(".tmp")) {
+      if (now - mtime > std::chrono::minutes(10) && fs::remove(it->path(), fe)) {
+        r.files_removed += 1;
+        r.bytes_removed += size;
+      }
+      continue;
+    }
+    if (!ends_with(".kvseq")) continue;
+    r.bytes_left += size;
+    if (std::find(keep.begin(), keep.end(), name) == keep.end()) {
+      candidates.push_back({mtime, size, it->path()});
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  for (const Entry& e : candidates) {
+    if (r.bytes_left <= max_bytes) break;
+    std::error_code fe;
+    if (!fs::remove(e.path, fe)) continue;
+    r.files_removed += 1;
+    r.bytes_removed += e.size;
+    r.bytes_left -= e.size;
+  }
+  return r;
+}
+
 void Scheduler::WarmPinned() {
   if (options_.pinned.empty()) return;
   if (!options_.prefix_cache) {
@@ -80,6 +130,7 @@ void Scheduler::WarmPinned() {
   // saved, and then held on disk only.
   const size_t n = options_.pinned.size();
   pinned_.resize(n);
+  std::vector<std::string> in_use;  // file names, kept by the directory's bound
   for (size_t k = n; k-- > 0;) {
     const PinnedPrompt& p = options_.pinned[k];
     Pinned& pin = pinned_[k];
@@ -106,6 +157,9 @@ void Scheduler::WarmPinned() {
       if (loaded.ok() && *loaded == tokens) {
         spdlog::info("{}: {} tokens read from {} in {:.0f} ms", what, tokens.size(), path,
                      MsSince(t0));
+        // Used now: the directory's bound removes the least recently used files first.
+        std::error_code ec;
+        std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
         ready = true;
       } else if (loaded.ok() || loaded.status().code() != StatusCode::kNotFound) {
         engine_->RemoveSequence(s.seq);
@@ -142,6 +196,7 @@ void Scheduler::WarmPinned() {
     pin.scope = p.scope;
     std::error_code ec;
     pin.path = !path.empty() && std::filesystem::is_regular_file(path, ec) ? path : std::string();
+    if (!pin.path.empty()) in_use.push_back(std::filesystem::path(path).filename().string());
     if (held) {
       s.kv = std::move(tokens);
       s.kv_scope = p.scope;
@@ -154,6 +209,21 @@ void Scheduler::WarmPinned() {
     if (!pin.tokens.empty()) {
       pinned_ready_ += 1;
       pinned_tokens_ += static_cast<int64_t>(pin.tokens.size());
+    }
+  }
+  if (!options_.pinned_dir.empty()) {
+    const PinnedPruneResult pruned =
+        PrunePinnedDir(options_.pinned_dir, options_.pinned_dir_max_bytes, in_use);
+    if (pruned.files_removed > 0) {
+      spdlog::info("pinned prompts: removed {} older file(s) ({} KiB) from {}; {} KiB left",
+                   pruned.files_removed, pruned.bytes_removed >> 10, options_.pinned_dir,
+                   pruned.bytes_left >> 10);
+    }
+    if (pruned.bytes_left > options_.pinned_dir_max_bytes) {
+      spdlog::warn(
+          "pinned prompts: the files in use take {} KiB, more than pinned_cache_size "
+          "({} KiB); they are kept",
+          pruned.bytes_left >> 10, options_.pinned_dir_max_bytes >> 10);
     }
   }
   // What idle slots hold, as the steps report it (/ready before any request).

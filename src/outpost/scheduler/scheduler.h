@@ -156,10 +156,13 @@ struct SchedulerOptions {
   // evicted, a request that starts with one gets it back from its file when
   // that saves at least min_copied_prefix tokens over the best cache.
   // pinned_key names the model file and context settings (it goes into the
-  // files' names); pinned_dir "" = keep nothing on disk.
+  // files' names); pinned_dir "" = keep nothing on disk. WarmPinned() then
+  // bounds the directory to pinned_dir_max_bytes (PrunePinnedDir: least
+  // recently used files of other models or settings first).
   std::vector<PinnedPrompt> pinned;
   std::string pinned_dir;
   std::string pinned_key;
+  uint64_t pinned_dir_max_bytes = 1ull << 30;
 };
 
 // Point-in-time view for /ready and the router's load rule.
