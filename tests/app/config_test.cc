@@ -166,6 +166,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "pinned_prompts[0].system_file", "not a readable regular file"},
         BadConfig{"pinned_prompts:\n  - {system_file: /tmp}\n", "pinned_prompts[0].system_file",
                   "not a readable regular file"},
+        BadConfig{"pinned_prompts:\n  - {system: a, model: ''}\n", "pinned_prompts[0].model",
+                  "must name a served model"},
+        BadConfig{"pinned_prompts:\n  - {system: a, model: [x, y]}\n", "pinned_prompts[0].model",
+                  "single text value"},
         // Found by reading after fuzzing: these threw out of the loader.
         BadConfig{"[a, b]: 1\n", "config", "a key must be a plain name"},
         BadConfig{"models:\n  - {[x]: a.gguf}\n", "models", "a key must be a plain name"},
@@ -199,18 +203,23 @@ TEST(Config, PinnedPromptsReachEveryModelWithTheirFileDirectory) {
                                        "  - system_file: " +
                                        prompt_file +
                                        "\n"
-                                       "  - {prompt: 'Q: torque?', tenant: lab}\n"),
+                                       "  - {prompt: 'Q: torque?', tenant: lab}\n"
+                                       "  - {system: 'Answer in German.', model: b}\n"),
                              &c)
                   .ok());
-  ASSERT_EQ(c.pinned_prompts.size(), 2u);
+  ASSERT_EQ(c.pinned_prompts.size(), 3u);
   EXPECT_EQ(c.pinned_prompts[0].system, "You are the plant's assistant.\nBe brief.");
+  EXPECT_EQ(c.pinned_prompts[0].model, "");
+  EXPECT_EQ(c.pinned_prompts[2].model, "b");
   EXPECT_EQ(c.pinned_prompts[1].prompt, "Q: torque?");
   EXPECT_EQ(c.pinned_prompts[1].tenant, "lab");
   c.pinned_prompts[1].scope = "tenant:lab/internal";  // `serve` sets it from the routing file
   for (size_t i : {0, 1}) {
     const models::ModelRuntimeOptions o = ModelRuntimeOptionsFrom(c, i);
-    ASSERT_EQ(o.pinned_prompts.size(), 2u);
+    // Every model gets all three; models::LoadModel keeps those for its id.
+    ASSERT_EQ(o.pinned_prompts.size(), 3u);
     EXPECT_EQ(o.pinned_prompts[0].system, c.pinned_prompts[0].system);
+    EXPECT_EQ(o.pinned_prompts[2].model, "b");
     EXPECT_EQ(o.pinned_prompts[1].scope, "tenant:lab/internal");
     EXPECT_EQ(o.pinned_dir, "/var/lib/outpost/pinned");
     EXPECT_EQ(o.pinned_dir_max_bytes, 300ull << 20);

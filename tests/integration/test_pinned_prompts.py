@@ -119,6 +119,23 @@ def test_a_pinned_prompt_for_an_unknown_tenant_stops_the_start(tmp_path):
     assert "no tenant of that name" in p.stdout + p.stderr, p.stdout + p.stderr
 
 
+def test_a_pinned_prompt_for_one_model_is_pinned_on_that_model_only(tmp_path):
+    """`model:` names the served model a prompt is for; the others neither
+    compute it nor hold its cells. An id no model serves stops the start."""
+    gemma_id = os.path.splitext(os.path.basename(os.path.realpath(GEMMA)))[0]
+    cfg = pinned_config(tmp_path, f"{{system: Be brief., model: {gemma_id}}}")
+    with serve("--parallel", "2", "--ctx-size", "1024", "--config", cfg,
+               models=[MODEL, GEMMA]) as s:
+        pinned = {m["id"]: m["prefix_cache"]["pinned"]["prompts"] for m in s.ready()["models"]}
+        assert pinned[gemma_id] == 1 and sorted(pinned.values()) == [0, 1], pinned
+    assert len(kvseq_files(tmp_path)) == 1
+    cfg = pinned_config(tmp_path, "{system: Be brief., model: gemma}")
+    p = subprocess.run([BIN, "serve", "--model", MODEL, "--config", cfg, "--port", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "pinned_prompts[0].model 'gemma': no served model has that id" in p.stdout + p.stderr
+
+
 def test_a_swapped_in_version_serves_its_first_request_warm(tmp_path):
     """A model swap (docs/lifecycle.md): the new version pins the prompt as it
     loads, before it takes traffic, and saves it to its own file."""

@@ -76,11 +76,11 @@ class PinnedPromptTest : public ::testing::Test {
 
 TEST_F(PinnedPromptTest, TheTokensAreWhatEveryChatWithTheSystemMessageStartsWith) {
   Fixture f(PinOpts(2, {}));
-  const auto tokens = PinnedTokens(f.sched->engine(), {kSystem, "", ""});
+  const auto tokens = PinnedTokens(f.sched->engine(), {kSystem, "", "", ""});
   // The fake template: "system: ...\nuser: <text>\nassistant: ".
   const std::string want = "system: " + kSystem + "\nuser: ";
   EXPECT_EQ(std::string(tokens.begin(), tokens.end()), want);
-  const auto raw = PinnedTokens(f.sched->engine(), {"", "Q: torque?", ""});
+  const auto raw = PinnedTokens(f.sched->engine(), {"", "Q: torque?", "", ""});
   EXPECT_EQ(std::string(raw.begin(), raw.end()), "Q: torque?");
   // The name changes with the model and context key and with the tokens.
   EXPECT_NE(PinnedFileName("a", tokens), PinnedFileName("b", tokens));
@@ -89,12 +89,12 @@ TEST_F(PinnedPromptTest, TheTokensAreWhatEveryChatWithTheSystemMessageStartsWith
 }
 
 TEST_F(PinnedPromptTest, ComputedAndSavedAtStartSoTheFirstRequestIsWarm) {
-  Fixture f(PinOpts(4, {{kSystem, "", ""}}));
+  Fixture f(PinOpts(4, {{kSystem, "", "", ""}}));
   f.sched->WarmPinned();
   EXPECT_EQ(f.engine->saves, 1);
   ASSERT_EQ(Files().size(), 1u);  // no .tmp left beside it
   EXPECT_EQ(Files()[0].extension(), ".kvseq");
-  const auto pinned = PinnedTokens(f.sched->engine(), {kSystem, "", ""});
+  const auto pinned = PinnedTokens(f.sched->engine(), {kSystem, "", "", ""});
   // Held by the last slot, as an ordinary cache entry.
   EXPECT_EQ(f.engine->KvCells(3), static_cast<int32_t>(pinned.size()));
   auto snap = f.sched->Snapshot();
@@ -115,11 +115,11 @@ TEST_F(PinnedPromptTest, ComputedAndSavedAtStartSoTheFirstRequestIsWarm) {
 
 TEST_F(PinnedPromptTest, TheNextStartReadsTheFileInsteadOfComputing) {
   {
-    Fixture first(PinOpts(2, {{kSystem, "", ""}, {"", "Q: torque?", ""}}));
+    Fixture first(PinOpts(2, {{kSystem, "", "", ""}, {"", "Q: torque?", "", ""}}));
     first.sched->WarmPinned();
     EXPECT_EQ(first.engine->saves, 2);
   }
-  Fixture f(PinOpts(2, {{kSystem, "", ""}, {"", "Q: torque?", ""}}));
+  Fixture f(PinOpts(2, {{kSystem, "", "", ""}, {"", "Q: torque?", "", ""}}));
   f.sched->WarmPinned();
   EXPECT_EQ(f.engine->loads, 2);
   EXPECT_EQ(f.engine->saves, 0);
@@ -127,15 +127,15 @@ TEST_F(PinnedPromptTest, TheNextStartReadsTheFileInsteadOfComputing) {
   EXPECT_EQ(f.sched->Snapshot().pinned_prompts, 2);
   const GenerationResult r = Run(f, Chat(f, kSystem, "hi"));
   EXPECT_EQ(r.usage.cached_tokens,
-            static_cast<int32_t>(PinnedTokens(f.sched->engine(), {kSystem, "", ""}).size()));
+            static_cast<int32_t>(PinnedTokens(f.sched->engine(), {kSystem, "", "", ""}).size()));
   const std::string raw = "Q: torque? A:";
   EXPECT_EQ(Run(f, {raw.begin(), raw.end()}).usage.cached_tokens, 10);
 }
 
 TEST_F(PinnedPromptTest, AnEvictedPrefixIsReadBackFromItsFile) {
-  Fixture f(PinOpts(1, {{kSystem, "", ""}}));
+  Fixture f(PinOpts(1, {{kSystem, "", "", ""}}));
   f.sched->WarmPinned();
-  const auto pinned = PinnedTokens(f.sched->engine(), {kSystem, "", ""});
+  const auto pinned = PinnedTokens(f.sched->engine(), {kSystem, "", "", ""});
   // Another prompt takes the only slot: the pinned cells are reclaimed.
   const std::string other = "Something else entirely, and long enough to matter.";
   EXPECT_EQ(Run(f, {other.begin(), other.end()}).usage.cached_tokens, 0);
@@ -160,10 +160,10 @@ TEST_F(PinnedPromptTest, WithSlidingWindowsOnlyAPrefixWithinTheWindowIsCutShort)
   const std::string other = "Something else entirely, and long enough to matter.";
   for (const int32_t window : {1000, 20}) {
     std::filesystem::remove_all(dir_);
-    Fixture f(PinOpts(1, {{kSystem, "", ""}}));
+    Fixture f(PinOpts(1, {{kSystem, "", "", ""}}));
     f.engine->sliding_window = window;
     f.sched->WarmPinned();
-    const auto pinned = PinnedTokens(f.sched->engine(), {kSystem, "", ""});
+    const auto pinned = PinnedTokens(f.sched->engine(), {kSystem, "", "", ""});
     // Shares all of the prefix but its last token ("user: " vs "user:\n").
     std::vector<engine::Token> prompt(pinned.begin(), pinned.end() - 1);
     for (char c : std::string("\nwhat now?")) prompt.push_back(c);
@@ -179,7 +179,7 @@ TEST_F(PinnedPromptTest, WithSlidingWindowsOnlyAPrefixWithinTheWindowIsCutShort)
 }
 
 TEST_F(PinnedPromptTest, ASlotWithACopyStillPendingIsComputedNotRestored) {
-  Fixture f(PinOpts(2, {{kSystem, "", ""}}));
+  Fixture f(PinOpts(2, {{kSystem, "", "", ""}}));
   f.sched->WarmPinned();
   // Two choices of one prompt take both slots (the pinned cells go); the
   // leader's KV is copied to the other after the step's decode, and both end
@@ -212,23 +212,23 @@ TEST_F(PinnedPromptTest, ASlotWithACopyStillPendingIsComputedNotRestored) {
 
 TEST_F(PinnedPromptTest, ADamagedFileIsComputedAgainAndReplaced) {
   {
-    Fixture first(PinOpts(2, {{kSystem, "", ""}}));
+    Fixture first(PinOpts(2, {{kSystem, "", "", ""}}));
     first.sched->WarmPinned();
   }
   ASSERT_EQ(Files().size(), 1u);
   const auto file = Files()[0];
   std::ofstream(file, std::ios::binary | std::ios::trunc) << "not a sequence state";
-  Fixture f(PinOpts(2, {{kSystem, "", ""}}));
+  Fixture f(PinOpts(2, {{kSystem, "", "", ""}}));
   f.sched->WarmPinned();
   EXPECT_EQ(f.engine->loads, 1);
   EXPECT_EQ(f.engine->saves, 1);  // computed and written again
   EXPECT_GT(std::filesystem::file_size(file), 20u);
   EXPECT_EQ(Run(f, Chat(f, kSystem, "hi")).usage.cached_tokens,
-            static_cast<int32_t>(PinnedTokens(f.sched->engine(), {kSystem, "", ""}).size()));
+            static_cast<int32_t>(PinnedTokens(f.sched->engine(), {kSystem, "", "", ""}).size()));
 }
 
 TEST_F(PinnedPromptTest, AFileGoneWhileServingMeansTheRequestIsComputed) {
-  Fixture f(PinOpts(1, {{kSystem, "", ""}}));
+  Fixture f(PinOpts(1, {{kSystem, "", "", ""}}));
   f.sched->WarmPinned();
   const std::string other = "Something else entirely, and long enough to matter.";
   Run(f, {other.begin(), other.end()});
@@ -243,7 +243,7 @@ TEST_F(PinnedPromptTest, AFileGoneWhileServingMeansTheRequestIsComputed) {
 }
 
 TEST_F(PinnedPromptTest, APrefixServesOnlyItsScope) {
-  Fixture f(PinOpts(1, {{kSystem, "", "tenant:lab/internal"}}));
+  Fixture f(PinOpts(1, {{kSystem, "", "tenant:lab/internal", ""}}));
   f.sched->WarmPinned();
   EXPECT_EQ(Run(f, Chat(f, kSystem, "hi"), "tenant:office/internal").usage.cached_tokens, 0);
   EXPECT_EQ(f.sched->Snapshot().pinned_restores, 0);
@@ -253,7 +253,8 @@ TEST_F(PinnedPromptTest, APrefixServesOnlyItsScope) {
 }
 
 TEST_F(PinnedPromptTest, MorePrefixesThanSessionsWaitOnDisk) {
-  Fixture f(PinOpts(1, {{kSystem, "", ""}, {"", "Q: what is the torque for an M8 bolt?", ""}}));
+  Fixture f(
+      PinOpts(1, {{kSystem, "", "", ""}, {"", "Q: what is the torque for an M8 bolt?", "", ""}}));
   f.sched->WarmPinned();
   EXPECT_EQ(f.engine->saves, 2);
   EXPECT_EQ(f.sched->Snapshot().pinned_prompts, 2);
@@ -268,12 +269,12 @@ TEST_F(PinnedPromptTest, MorePrefixesThanSessionsWaitOnDisk) {
 
 TEST_F(PinnedPromptTest, WhatCannotBePinnedIsSkipped) {
   // Longer than a session (ctx 128): skipped; two tokens: the shortest kept.
-  Fixture f(PinOpts(2, {{"", std::string(200, 'x'), ""}, {"", "ab", ""}}));
+  Fixture f(PinOpts(2, {{"", std::string(200, 'x'), "", ""}, {"", "ab", "", ""}}));
   f.sched->WarmPinned();
   EXPECT_EQ(f.sched->Snapshot().pinned_prompts, 1);
   EXPECT_EQ(f.engine->saves, 1);
   // Without a directory: computed and held, nothing written.
-  SchedulerOptions o = PinOpts(2, {{kSystem, "", ""}});
+  SchedulerOptions o = PinOpts(2, {{kSystem, "", "", ""}});
   o.pinned_dir.clear();
   std::filesystem::remove_all(dir_);
   Fixture g(o);
@@ -282,7 +283,7 @@ TEST_F(PinnedPromptTest, WhatCannotBePinnedIsSkipped) {
   EXPECT_TRUE(Files().empty());
   EXPECT_GT(Run(g, Chat(g, kSystem, "hi")).usage.cached_tokens, 0);
   // With the prefix cache off nothing is pinned.
-  SchedulerOptions off = PinOpts(2, {{kSystem, "", ""}});
+  SchedulerOptions off = PinOpts(2, {{kSystem, "", "", ""}});
   off.prefix_cache = false;
   Fixture h(off);
   h.sched->WarmPinned();
@@ -329,7 +330,7 @@ TEST_F(PinnedPromptTest, TheDirectoryBoundRemovesTheLeastRecentlyUsedFilesFirst)
 TEST_F(PinnedPromptTest, EachStartTouchesItsFilesAndBoundsTheDirectory) {
   using std::chrono::minutes;
   {
-    Fixture first(PinOpts(2, {{kSystem, "", ""}}));
+    Fixture first(PinOpts(2, {{kSystem, "", "", ""}}));
     first.sched->WarmPinned();
   }
   ASSERT_EQ(Files().size(), 1u);
@@ -340,7 +341,7 @@ TEST_F(PinnedPromptTest, EachStartTouchesItsFilesAndBoundsTheDirectory) {
                                    std::filesystem::file_time_type::clock::now() - minutes(900));
   WriteAged(dir_ / "pinned-othermodel1.kvseq", size, minutes(600));
   WriteAged(dir_ / "pinned-othermodel2.kvseq", size, minutes(1200));
-  SchedulerOptions o = PinOpts(2, {{kSystem, "", ""}});
+  SchedulerOptions o = PinOpts(2, {{kSystem, "", "", ""}});
   o.pinned_dir_max_bytes = 2 * size;  // room for two of the three
   Fixture f(o);
   f.sched->WarmPinned();

@@ -544,7 +544,7 @@ Status ApplySetting(ServeConfig* cfg, const std::string& key, const std::string&
 }
 
 // The `pinned_prompts:` list: mappings with one of system, system_file or
-// prompt, and optionally tenant. Errors name the line and the field.
+// prompt, and optionally tenant and model. Errors name the line and the field.
 static Status ParsePinnedPrompts(const std::string& path, const YAML::Node& list,
                                  std::vector<PinnedPromptConfig>* out) {
   const auto at = [&path](const YAML::Node& n) {
@@ -598,9 +598,15 @@ static Status ParsePinnedPrompts(const std::string& path, const YAML::Node& list
         }
       } else if (fk == "tenant") {
         p.tenant = fv;
+      } else if (fk == "model") {
+        if (fv.empty()) {
+          return Status::InvalidArgument(at(f.first) + field + ".model must name a served model",
+                                         field + ".model");
+        }
+        p.model = fv;
       } else {
         return Status::InvalidArgument(at(f.first) + "unknown key '" + field + "." + fk +
-                                           "' (use system, system_file, prompt, tenant)",
+                                           "' (use system, system_file, prompt, tenant, model)",
                                        field + "." + fk);
       }
     }
@@ -746,7 +752,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
   o.embeddings = cfg.embeddings;
   o.gpu_layers = cfg.gpu_layers;
   for (const PinnedPromptConfig& p : cfg.pinned_prompts) {
-    o.pinned_prompts.push_back({p.system, p.prompt, p.scope});
+    o.pinned_prompts.push_back({p.system, p.prompt, p.scope, p.model});
   }
   if (!o.pinned_prompts.empty()) o.pinned_dir = StateDir(cfg) + "/pinned";
   o.pinned_dir_max_bytes = cfg.pinned_cache_size;

@@ -28,6 +28,7 @@ struct PinnedPromptConfig {
   std::string system;  // the text (system_file is read at load)
   std::string prompt;
   std::string tenant;  // "" = requests without a tenant key
+  std::string model;   // the served model id it is for; "" = every model
   std::string scope;   // the tenant's cache scope; set by `serve` from the routing file
 };
 

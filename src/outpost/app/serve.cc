@@ -369,6 +369,17 @@ int RunServe(ServeConfig cfg) {
     return 1;
   }
   const std::string& ids = models.ids();
+  for (size_t i = 0; i < cfg.pinned_prompts.size(); ++i) {
+    const std::string& model = cfg.pinned_prompts[i].model;
+    if (!model.empty() && !models.Serves(model)) {
+      spdlog::error("pinned_prompts[{}].model '{}': no served model has that id (serving {})", i,
+                    model, ids);
+      models.Stop();
+      http.Stop();
+      http_thread.join();
+      return 2;
+    }
+  }
   spdlog::info("memory: {} of the budget {} reserved by {} model(s)",
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
                models.count());

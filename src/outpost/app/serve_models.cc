@@ -184,6 +184,7 @@ Status ServedModels::Load() {
       serving_->Add(std::move(loaded).value());
     }
     ids_ += (ids_.empty() ? "'" : ", '") + served->id + "'";
+    id_list_.push_back(served->id);
     ++count_;
   }
   if (fleet_ != nullptr) return fleet_->Start();

@@ -4,6 +4,7 @@
 // activations and rollbacks while serving.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,8 +42,11 @@ class ServedModels {
   // model that failed (whatever loaded stays loaded: Stop() it). Then starts
   // the fleet agent, if configured.
   Status Load();
-  // "'id', 'id'" for the log.
+  // "'id', 'id'" for the log; Serves: whether one of them is `id`.
   const std::string& ids() const { return ids_; }
+  bool Serves(const std::string& id) const {
+    return std::find(id_list_.begin(), id_list_.end(), id) != id_list_.end();
+  }
   size_t count() const { return count_; }
   // The /admin/ handler; null when there is no store.
   api::AdminApi* admin() const { return admin_.get(); }
@@ -66,6 +70,7 @@ class ServedModels {
   std::unique_ptr<fleet::FleetAgent> fleet_;
   std::vector<std::shared_ptr<scheduler::Scheduler>> file_schedulers_;
   std::string ids_;
+  std::vector<std::string> id_list_;
   size_t count_ = 0;
 };
 

@@ -178,7 +178,9 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   so.batch_yield_ms = cfg.batch_yield_ms;
   so.batch_busy_tokens = cfg.batch_busy_tokens;
   so.kv_bytes_per_token = plan->kv_bytes_per_token;
-  so.pinned = cfg.pinned_prompts;
+  for (const scheduler::PinnedPrompt& p : cfg.pinned_prompts) {
+    if (p.model.empty() || p.model == id) so.pinned.push_back(p);
+  }
   so.pinned_dir = cfg.pinned_dir;
   so.pinned_dir_max_bytes = cfg.pinned_dir_max_bytes;
   so.pinned_key = PinnedKey(cfg, plan->sessions);

@@ -52,6 +52,7 @@ struct ModelRuntimeOptions {
   // (one input at a time), its memory held in the ledger as "<id>/embeddings".
   bool embeddings = false;
   // Prompt prefixes computed (or read from pinned_dir) as the model loads
+  // (those whose `model` is empty or this model's id)
   // and restored from there once evicted (scheduler/pinned_prompt.h); ""
   // dir = computed, not saved. The directory is kept under
   // pinned_dir_max_bytes (the least recently used files of other models or

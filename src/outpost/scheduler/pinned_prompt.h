@@ -28,6 +28,8 @@ struct PinnedPrompt {
   std::string system;  // a system message, or (system empty)
   std::string prompt;  // the start of a raw /v1/completions prompt
   std::string scope;   // the cache_scope of the requests that may use it
+  std::string model;   // the served model id it is for, "" = any (models::LoadModel
+                       // passes a model its own; the scheduler does not look)
 };
 
 // The tokens every request carrying this system message (or raw prompt)
