@@ -69,15 +69,19 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None):
+def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None, threads="2",
+          wrap=()):
     """Runs `outpost serve --model M... --port P *flags` until the block ends;
-    `models` (--model values) defaults to [MODEL]; `env` adds to the environment.
+    `models` (--model values) defaults to [MODEL]; `env` adds to the environment;
+    `threads` None leaves --threads to its default; `wrap` goes in front of
+    the command (e.g. taskset -c 0).
     At the end: SIGTERM (the server drains requests in flight), and a second
     SIGTERM after 5 s cuts a drain short."""
     port = port or free_port()
     log = tempfile.NamedTemporaryFile(prefix="outpost-", suffix=".log", delete=False)
     model_flags = [a for m in (models or [MODEL]) for a in ("--model", m)]
-    cmd = [BIN, "serve", *model_flags, "--port", str(port), "--threads", "2", *flags]
+    thread_flags = ("--threads", threads) if threads is not None else ()
+    cmd = [*wrap, BIN, "serve", *model_flags, "--port", str(port), *thread_flags, *flags]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, **(env or {})})
     server = Server(proc, port, log.name)

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -14,10 +13,12 @@
 #include "outpost/bench/report.h"
 #include "outpost/bench/runner.h"
 #include "outpost/bench/tune.h"
+#include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
 #include "outpost/models/model_runtime.h"
 #include "outpost/router/dispatcher_impl.h"
 #include "outpost/scheduler/capacity.h"
+#include "outpost/util/cpus.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -47,7 +48,9 @@ std::shared_ptr<BenchFlags> AddBenchCommand(CLI::App* app) {
   CLI::App* c = app->add_subcommand(
       "bench", "measure bandwidth, prefill, decode, users and memory on this machine");
   c->add_option("-m,--model", f->model, "GGUF model (default: as for serve)");
-  c->add_option("--threads", f->threads, "CPU threads (default all cores)");
+  c->add_option(
+      "--threads", f->threads,
+      "CPU threads (default: the CPUs this process may use, affinity and cgroup quota counted)");
   c->add_option("--ctx-size", f->ctx_size, "tokens per session (default 1024)");
   c->add_option("--parallel", f->parallel,
                 "sessions: auto or N (default auto, capped by --parallel-auto-max)");
@@ -122,13 +125,15 @@ int RunBenchCommand(const BenchFlags& f) {
 
   spdlog::set_level(spdlog::level::warn);
   engine::InstallLlamaLogger(false);
+  for (const std::string& w : engine::CpuThreadWarnings(f.threads, cfg.threads_batch)) {
+    std::fprintf(stderr, "outpost bench: warning: %s\n", w.c_str());
+  }
   telemetry::StatRegistry stats;
   const uint64_t budget =
       cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
   std::optional<bench::Tuning> tuning;
   if (f.tune) {
-    const int cores =
-        f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
+    const int cores = f.threads > 0 ? f.threads : util::UsableCpus().usable;
     auto t = bench::TuneThreads(ModelRuntimeOptionsFrom(cfg), bench::ThreadCandidates(cores),
                                 o.prompt_tokens, o.gen_tokens, o.reps, budget, stats, o.progress);
     if (!t.ok()) {

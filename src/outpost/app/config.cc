@@ -359,7 +359,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"chat_template_file", "jinja chat template to use instead of the model's own"},
       {"host", "address to listen on (default 127.0.0.1)"},
       {"port", "TCP port (default 8080; 0 picks a free port)"},
-      {"threads", "CPU threads for inference (default 0 = all cores)"},
+      {"threads",
+       "CPU threads for inference (default 0 = the CPUs this process may use: its affinity mask "
+       "and cgroup CPU quota)"},
       {"threads_batch",
        "CPU threads for prompt (batched) work; outpost bench --tune suggests it (default 0 = "
        "threads)"},

@@ -38,7 +38,7 @@ struct ServeConfig {
   std::string chat_template_file;  // jinja file overriding the GGUF's chat template
   std::string host = "127.0.0.1";
   int port = 8080;
-  int threads = 0;                // 0 = all cores
+  int threads = 0;                // 0 = usable CPUs (util/cpus.h)
   int threads_batch = 0;          // prompt (batched) work; 0 = threads
   int ctx_size = 4096;            // tokens per session (prompt + answer)
   int parallel = 0;               // 0 = auto (as many sessions as fit, up to parallel_auto_max)

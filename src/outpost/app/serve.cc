@@ -37,6 +37,7 @@
 #include "outpost/telemetry/stat_registry.h"
 #include "outpost/telemetry/uplink.h"
 #include "outpost/util/clock.h"
+#include "outpost/util/cpus.h"
 #include "outpost/util/random.h"
 #include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
@@ -98,6 +99,13 @@ StatusOr<UplinkParts> MakeUplink(const ServeConfig& cfg, telemetry::StatRegistry
 int RunServe(ServeConfig cfg) {
   if (cfg.model.empty()) cfg.model = DefaultModelPath();
   engine::InstallLlamaLogger(cfg.log_level == "debug" || cfg.log_level == "trace");
+  const util::CpuBudget& cpus = util::UsableCpus();
+  const int32_t threads = cfg.threads > 0 ? cfg.threads : cpus.usable;
+  spdlog::info("cpu: {}; threads {}, threads_batch {}", cpus.Describe(), threads,
+               cfg.threads_batch > 0 ? cfg.threads_batch : threads);
+  for (const std::string& w : engine::CpuThreadWarnings(cfg.threads, cfg.threads_batch)) {
+    spdlog::warn("cpu: {}", w);
+  }
 
   // Signals are taken by sigwait on this thread; every other thread blocks them.
   sigset_t sigs;

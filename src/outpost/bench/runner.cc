@@ -15,6 +15,7 @@
 #include "outpost/engine/engine.h"
 #include "outpost/scheduler/scheduler_stats.h"
 #include "outpost/telemetry/sensors.h"
+#include "outpost/util/cpus.h"
 
 namespace outpost::bench {
 namespace {
@@ -199,7 +200,7 @@ BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r.machine = host;
-  r.threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  r.threads = o.threads > 0 ? o.threads : util::UsableCpus().usable;
   r.sessions = plan.sessions;
   r.ctx_per_session = plan.ctx_per_session;
   r.rss_after_load = ResidentBytes();

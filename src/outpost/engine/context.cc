@@ -3,10 +3,15 @@
 #include <llama.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
-#include <thread>
+#include <optional>
+#include <string_view>
 #include <utility>
+
+#include "outpost/util/cpus.h"
 
 namespace outpost::engine {
 
@@ -24,14 +29,92 @@ ggml_type ToGgml(KvType t) {
 }
 }  // namespace
 
+namespace {
+
+// GOMP_SPINCOUNT as libgomp reads it: INFINITE / INFINITY, or a number with
+// an optional k, M, G or T multiplier; nullopt when it is not one.
+std::optional<unsigned long long> ParseSpinCount(std::string_view s) {
+  const auto lower = [](std::string_view v) {
+    std::string out(v);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  if (lower(s) == "infinite" || lower(s) == "infinity") return ~0ull;
+  unsigned long long n = 0;
+  size_t i = 0;
+  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0; ++i) {
+    if (n > (~0ull - 9) / 10) return ~0ull;
+    n = n * 10 + static_cast<unsigned long long>(s[i] - '0');
+  }
+  if (i == 0) return std::nullopt;
+  if (i == s.size()) return n;
+  if (i + 1 != s.size()) return std::nullopt;
+  switch (s[i]) {
+    case 'k':
+      return n * 1000ull;
+    case 'M':
+      return n * 1000000ull;
+    case 'G':
+      return n * 1000000000ull;
+    case 'T':
+      return n * 1000000000000ull;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> CpuThreadWarnings(int32_t threads, int32_t threads_batch, int usable,
+                                           bool openmp, const char* wait_policy,
+                                           const char* spin_count) {
+  std::vector<std::string> out;
+  const std::string cpus = std::to_string(usable) + (usable == 1 ? " CPU" : " CPUs");
+  for (const auto& [name, n] : {std::pair<const char*, int32_t>{"threads", threads},
+                                std::pair<const char*, int32_t>{"threads_batch", threads_batch}}) {
+    if (n > usable) {
+      out.push_back(std::string(name) + " " + std::to_string(n) + " is more than the " + cpus +
+                    " this process may use (affinity and cgroup quota): llama.cpp's threads then "
+                    "wait for each other at every step (decode ran 3x slower with 4 threads on "
+                    "2 CPUs); set it to 0 (= " +
+                    std::to_string(usable) + ") or run `outpost bench --tune`");
+    }
+  }
+  if (!openmp) return out;
+  std::optional<unsigned long long> spin;
+  if (spin_count != nullptr) spin = ParseSpinCount(spin_count);
+  std::string policy = wait_policy != nullptr ? wait_policy : "";
+  for (char& c : policy) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (spin) {
+    if (*spin < 1000) {
+      out.push_back("GOMP_SPINCOUNT=" + std::string(spin_count) +
+                    " in the environment: llama.cpp's OpenMP threads sleep at each of a step's "
+                    "barriers instead of spinning (decode ran 3x slower at 0); unset it or set "
+                    "1000 or more, and restart");
+    }
+  } else if (policy == "passive") {
+    out.push_back(
+        "OMP_WAIT_POLICY=" + std::string(wait_policy) +
+        " in the environment: llama.cpp's OpenMP threads sleep at each of a step's barriers "
+        "instead of spinning (decode ran 5x slower); unset it and restart");
+  }
+  return out;
+}
+
+std::vector<std::string> CpuThreadWarnings(int32_t threads, int32_t threads_batch) {
+  static const bool openmp =
+      std::string(llama_print_system_info()).find("OPENMP = 1") != std::string::npos;
+  return CpuThreadWarnings(threads, threads_batch, util::UsableCpus().usable, openmp,
+                           std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
+}
+
 StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextOptions& o) {
   llama_context_params cp = llama_context_default_params();
   cp.n_seq_max = static_cast<uint32_t>(o.sessions);
   cp.n_ctx = static_cast<uint32_t>(o.sessions) * static_cast<uint32_t>(o.ctx_per_session);
   cp.n_batch = static_cast<uint32_t>(o.batch_size);
   cp.n_ubatch = static_cast<uint32_t>(o.batch_size);
-  const int threads =
-      o.n_threads > 0 ? o.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = o.n_threads > 0 ? o.n_threads : util::UsableCpus().usable;
   cp.n_threads = threads;
   cp.n_threads_batch = o.n_threads_batch > 0 ? o.n_threads_batch : threads;
   cp.kv_unified = false;  // one KV stream per sequence: ctx_per_session each, no sharing

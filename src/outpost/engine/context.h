@@ -27,7 +27,7 @@ struct ContextOptions {
   int32_t sessions = 1;            // concurrent sequences
   int32_t ctx_per_session = 4096;  // tokens of context each sequence may hold
   int32_t batch_size = 512;        // max tokens per decode step (decode + prefill chunk)
-  int32_t n_threads = 0;           // 0 = all cores
+  int32_t n_threads = 0;           // 0 = the CPUs this process may use (util/cpus.h)
   int32_t n_threads_batch = 0;     // prompt (batched) work; 0 = n_threads
   KvType kv_type = KvType::kF16;
   int32_t max_outputs = 0;  // logits rows one decode may ask for; 0 = one per session
@@ -46,6 +46,25 @@ struct MemoryBreakdown {
 // per sequence, and a fixed runtime allowance. Deliberately on the high side.
 uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t batch_size, int32_t sessions,
                                int32_t ctx_per_session);
+
+// What would make llama.cpp's CPU threads slow here, one line per finding
+// for the start-up log (none: empty). llama.cpp hands each of a step's
+// hundreds of operations to its threads and they meet at a barrier after
+// each, so (measured on a 2-vCPU box, docs/performance.md#threads-and-cpus):
+// - more threads than usable CPUs (`threads`/`threads_batch` above
+//   util::UsableCpus) wait at every barrier for a thread that is not
+//   running: 3-4 decode threads on 2 CPUs ran at a third of 2 threads' speed;
+// - with llama.cpp built with OpenMP, a thread that sleeps at each barrier
+//   instead of spinning a while: OMP_WAIT_POLICY=passive made decode 5x
+//   slower, GOMP_SPINCOUNT=0 3x (any spin count from 1000 up, or unset, ran
+//   at full speed). The environment is read as the process starts, so
+//   Outpost can only name it. `threads` 0 = usable CPUs.
+std::vector<std::string> CpuThreadWarnings(int32_t threads, int32_t threads_batch);
+// The same from explicit inputs, for tests: `usable` CPUs, whether the CPU
+// backend uses OpenMP, OMP_WAIT_POLICY and GOMP_SPINCOUNT (null = unset).
+std::vector<std::string> CpuThreadWarnings(int32_t threads, int32_t threads_batch, int usable,
+                                           bool openmp, const char* wait_policy,
+                                           const char* spin_count);
 
 class Context {
  public:

@@ -4,7 +4,8 @@
 #include <llama.h>
 
 #include <cmath>
-#include <thread>
+
+#include "outpost/util/cpus.h"
 
 namespace outpost::engine {
 
@@ -16,8 +17,7 @@ StatusOr<std::unique_ptr<Embedder>> Embedder::Create(std::shared_ptr<const Model
   // Mean pooling needs the whole input in one physical batch.
   cp.n_batch = static_cast<uint32_t>(max_tokens);
   cp.n_ubatch = static_cast<uint32_t>(max_tokens);
-  const int threads =
-      n_threads > 0 ? n_threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = n_threads > 0 ? n_threads : util::UsableCpus().usable;
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.embeddings = true;

@@ -3,7 +3,8 @@
 #include <llama.h>
 
 #include <algorithm>
-#include <thread>
+
+#include "outpost/util/cpus.h"
 
 namespace outpost::engine {
 
@@ -11,7 +12,7 @@ LlamaEngine::LlamaEngine(std::shared_ptr<const Model> model, std::unique_ptr<Con
     : model_(std::move(model)), ctx_(std::move(ctx)) {
   samplers_.resize(static_cast<size_t>(ctx_->options().sessions));
   const int32_t n = ctx_->options().n_threads;
-  threads_ = n > 0 ? n : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  threads_ = n > 0 ? n : util::UsableCpus().usable;
 }
 
 LlamaEngine::~LlamaEngine() {

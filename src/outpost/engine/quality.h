@@ -26,7 +26,7 @@ namespace outpost::engine {
 struct QualityOptions {
   int32_t n_ctx = 256;     // tokens per chunk
   int32_t max_chunks = 8;  // at most this many chunks of the text
-  int32_t n_threads = 0;   // 0 = all cores
+  int32_t n_threads = 0;   // 0 = usable CPUs (util/cpus.h)
 };
 
 struct QualityReport {

@@ -42,7 +42,7 @@ struct ModelRuntimeOptions {
   int64_t queue_wait_ms = 30000;
   int64_t priority_aging_ms = 5000;
   int64_t step_budget_ms = 0;
-  int32_t threads = 0;        // 0 = all cores
+  int32_t threads = 0;        // 0 = usable CPUs (util/cpus.h)
   int32_t threads_batch = 0;  // prompt work; 0 = threads
   int32_t gpu_layers = 0;     // -1 = all
   // Sampling defaults from the operator (only the set knobs); they win over
