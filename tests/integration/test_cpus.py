@@ -69,7 +69,9 @@ def test_bench_takes_the_same_default():
     p = subprocess.run([*ONE_CPU, BIN, "bench", "--model", MODEL, "--short", "--json"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["threads"] == 1
+    report = json.loads(p.stdout)
+    assert report["threads"] == 1
+    assert report["cpus"] == f"1 CPU (of {os.cpu_count()} online: affinity 1)", report["cpus"]
     assert "warning" not in p.stderr, p.stderr
     p = subprocess.run([*ONE_CPU, BIN, "bench", "--model", MODEL, "--short", "--json", "--threads", "2"],
                        capture_output=True, text=True, timeout=600)

@@ -39,6 +39,7 @@ nlohmann::json BenchJson(const BenchReport& r) {
   return {
       {"model", r.model_name},
       {"machine", r.machine},
+      {"cpus", r.cpus},
       {"threads", r.threads},
       {"bandwidth", {{"read_gbps", r.read_gbps}, {"triad_gbps", r.triad_gbps}}},
       {"prefill_tps", r.prefill_tps},
@@ -63,7 +64,8 @@ nlohmann::json BenchJson(const BenchReport& r) {
 
 std::string BenchText(const BenchReport& r) {
   std::ostringstream o;
-  o << "Model " << r.model_name << " on " << r.machine << ", " << r.threads << " threads\n\n"
+  o << "Model " << r.model_name << " on " << r.machine << " (" << r.cpus << "), " << r.threads
+    << " threads\n\n"
     << "memory bandwidth        read " << FormatNumber("%.1f", r.read_gbps) << " GB/s, triad "
     << FormatNumber("%.1f", r.triad_gbps) << " GB/s\n"
     << "prefill                 " << FormatNumber("%.1f tokens/s", r.prefill_tps) << "\n"
@@ -97,7 +99,8 @@ std::string BenchText(const BenchReport& r) {
 std::string BenchHtml(const BenchReport& r) {
   using util::HtmlEscape;
   std::ostringstream o;
-  o << "<p>" << HtmlEscape(r.model_name) << " on " << HtmlEscape(r.machine) << ", " << r.threads
+  o << "<p>" << HtmlEscape(r.model_name) << " on " << HtmlEscape(r.machine) << " ("
+    << HtmlEscape(r.cpus) << "), " << r.threads
     << " threads.</p>\n<div class=\"cards\"><div class=\"card\">decode, one sequence<b>"
     << FormatNumber("%.1f tokens/s", r.decode_tps) << "</b>"
     << FormatNumber("%.0f%% of the bandwidth ceiling (", r.decode_efficiency * 100)

@@ -200,6 +200,7 @@ BenchReport RunBench(router::Dispatcher& d, const models::ServedModel& model,
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   r.machine = host;
+  r.cpus = util::UsableCpus().Describe();
   r.threads = o.threads > 0 ? o.threads : util::UsableCpus().usable;
   r.sessions = plan.sessions;
   r.ctx_per_session = plan.ctx_per_session;

@@ -58,6 +58,7 @@ struct SustainedSample {
 struct BenchReport {
   std::string model_name;
   std::string machine;
+  std::string cpus;  // util::CpuBudget::Describe(): "2 CPUs (of 16 online: ...)"
   int threads = 0;
   double read_gbps = 0, triad_gbps = 0;
   double prefill_tps = 0;
