@@ -23,8 +23,17 @@ def answers(s):
     return r.json()["choices"][0]["text"]
 
 
-def os_threads(s):
-    return len(os.listdir(f"/proc/{s.proc.pid}/task"))
+def engine_threads(s):
+    """The engine thread and llama.cpp's OpenMP workers, which it makes at its
+    first decode and which inherit its name."""
+    names = []
+    for t in os.listdir(f"/proc/{s.proc.pid}/task"):
+        try:
+            with open(f"/proc/{s.proc.pid}/task/{t}/comm") as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return names.count("outpost-engine")
 
 
 def test_the_default_thread_count_is_the_cpus_this_process_may_use():
@@ -33,19 +42,16 @@ def test_the_default_thread_count_is_the_cpus_this_process_may_use():
         assert f"cpu: 1 CPU (of {os.cpu_count()} online: affinity 1); threads 1, threads_batch 1" in log, log
         assert "is more than" not in log, log
         assert "Paris" in answers(s)
-        default_threads = os_threads(s)
-    # The engine runs what the log says: as many OS threads as with --threads 1
-    # after a request (llama.cpp's OpenMP team is made at the first decode),
-    # one fewer than with --threads 2.
-    with serve(threads="1", wrap=ONE_CPU) as s:
-        answers(s)
-        assert os_threads(s) == default_threads
+        # The engine runs what the log says: one thread, no OpenMP worker.
+        assert engine_threads(s) == 1
     with serve(threads="2", wrap=ONE_CPU) as s:
         answers(s)
-        assert os_threads(s) == default_threads + 1
+        assert engine_threads(s) == 2
     with serve(threads=None) as s:
         n = len(os.sched_getaffinity(0))
         assert f"cpu: {n} CPUs; threads {n}, threads_batch {n}" in s.log(), s.log()
+        answers(s)
+        assert engine_threads(s) == n
 
 
 def test_more_threads_than_cpus_warns_and_still_serves():
@@ -77,3 +83,60 @@ def test_bench_takes_the_same_default():
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     assert "warning: threads 2 is more than the 1 CPU" in p.stderr, p.stderr
+
+
+def v1_cgroup(controller, name):
+    """A fresh cgroup v1 directory below this process's own in `controller`'s
+    hierarchy, or skip where there is none or it cannot be made (v2 hosts,
+    unprivileged containers)."""
+    path = None
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, p = line.rstrip("\n").split(":", 2)
+            if controller in ctrls.split(","):
+                path = p
+    base = f"/sys/fs/cgroup/{controller}"
+    if path is None or not os.path.isdir(base):
+        pytest.skip(f"no cgroup v1 {controller} hierarchy")
+    parent = os.path.join(base, path.lstrip("/"))
+    if not os.path.isdir(parent):
+        parent = base  # a container without a cgroup namespace sees its own cgroup at the root
+    d = os.path.join(parent, f"{name}-{os.getpid()}")
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        pytest.skip(f"cannot make a cgroup here: {e}")
+    return d
+
+
+def test_a_real_cgroup_sets_the_memory_budget_and_the_threads():
+    """A systemd unit's MemoryMax= / CPUQuota= as the kernel applies them: the
+    server is started inside a cgroup limited to 700 MiB and one CPU's quota,
+    with every setting left to auto. Before, the budget was the host's
+    available memory (the v1 limit and a unit's own cgroup were not read)."""
+    mem = v1_cgroup("memory", "outpost-test")
+    cpu = v1_cgroup("cpu", "outpost-test")
+    try:
+        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(700 << 20))
+        with open(os.path.join(cpu, "cpu.cfs_period_us"), "w") as f:
+            f.write("100000")
+        with open(os.path.join(cpu, "cpu.cfs_quota_us"), "w") as f:
+            f.write("100000")
+        enter = (f'echo $$ > {mem}/cgroup.procs && echo $$ > {cpu}/cgroup.procs && '
+                 'exec "$0" "$@"')
+        with serve("--ctx-size", "2048", threads=None, wrap=("sh", "-c", enter)) as s:
+            log = s.log()
+            assert "of the budget 700.00 MiB reserved" in log, log
+            assert f"cpu: 1 CPU (of {os.cpu_count()} online: affinity {len(os.sched_getaffinity(0))}, " \
+                   "cgroup quota 1); threads 1, threads_batch 1" in log, log
+            sessions = s.ready()["models"][0]["max_sessions"]
+            assert 1 <= sessions < 16, sessions  # fewer than the 16 auto admits outside
+            assert "Paris" in answers(s)
+            assert engine_threads(s) == 1
+    finally:
+        for d in (mem, cpu):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass

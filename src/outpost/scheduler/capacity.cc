@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "outpost/util/cgroup.h"
 #include "outpost/util/units.h"
 
 namespace outpost::scheduler {
@@ -78,17 +80,6 @@ std::string CapacityPlan::ToText() const {
 }
 
 namespace {
-uint64_t ReadCgroupLimit() {
-  std::ifstream f("/sys/fs/cgroup/memory.max");
-  std::string v;
-  if (!(f >> v) || v == "max") return 0;
-  try {
-    return std::stoull(v);
-  } catch (...) {
-    return 0;
-  }
-}
-
 uint64_t ReadMeminfoKb(const char* path, const std::string& key) {
   std::ifstream f(path);
   std::string k;
@@ -106,8 +97,9 @@ uint64_t DetectAvailableMemory() {
   const uint64_t avail = ReadMeminfoKb("/proc/meminfo", "MemAvailable:") * 1024;
   const uint64_t self_rss = ReadMeminfoKb("/proc/self/status", "VmRSS:") * 1024;
   uint64_t v = avail + self_rss;
-  const uint64_t cg = ReadCgroupLimit();
-  if (cg > 0 && (v == 0 || cg < v)) v = cg;
+  const std::optional<uint64_t> cg =
+      util::CgroupMemoryLimit(util::kCgroupRoot, util::ProcSelfCgroup());
+  if (cg && *cg > 0 && (v == 0 || *cg < v)) v = *cg;
   return v;
 }
 

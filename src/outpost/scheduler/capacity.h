@@ -56,8 +56,11 @@ struct CapacityPlan {
 StatusOr<CapacityPlan> PlanCapacity(const CapacityInputs& in, int32_t requested_sessions,
                                     int32_t auto_cap);
 
-// Memory the process may use: cgroup v2 memory.max if set, else MemAvailable
-// from /proc/meminfo plus this process's own resident set. 0 when unknown.
+// Memory the process may use: MemAvailable from /proc/meminfo plus this
+// process's own resident set, capped by the cgroup's memory limit when one
+// is set on the process's cgroup or a parent (util/cgroup.h: a systemd
+// unit's MemoryMax=/MemoryHigh=, a container's --memory; v1 or v2).
+// 0 when unknown.
 uint64_t DetectAvailableMemory();
 
 }  // namespace outpost::scheduler

@@ -1,5 +1,6 @@
 #include "outpost/scheduler/scheduler.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -31,7 +32,12 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    // Named for `top -H` and /proc/<pid>/task/*/comm; llama.cpp's OpenMP
+    // workers, made by this thread at its first decode, inherit the name.
+    pthread_setname_np(pthread_self(), "outpost-engine");
+    Loop();
+  });
 }
 
 void Scheduler::Stop() {

@@ -10,8 +10,7 @@
 // (docs/performance.md#threads-and-cpus).
 //
 // Usable = the CPUs in the affinity mask, capped by the cgroup's CPU quota
-// rounded up (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us, the
-// smallest along the path from the process's cgroup to the root), at least 1.
+// rounded up (util/cgroup.h), at least 1.
 // Thread-safe; computed once per process (CPU limits rarely change while a
 // server runs, and a restart picks up a change).
 #pragma once
@@ -32,12 +31,5 @@ struct CpuBudget {
 };
 
 const CpuBudget& UsableCpus();
-
-// The cgroup CPU quota in CPUs under `cgroup_root` (normally /sys/fs/cgroup)
-// for a process whose /proc/self/cgroup reads `proc_self_cgroup`: the
-// smallest quota set on the process's cgroup or any parent; nullopt when
-// none is set or nothing can be read. Separate for tests.
-std::optional<double> CgroupCpuQuota(const std::string& cgroup_root,
-                                     const std::string& proc_self_cgroup);
 
 }  // namespace outpost::util
