@@ -50,6 +50,7 @@ def test_the_default_thread_count_is_the_cpus_this_process_may_use():
     with serve(threads=None) as s:
         n = len(os.sched_getaffinity(0))
         assert f"cpu: {n} CPUs; threads {n}, threads_batch {n}" in s.log(), s.log()
+        assert "memory: budget " in s.log() and "(available memory)" in s.log(), s.log()
         answers(s)
         assert engine_threads(s) == n
 
@@ -131,6 +132,7 @@ def test_a_real_cgroup_sets_the_memory_budget_and_the_threads():
                  'exec "$0" "$@"')
         with serve("--ctx-size", "2048", threads=None, wrap=("sh", "-c", enter)) as s:
             log = s.log()
+            assert "memory: budget 700.00 MiB (the cgroup's memory limit)" in log, log
             assert "of the budget 700.00 MiB reserved" in log, log
             assert f"cpu: 1 CPU (of {os.cpu_count()} online: affinity {len(os.sched_getaffinity(0))}, " \
                    "cgroup quota 1); threads 1, threads_batch 1" in log, log

@@ -134,12 +134,14 @@ int RunServe(ServeConfig cfg) {
     spdlog::info("sensors: {} reading(s) under {} ({})", hw->sensors().size(), sysfs_root, found);
   }
   // One memory budget for every model loaded; declared before the models.
+  std::string budget_source = "memory_budget";
   const uint64_t budget =
-      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory();
+      cfg.memory_budget > 0 ? cfg.memory_budget : scheduler::DetectAvailableMemory(&budget_source);
   if (budget == 0) {
     spdlog::error("cannot detect available memory; set memory_budget");
     return 2;
   }
+  spdlog::info("memory: budget {} ({})", util::FormatBytes(budget), budget_source);
   models::MemoryLedger ledger(budget);
   models::ServingSet serving(&ledger);
   api::HttpOptions ho;

@@ -93,13 +93,17 @@ uint64_t ReadMeminfoKb(const char* path, const std::string& key) {
 }
 }  // namespace
 
-uint64_t DetectAvailableMemory() {
+uint64_t DetectAvailableMemory(std::string* source) {
   const uint64_t avail = ReadMeminfoKb("/proc/meminfo", "MemAvailable:") * 1024;
   const uint64_t self_rss = ReadMeminfoKb("/proc/self/status", "VmRSS:") * 1024;
   uint64_t v = avail + self_rss;
   const std::optional<uint64_t> cg =
       util::CgroupMemoryLimit(util::kCgroupRoot, util::ProcSelfCgroup());
-  if (cg && *cg > 0 && (v == 0 || *cg < v)) v = *cg;
+  if (source != nullptr) *source = "available memory";
+  if (cg && *cg > 0 && (v == 0 || *cg < v)) {
+    v = *cg;
+    if (source != nullptr) *source = "the cgroup's memory limit";
+  }
   return v;
 }
 

@@ -60,7 +60,8 @@ StatusOr<CapacityPlan> PlanCapacity(const CapacityInputs& in, int32_t requested_
 // process's own resident set, capped by the cgroup's memory limit when one
 // is set on the process's cgroup or a parent (util/cgroup.h: a systemd
 // unit's MemoryMax=/MemoryHigh=, a container's --memory; v1 or v2).
-// 0 when unknown.
-uint64_t DetectAvailableMemory();
+// 0 when unknown. `source`, when given, is set to which of the two it is
+// ("available memory", "the cgroup's memory limit"), for the log.
+uint64_t DetectAvailableMemory(std::string* source = nullptr);
 
 }  // namespace outpost::scheduler
