@@ -369,7 +369,8 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"parallel", "concurrent sessions: auto or N; N that does not fit is refused (default auto)"},
       {"parallel_auto_max", "upper bound for parallel=auto (default 16)"},
       {"memory_budget",
-       "memory the plan may use: auto or a size like 8GiB (default auto = available memory)"},
+       "memory the plan may use: auto or a size like 8GiB (default auto = available memory, capped "
+       "by the cgroup memory limit: MemoryMax=, --memory)"},
       {"headroom", "safety margin on top of the planned peak, 0.2 or 20% (default 20%)"},
       {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
       {"batch_size", "max tokens per decode step (default 512)"},
