@@ -305,8 +305,9 @@ def test_out_of_file_descriptors_the_open_connections_keep_being_served(tmp_path
             time.sleep(0.2)
         with httpx.Client(base_url=base, timeout=10) as keep:  # one keep-alive connection, opened first
             assert keep.get("/health").status_code == 200
-            # Idle connections until the server's descriptors run out.
-            for _ in range(120):
+            # Idle connections until the server's descriptors run out, and
+            # ~200 more waiting in the listen backlog behind them.
+            for _ in range(300):
                 socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
             time.sleep(1)
             # The open connection is still served, promptly.
@@ -315,11 +316,12 @@ def test_out_of_file_descriptors_the_open_connections_keep_being_served(tmp_path
             assert time.perf_counter() - t0 < 1.0
             r = keep.post("/v1/chat/completions", json=chat_body(max_tokens=4))
             assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] >= 1
-            # A new connection is closed, not left hanging in the backlog.
+            # A new connection is closed, not left hanging in the backlog
+            # behind the others (one shed per 50 ms retry took seconds).
             t0 = time.perf_counter()
             with pytest.raises(httpx.TransportError):
                 httpx.get(base + "/health", timeout=5)
-            assert time.perf_counter() - t0 < 3.0
+            assert time.perf_counter() - t0 < 1.0
             assert "out of file descriptors" in open(tmp_path / "outpost.log").read()
             no_fd = [l for l in keep.get("/metrics").text.splitlines()
                      if l.startswith("outpost_http_accept_no_descriptors_total ")]
