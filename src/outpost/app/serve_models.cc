@@ -185,7 +185,6 @@ Status ServedModels::Load() {
     }
     ids_ += (ids_.empty() ? "'" : ", '") + served->id + "'";
     id_list_.push_back(served->id);
-    ++count_;
   }
   if (fleet_ != nullptr) return fleet_->Start();
   return Status::Ok();

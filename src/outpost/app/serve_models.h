@@ -47,7 +47,7 @@ class ServedModels {
   bool Serves(const std::string& id) const {
     return std::find(id_list_.begin(), id_list_.end(), id) != id_list_.end();
   }
-  size_t count() const { return count_; }
+  size_t count() const { return id_list_.size(); }
   // The /admin/ handler; null when there is no store.
   api::AdminApi* admin() const { return admin_.get(); }
   // Every loaded model's scheduler, from files and from the store.
@@ -71,7 +71,6 @@ class ServedModels {
   std::vector<std::shared_ptr<scheduler::Scheduler>> file_schedulers_;
   std::string ids_;
   std::vector<std::string> id_list_;
-  size_t count_ = 0;
 };
 
 // True when cfg.model names a store version rather than a file: no such file

@@ -31,15 +31,17 @@ ggml_type ToGgml(KvType t) {
 
 namespace {
 
+std::string AsciiLower(std::string_view v) {
+  std::string out(v);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 // GOMP_SPINCOUNT as libgomp reads it: INFINITE / INFINITY, or a number with
 // an optional k, M, G or T multiplier; nullopt when it is not one.
 std::optional<unsigned long long> ParseSpinCount(std::string_view s) {
-  const auto lower = [](std::string_view v) {
-    std::string out(v);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
-  if (lower(s) == "infinite" || lower(s) == "infinity") return ~0ull;
+  const std::string lower = AsciiLower(s);
+  if (lower == "infinite" || lower == "infinity") return ~0ull;
   unsigned long long n = 0;
   size_t i = 0;
   for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0; ++i) {
@@ -83,8 +85,7 @@ std::vector<std::string> CpuThreadWarnings(int32_t threads, int32_t threads_batc
   if (!openmp) return out;
   std::optional<unsigned long long> spin;
   if (spin_count != nullptr) spin = ParseSpinCount(spin_count);
-  std::string policy = wait_policy != nullptr ? wait_policy : "";
-  for (char& c : policy) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string policy = AsciiLower(wait_policy != nullptr ? wait_policy : "");
   if (spin) {
     if (*spin < 1000) {
       out.push_back("GOMP_SPINCOUNT=" + std::string(spin_count) +
