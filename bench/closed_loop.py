@@ -49,8 +49,10 @@ def log(msg):
     print(f"[closed-loop] {msg}", file=sys.stderr, flush=True)
 
 
-def closed_loop(base, clients, seconds, seed):
-    """Each client sends its next request when its last one ends, for `seconds`."""
+def closed_loop(base, clients, seconds, seed, think=0.0):
+    """Each client sends its next request when its last one ends (after a think
+    time drawn from an exponential distribution of mean `think` seconds, none
+    when 0), for `seconds`."""
     stop_at = time.perf_counter() + seconds
     results, lock = [], threading.Lock()
 
@@ -62,6 +64,8 @@ def closed_loop(base, clients, seconds, seed):
                       "lighthouse keeper")
             r = base_bench.stream_one(base, rnd.randint(8, 96), prompt)
             n += 1
+            if think > 0:
+                time.sleep(min(rnd.expovariate(1 / think), max(0.0, stop_at - time.perf_counter())))
             with lock:
                 results.append(r)
 
@@ -73,8 +77,12 @@ def closed_loop(base, clients, seconds, seed):
         t.join()
     wall = time.perf_counter() - t0
     ttfts = sorted(r[0] for r in results)
+    # Time per output token after the first (what a reader of a stream sees);
+    # with think time the offered load, not the server, sets tok/s.
+    tpots = sorted((r[3] - r[2]) / (r[1] - 1) for r in results if r[1] > 1)
     return {"agg_tps": sum(r[1] for r in results) / wall, "requests": len(results),
-            "ttft_p50": base_bench.percentile(ttfts, 50), "ttft_p99": base_bench.percentile(ttfts, 99)}
+            "ttft_p50": base_bench.percentile(ttfts, 50), "ttft_p99": base_bench.percentile(ttfts, 99),
+            "tpot_p50": base_bench.percentile(tpots, 50) if tpots else 0.0}
 
 
 def measure(servers, args):
@@ -95,13 +103,14 @@ def measure(servers, args):
             rs = {name: [] for name in bases}
             for k in range(args.rounds):
                 for name, base in bases.items():
-                    rs[name].append(closed_loop(base, c, args.seconds, seed=k + 1))
+                    rs[name].append(closed_loop(base, c, args.seconds, seed=k + 1, think=args.think))
                     r = rs[name][-1]
                     log(f"{name} clients={c} round {k + 1}/{args.rounds}: {r['agg_tps']:.1f} tok/s, "
-                        f"{r['requests']} requests, TTFT p50 {r['ttft_p50']:.2f} s p99 {r['ttft_p99']:.2f} s")
+                        f"{r['requests']} requests, TTFT p50 {r['ttft_p50']:.2f} s p99 {r['ttft_p99']:.2f} s, "
+                        f"{1000 * r['tpot_p50']:.1f} ms/token")
             for name in bases:
                 out[name][c] = {m: statistics.median(r[m] for r in rs[name])
-                                for m in ("agg_tps", "ttft_p50", "ttft_p99")}
+                                for m in ("agg_tps", "ttft_p50", "ttft_p99", "tpot_p50")}
         return out
     finally:
         for proc in procs:
@@ -118,6 +127,8 @@ def main():
     ap.add_argument("--slots", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--think", type=float, default=0.0,
+                    help="mean think time in seconds between a client's requests (exponential; 0 = none)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
     ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY",
                     help="another outpost binary to run the same way (e.g. an older build), repeatable")
@@ -133,7 +144,7 @@ def main():
     stamp = datetime.datetime.now().strftime("%Y-%m-%d")
     result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
               "model": os.path.realpath(args.model), "slots": args.slots, "seconds": args.seconds,
-              "rounds": args.rounds, "servers": {}}
+              "rounds": args.rounds, "think_s": args.think, "servers": {}}
     servers = [("outpost", outpost_at(args.outpost), "/ready")]
     for spec in args.also:
         name, _, binary = spec.partition("=")
@@ -148,11 +159,13 @@ def main():
         json.dump(result, f, indent=1)
     base_bench.svg_sweep(path.replace(".json", ".svg"), result["servers"], args.clients)
     ls = result["servers"]["llama-server"]
-    print("| server | " + " | ".join(f"{c} clients: tok/s (vs llama-server), TTFT p50 / p99" for c in args.clients) + " |")
+    print("| server | " + " | ".join(f"{c} clients: tok/s (vs llama-server), TTFT p50 / p99, ms/token p50"
+                                    for c in args.clients) + " |")
     print("|---" * (len(args.clients) + 1) + "|")
     for name, r in result["servers"].items():
         cells = [f"{r[c]['agg_tps']:.1f} ({r[c]['agg_tps'] / ls[c]['agg_tps']:.2f}×), "
-                 f"{r[c]['ttft_p50']:.2f} / {r[c]['ttft_p99']:.2f} s" for c in args.clients]
+                 f"{r[c]['ttft_p50']:.2f} / {r[c]['ttft_p99']:.2f} s, {1000 * r[c]['tpot_p50']:.1f}"
+                 for c in args.clients]
         print(f"| {name} | " + " | ".join(cells) + " |")
     log(f"wrote {path} and .svg")
 

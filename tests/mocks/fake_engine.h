@@ -133,6 +133,15 @@ class FakeEngine final : public engine::Engine {
     forked_[dst] = src;
     ++copies;
   }
+  void MoveSequence(engine::SeqId src, engine::SeqId dst) override {
+    if (kv_[static_cast<size_t>(dst)] != 0) ++violations;  // dst must be empty
+    pending_copy_.insert(src);
+    pending_copy_.insert(dst);
+    kv_[static_cast<size_t>(dst)] = kv_[static_cast<size_t>(src)];
+    produced_[static_cast<size_t>(dst)] = produced_[static_cast<size_t>(src)];
+    eog_banned_[static_cast<size_t>(dst)] = eog_banned_[static_cast<size_t>(src)];
+    ++moves;
+  }
   bool TrimSequence(engine::SeqId seq, int32_t keep) override {
     int32_t& n = kv_[static_cast<size_t>(seq)];
     if (keep > n) ++violations;
@@ -200,6 +209,7 @@ class FakeEngine final : public engine::Engine {
   std::function<void()> on_decode_start;
   int interrupted = 0;
   int copies = 0;  // CopySequence calls
+  int moves = 0;   // MoveSequence calls
   int trims = 0;   // TrimSequence calls
   int saves = 0;   // SaveSequence calls
   int loads = 0;   // LoadSequence calls

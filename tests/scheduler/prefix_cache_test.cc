@@ -17,24 +17,15 @@ using outpost::testing::FakeEngine;
 using testing::Fixture;
 using testing::Opts;
 using testing::RecordingSink;
+using testing::SeqsInLastBatch;
+using testing::SubmitPrompt;
+using testing::Tokens;
 
 SchedulerOptions CacheOpts(int32_t sessions) {
   SchedulerOptions o = Opts(sessions, 4, /*batch_size=*/64, /*prefill_chunk=*/64);
   o.prefix_cache = true;
   o.min_copied_prefix = 8;
   return o;
-}
-
-std::vector<engine::Token> Tokens(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-
-Status SubmitPrompt(Fixture& f, const std::shared_ptr<RecordingSink>& sink, const std::string& p,
-                    int32_t max_tokens = -1) {
-  GenerationRequest req;
-  req.prompt = Tokens(p);
-  req.max_tokens = max_tokens;
-  return f.sched->Submit(std::move(req), sink);
 }
 
 // Prompt positions (of sequence `seq`) computed in all batches from `from` on.
@@ -271,16 +262,6 @@ TEST(PrefixCache, IdleCachesAreReclaimedEmptiestAndOldestFirst) {
   EXPECT_EQ(e->result.usage.cached_tokens,
             static_cast<int32_t>(std::string("second prompt, cached").size()));
   EXPECT_EQ(f.engine->violations, 0);
-}
-
-// The sequences of a step's last batch.
-std::vector<engine::SeqId> SeqsInLastBatch(const FakeEngine& e) {
-  std::vector<engine::SeqId> out;
-  for (const auto& x : e.batches.back()) {
-    if (std::find(out.begin(), out.end(), x.seq) == out.end()) out.push_back(x.seq);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 TEST(PrefixCache, RunningSequencesAreKeptConsecutive) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,29 @@ struct Fixture {
   FakeEngine* engine = nullptr;
   std::unique_ptr<Scheduler> sched;
 };
+
+inline std::vector<engine::Token> Tokens(const std::string& s) {
+  return {s.begin(), s.end()};
+}
+
+// Submits `p` (one token per byte).
+inline Status SubmitPrompt(Fixture& f, const std::shared_ptr<RecordingSink>& sink,
+                           const std::string& p, int32_t max_tokens = -1) {
+  GenerationRequest req;
+  req.prompt = Tokens(p);
+  req.max_tokens = max_tokens;
+  return f.sched->Submit(std::move(req), sink);
+}
+
+// The sequences of a step's last batch, in order.
+inline std::vector<engine::SeqId> SeqsInLastBatch(const FakeEngine& e) {
+  std::vector<engine::SeqId> out;
+  for (const auto& x : e.batches.back()) {
+    if (std::find(out.begin(), out.end(), x.seq) == out.end()) out.push_back(x.seq);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 inline SchedulerOptions Opts(int32_t sessions, int32_t max_queue, int32_t batch_size = 64,
                              int32_t prefill_chunk = 16) {

@@ -100,8 +100,17 @@ class Engine {
   // n_top (may be 0) most likely tokens there; one pass over the vocabulary.
   virtual TokenLogprob TopLogProbs(int32_t idx, Token token, int32_t n_top) const = 0;
   // Makes dst's KV a copy of src's (dst holds nothing). Takes effect at the
-  // next Decode(), before the batch is computed.
+  // next Decode(), before the batch is computed; copies made before it take
+  // effect in the order they were made, each from what the earlier ones
+  // left, so a sequence may be the src of one copy, then be emptied and be
+  // the dst of the next (its old cells are copied out first).
   virtual void CopySequence(SeqId src, SeqId dst) = 0;
+  // Moves a running request from src to dst: dst's KV becomes a copy of
+  // src's (as CopySequence(): at the next Decode(); dst holds nothing) and
+  // src's sampler, with its state (grammar, penalties, random stream),
+  // becomes dst's. src keeps its cells, like any cached KV, and has no
+  // sampler until StartSequence(src).
+  virtual void MoveSequence(SeqId src, SeqId dst) = 0;
   // The lowest position whose cells seq still holds (sliding-window layers
   // drop cells that fell out of every window); -1 when it holds none.
   virtual int32_t SequencePosMin(SeqId seq) const = 0;

@@ -54,6 +54,11 @@ void LlamaEngine::SampleMany(std::span<const SeqId> seqs, std::span<const int32_
   }
 }
 
+void LlamaEngine::MoveSequence(SeqId src, SeqId dst) {
+  ctx_->CopySequence(src, dst);
+  samplers_[static_cast<size_t>(dst)] = std::move(samplers_[static_cast<size_t>(src)]);
+}
+
 void LlamaEngine::RemoveSequence(SeqId seq) {
   ctx_->RemoveSequence(seq);
   samplers_[static_cast<size_t>(seq)].reset();

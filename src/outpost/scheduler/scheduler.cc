@@ -292,6 +292,7 @@ void Scheduler::Step() {
     }
   }
   ResolveWaits();
+  CompactRunning();
   int32_t n_decode = 0, n_prefill = 0;
   BuildBatch(&n_decode, &n_prefill);
   AddDrafts(n_decode, n_prefill);

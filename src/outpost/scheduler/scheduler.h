@@ -54,7 +54,13 @@
 // then the least recently used. An idle holder of a prefix runs it in place
 // unless that would split the running sequences where another slot would
 // not; then a prefix of at least min_copied_prefix tokens is copied to that
-// slot and a shorter one recomputed. With sliding-window layers (Gemma 3) a holder
+// slot and a shorter one recomputed. A request that finishes between
+// running ones leaves a hole; before the next batch is built the fewest
+// running requests are moved into the holes (Engine::MoveSequence: a copy of
+// the KV stream, its sampler with it) so the decoding sequences form one run
+// again, unless fewer than kMinMoveTokens are left to any that would move;
+// the hole's cache moves out to an empty or least recently used idle slot.
+// With sliding-window layers (Gemma 3) a holder
 // drops cells as they leave the window, so a prefix is reused only while the
 // holder still has the window before the cut. Prefixes are shared only
 // among requests of one cache_scope (the router's tenant and data class).
@@ -70,7 +76,8 @@
 //
 // Implemented in scheduler.cc (lifecycle, steps, sampling, finishing),
 // admission.cc (Submit, the queue classes, admission, preemption),
-// prefix_reuse.cc (the prefix cache), pinned_prompts.cc (prefixes pinned
+// prefix_reuse.cc (the prefix cache), slot_moves.cc (running requests kept
+// on consecutive slots), pinned_prompts.cc (prefixes pinned
 // from the config: WarmPinned(), restored from disk) and step_cost.cc (measured rates and
 // the step budget's chunk).
 //
@@ -137,6 +144,9 @@ struct SchedulerOptions {
   // request whose guesses mostly fail stops guessing.
   int32_t spec_draft_max = 0;
   int32_t spec_max_batch = 4;
+  // Move running requests into the holes finished ones leave between them
+  // (see the header comment). Off only to measure what it buys.
+  bool move_running = true;
   // The batch class beside interactive users: while a request above the
   // batch class runs, or ran within the last batch_yield_ms, a step carries
   // at most batch_busy_tokens batch-class tokens (decoding sequences first,
@@ -197,6 +207,9 @@ class Scheduler {
   // The smallest prefill chunk a step budget leaves, so that a prompt still
   // advances when decoding alone fills the budget.
   static constexpr int32_t kMinBudgetChunk = 16;
+  // A running request moves to close a hole only while it may still decode
+  // at least this many tokens (a move copies its KV stream: a few steps).
+  static constexpr int32_t kMinMoveTokens = 16;
   // The least busy time a rate window closes on when the engine goes idle.
   static constexpr double kMinIdleRateWindow = 0.1;  // seconds
 
@@ -393,6 +406,17 @@ class Scheduler {
   // Engine thread: moves waiting slots whose prefix is now decoded to
   // kPrefill with a copy of it (or from scratch when their holder is gone).
   void ResolveWaits();
+  // Engine thread, before the batch is built: when the decoding slots form
+  // more than one run of consecutive ids, moves the fewest of them (those
+  // Movable()) into idle slots so that they form one (slot_moves.cc).
+  void CompactRunning();
+  // A decoding request that may still go on for kMinMoveTokens, with no
+  // copy pending from or into its slot.
+  bool Movable(const Slot& s) const;
+  // Moves the request running in slot `from` to idle slot `to`; what `to`
+  // caches is copied to idle slot `keep` first (SIZE_MAX: dropped). `from`
+  // is left idle, caching the request's tokens so far.
+  void MoveRunning(size_t from, size_t to, size_t keep);
   // Engine thread: slot s starts from the first `keep` tokens of slot from's
   // KV (copied, or in place when s is from). Returns the tokens reused.
   int32_t StartFrom(Slot& s, size_t from, int32_t keep);

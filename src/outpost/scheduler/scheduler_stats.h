@@ -17,6 +17,9 @@
   COUNTER(batch_steps_interrupted, "outpost_batch_steps_interrupted_total",                     \
           "Engine steps of batch-class work cut short for an arriving request of a higher "     \
           "class (the work is redone).")                                                         \
+  COUNTER(sequences_moved, "outpost_sequences_moved_total",                                    \
+          "Running requests moved to another session slot to close a hole between running "     \
+          "ones (each run of consecutive slots is a pass of its own over the weights).")         \
   COUNTER(rejected, "outpost_rejected_total",                                                    \
           "Requests rejected with 503 because queue or wait limits were exceeded.")              \
   COUNTER_VEC(rejected_by_reason, "outpost_requests_rejected_total",                             \

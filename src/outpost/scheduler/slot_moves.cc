@@ -1,0 +1,148 @@
+// Scheduler slot moves (scheduler.h), engine thread: keeping the decoding
+// sequences on consecutive slots. A request that finishes between running
+// ones leaves a hole, and each run of consecutive sequence ids is a pass of
+// its own over the weights (Engine::Decode) until an arrival fills it;
+// MoveRunning() closes the hole by moving a running request into it.
+#include "outpost/scheduler/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace outpost::scheduler {
+namespace {
+
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+
+}  // namespace
+
+bool Scheduler::Movable(const Slot& s) const {
+  if (s.state != SlotState::kDecode || s.copy_pending) return false;
+  // What is left of the request, at most: a move costs a copy of the KV
+  // stream (a few steps' worth), so one about to end stays where it is.
+  const int32_t left_in_context = options_.ctx_per_session - s.n_past;
+  const int32_t left = s.req.max_tokens < 0
+                           ? left_in_context
+                           : std::min(left_in_context, s.req.max_tokens - s.n_generated);
+  return left >= kMinMoveTokens;
+}
+
+void Scheduler::CompactRunning() {
+  if (!options_.move_running) return;
+  const size_t n = slots_.size();
+  std::vector<size_t> decoding;
+  for (size_t i = 0; i < n; ++i) {
+    if (slots_[i].state == SlotState::kDecode) decoding.push_back(i);
+  }
+  const size_t k = decoding.size();
+  if (k < 2 || decoding.back() - decoding.front() + 1 == k) return;  // one run already
+  // The window of k consecutive slots that needs the fewest moves: every
+  // slot in it decodes already or is idle (a prompt being prefilled stays
+  // put: its slot has a step of its own until it decodes), and every
+  // decoding slot outside it can move.
+  size_t best = kNone, best_moves = k;
+  for (size_t w = 0; w + k <= n; ++w) {
+    size_t moves = 0;
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; ++i) {
+      const Slot& s = slots_[i];
+      const bool inside = i >= w && i < w + k;
+      if (inside) {
+        ok = s.state == SlotState::kDecode || (s.state == SlotState::kIdle && s.restore_pin < 0);
+      } else if (s.state == SlotState::kDecode) {
+        ok = Movable(s);
+        ++moves;
+      }
+    }
+    if (ok && moves < best_moves) {
+      best = w;
+      best_moves = moves;
+    }
+  }
+  if (best == kNone) return;
+  std::vector<size_t> from, to;
+  for (size_t i = 0; i < n; ++i) {
+    const bool inside = i >= best && i < best + k;
+    if (!inside && slots_[i].state == SlotState::kDecode) from.push_back(i);
+    if (inside && slots_[i].state == SlotState::kIdle) to.push_back(i);
+  }
+  std::vector<size_t> vacated;
+  for (size_t m = 0; m < from.size() && m < to.size(); ++m) {
+    // The hole's cache (often the conversation that just finished there,
+    // whose next turn will start with it) goes to an idle slot outside the
+    // window: an empty one, else one this step vacated (its cells duplicate
+    // a running request's), else the least recently used.
+    size_t keep = kNone;
+    if (!slots_[to[m]].kv.empty()) {
+      for (size_t i = 0; i < n; ++i) {
+        const Slot& s = slots_[i];
+        if ((i >= best && i < best + k) || s.state != SlotState::kIdle || s.restore_pin >= 0 ||
+            i == from[m]) {
+          continue;
+        }
+        if (keep == kNone) {
+          keep = i;
+          continue;
+        }
+        const Slot& b = slots_[keep];
+        const bool vac_s = std::find(vacated.begin(), vacated.end(), i) != vacated.end();
+        const bool vac_b = std::find(vacated.begin(), vacated.end(), keep) != vacated.end();
+        if (s.kv.empty() != b.kv.empty()) {
+          if (s.kv.empty()) keep = i;
+        } else if (vac_s != vac_b) {
+          if (vac_s) keep = i;
+        } else if (s.cached_at < b.cached_at) {
+          keep = i;
+        }
+      }
+    }
+    MoveRunning(from[m], to[m], keep);
+    vacated.push_back(from[m]);
+  }
+}
+
+void Scheduler::MoveRunning(size_t from, size_t to, size_t keep) {
+  Slot& hole = slots_[to];
+  if (keep != kNone && !hole.kv.empty()) {
+    Slot& k = slots_[keep];
+    TrimCache(k, 0);
+    engine_->CopySequence(hole.seq, k.seq);  // made first, so it copies the hole's old cells
+    k.kv = std::move(hole.kv);
+    k.kv_scope = std::move(hole.kv_scope);
+    k.cached_at = hole.cached_at;
+    k.copy_pending = true;
+  }
+  hole.kv.clear();
+  engine_->RemoveSequence(hole.seq);
+  Slot& s = slots_[from];
+  engine_->MoveSequence(s.seq, hole.seq);
+  const engine::SeqId hole_seq = hole.seq, seq = s.seq;
+  hole = std::move(s);
+  hole.seq = hole_seq;
+  hole.copy_pending = true;
+  // The slot left behind keeps the request's cells, a cache like any other
+  // (the copy reads them at the next decode).
+  s = Slot{};
+  s.seq = seq;
+  s.kv = hole.kv;
+  s.kv_scope = hole.kv_scope;
+  s.cached_at = clock_->Now();
+  s.copy_pending = true;
+  for (size_t& i : hole.group->slots) {
+    if (i == from) i = to;
+  }
+  for (Slot& w : slots_) {
+    if (w.state == SlotState::kWait && w.wait_from == from) w.wait_from = to;
+  }
+  stats_.sequences_moved.Add();
+  if (keep != kNone) {
+    spdlog::debug("moved a running request from session slot {} to {} ({} tokens), its cache to {}",
+                  from, to, hole.kv.size(), keep);
+  } else {
+    spdlog::debug("moved a running request from session slot {} to {} ({} tokens)", from, to,
+                  hole.kv.size());
+  }
+}
+
+}  // namespace outpost::scheduler

@@ -1,0 +1,184 @@
+// Running requests kept on consecutive slots (slot_moves.cc) on the fake
+// engine: a hole a finished request leaves between running ones is closed by
+// moving one of them — its KV and its sampler's state with it — the hole's
+// cache is kept elsewhere, requests about to end stay put, and the choices
+// of one request move like any other.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler/scheduler_fixture.h"
+
+namespace outpost::scheduler {
+namespace {
+
+using testing::Fixture;
+using testing::Opts;
+using testing::SeqsInLastBatch;
+using testing::SubmitPrompt;
+
+const std::string kReply(40, 'r');
+
+SchedulerOptions MoveOpts(int32_t sessions) {
+  SchedulerOptions o = Opts(sessions, 4, /*batch_size=*/64, /*prefill_chunk=*/64);
+  o.prefix_cache = true;
+  o.min_copied_prefix = 8;
+  return o;
+}
+
+// Steps until `sink` is done (bounded).
+void StepUntilDone(Fixture& f, const std::shared_ptr<testing::RecordingSink>& sink) {
+  for (int i = 0; i < 1000 && !sink->done; ++i) f.sched->StepForTest();
+  ASSERT_TRUE(sink->done);
+}
+
+TEST(SlotMoves, AHoleBetweenRunningRequestsIsClosedAndItsCacheKept) {
+  Fixture f(MoveOpts(4), kReply);
+  auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
+  ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+  ASSERT_TRUE(SubmitPrompt(f, c, "charlie").ok());
+  f.sched->StepForTest();
+  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
+  StepUntilDone(f, b);
+  // Slot 1 is a hole between a and c: two passes per step until an arrival
+  // fills it. c moves there (one copy of its KV), and b's cache to slot 3.
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1}));
+  EXPECT_EQ(f.engine->moves, 1);
+  f.RunToIdle();
+  // The moved request carried on where it was: its text is whole (the fake's
+  // sampler state moved with it) and its positions continued (violations).
+  EXPECT_EQ(a->text, kReply);
+  EXPECT_EQ(c->text, kReply);
+  EXPECT_EQ(c->result.usage.completion_tokens, 40);
+  EXPECT_EQ(f.engine->violations, 0);
+  // b's conversation is still cached, in slot 3, for its next turn.
+  auto b2 = f.Sink("b2");
+  ASSERT_TRUE(SubmitPrompt(f, b2, "bravo again").ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({3}));
+  f.RunToIdle();
+  EXPECT_EQ(b2->result.usage.cached_tokens, 5);
+  EXPECT_EQ(b2->text, kReply);
+  // c's cells stayed in slot 2 as a cache too: the same prompt reuses them.
+  auto c2 = f.Sink("c2");
+  ASSERT_TRUE(SubmitPrompt(f, c2, "charlie").ok());
+  f.RunToIdle();
+  EXPECT_EQ(c2->result.usage.cached_tokens, 6);
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(SlotMoves, OnlyRequestsWithTokensLeftMove) {
+  // a and c both end within kMinMoveTokens: the hole stays.
+  {
+    Fixture f(MoveOpts(4), kReply);
+    auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
+    ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 10).ok());
+    ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+    ASSERT_TRUE(SubmitPrompt(f, c, "charlie", 10).ok());
+    StepUntilDone(f, b);
+    f.sched->StepForTest();
+    EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 2}));
+    f.RunToIdle();
+    EXPECT_EQ(f.engine->moves, 0);
+    EXPECT_EQ(c->text, std::string(10, 'r'));
+  }
+  // c ends soon but a does not: a moves next to c instead.
+  {
+    Fixture f(MoveOpts(4), kReply);
+    auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
+    ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
+    ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+    ASSERT_TRUE(SubmitPrompt(f, c, "charlie", 10).ok());
+    StepUntilDone(f, b);
+    f.sched->StepForTest();
+    EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({1, 2}));
+    f.RunToIdle();
+    EXPECT_EQ(f.engine->moves, 1);
+    EXPECT_EQ(a->text, kReply);
+    EXPECT_EQ(c->text, std::string(10, 'r'));
+    EXPECT_EQ(f.engine->violations, 0);
+  }
+}
+
+TEST(SlotMoves, TheChoicesOfOneRequestMoveLikeAnyOther) {
+  // a ends within kMinMoveTokens, so the hole is closed by g's second choice.
+  Fixture f(MoveOpts(5), kReply);
+  auto a = f.Sink("a"), b = f.Sink("b"), g = f.Sink("g");
+  ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 12).ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+  GenerationRequest req;
+  req.prompt = testing::Tokens("golf");
+  req.n = 2;
+  ASSERT_TRUE(f.sched->Submit(std::move(req), g).ok());
+  f.sched->StepForTest();
+  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));  // 3 forks
+  StepUntilDone(f, b);
+  // The copy that gave the second choice its prompt is made at the next
+  // decode: it moves one step later.
+  f.sched->StepForTest();
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
+  EXPECT_EQ(f.engine->moves, 1);
+  f.RunToIdle();
+  ASSERT_EQ(g->choices.size(), 2u);
+  EXPECT_EQ(g->choices[0], kReply);
+  EXPECT_EQ(g->choices[1], kReply);
+  EXPECT_EQ(g->result.usage.completion_tokens, 80);
+  EXPECT_EQ(a->text, std::string(12, 'r'));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(SlotMoves, AMovedChoiceIsStillFoundThroughItsRequest) {
+  // A batch-class request with two choices, one of them moved; an
+  // interactive request needing its sessions preempts both choices at once.
+  Fixture f(MoveOpts(5), kReply);
+  auto a = f.Sink("a"), b = f.Sink("b"), g = f.Sink("g"), x = f.Sink("x");
+  ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 12).ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+  GenerationRequest req;
+  req.prompt = testing::Tokens("golf");
+  req.n = 2;
+  req.priority = Priority::kBatch;
+  ASSERT_TRUE(f.sched->Submit(std::move(req), g).ok());
+  StepUntilDone(f, b);
+  f.sched->StepForTest();
+  f.sched->StepForTest();
+  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
+  ASSERT_EQ(f.engine->moves, 1);
+  ASSERT_FALSE(g->done);
+  GenerationRequest big;
+  big.prompt = testing::Tokens("xray");
+  big.n = 3;  // two sessions are idle
+  ASSERT_TRUE(f.sched->Submit(std::move(big), x).ok());
+  f.sched->StepForTest();
+  EXPECT_TRUE(g->done);
+  EXPECT_EQ(g->result.error.code(), StatusCode::kResourceExhausted);
+  f.RunToIdle();
+  EXPECT_EQ(x->choices.size(), 3u);
+  EXPECT_EQ(x->text, kReply);
+  EXPECT_EQ(a->text, std::string(12, 'r'));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(SlotMoves, OffLeavesTheHole) {
+  SchedulerOptions o = MoveOpts(4);
+  o.move_running = false;
+  Fixture f(o, kReply);
+  auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
+  ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+  ASSERT_TRUE(SubmitPrompt(f, c, "charlie").ok());
+  StepUntilDone(f, b);
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 2}));
+  f.RunToIdle();
+  EXPECT_EQ(f.engine->moves, 0);
+  EXPECT_EQ(c->text, kReply);
+}
+
+}  // namespace
+}  // namespace outpost::scheduler
