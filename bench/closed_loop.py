@@ -127,6 +127,7 @@ def main():
     ap.add_argument("--slots", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ctx", type=int, default=512, help="context tokens per slot (both servers)")
     ap.add_argument("--think", type=float, default=0.0,
                     help="mean think time in seconds between a client's requests (exponential; 0 = none)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
@@ -134,7 +135,7 @@ def main():
                     help="another outpost binary to run the same way (e.g. an older build), repeatable")
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
-    ctx = 512
+    ctx = args.ctx
     outpost_at = lambda binary: lambda port: [binary, "serve", "--model", args.model, "--port", str(port),
                             "--threads", str(args.threads), "--parallel", str(args.slots),
                             "--ctx-size", str(ctx)]
@@ -144,7 +145,7 @@ def main():
     stamp = datetime.datetime.now().strftime("%Y-%m-%d")
     result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
               "model": os.path.realpath(args.model), "slots": args.slots, "seconds": args.seconds,
-              "rounds": args.rounds, "think_s": args.think, "servers": {}}
+              "rounds": args.rounds, "think_s": args.think, "ctx": args.ctx, "servers": {}}
     servers = [("outpost", outpost_at(args.outpost), "/ready")]
     for spec in args.also:
         name, _, binary = spec.partition("=")

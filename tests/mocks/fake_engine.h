@@ -133,14 +133,25 @@ class FakeEngine final : public engine::Engine {
     forked_[dst] = src;
     ++copies;
   }
-  void MoveSequence(engine::SeqId src, engine::SeqId dst) override {
-    if (kv_[static_cast<size_t>(dst)] != 0) ++violations;  // dst must be empty
-    pending_copy_.insert(src);
-    pending_copy_.insert(dst);
+  // At once: a copy pending from or into either would read or overwrite
+  // the cells. fail_next_cell_copy makes the next one fail.
+  Status CopyCells(engine::SeqId src, engine::SeqId dst) override {
+    if (pending_copy_.count(src) > 0 || pending_copy_.count(dst) > 0) ++violations;
+    ++cell_copies;
+    if (fail_next_cell_copy) {
+      fail_next_cell_copy = false;
+      kv_[static_cast<size_t>(dst)] = 0;
+      return Status::Internal("injected cell copy failure");
+    }
     kv_[static_cast<size_t>(dst)] = kv_[static_cast<size_t>(src)];
+    return Status::Ok();
+  }
+  Status MoveSequence(engine::SeqId src, engine::SeqId dst) override {
+    if (Status st = CopyCells(src, dst); !st.ok()) return st;
     produced_[static_cast<size_t>(dst)] = produced_[static_cast<size_t>(src)];
     eog_banned_[static_cast<size_t>(dst)] = eog_banned_[static_cast<size_t>(src)];
     ++moves;
+    return Status::Ok();
   }
   bool TrimSequence(engine::SeqId seq, int32_t keep) override {
     int32_t& n = kv_[static_cast<size_t>(seq)];
@@ -208,11 +219,13 @@ class FakeEngine final : public engine::Engine {
   // Called as DecodeInterruptible() begins; steps it interrupted.
   std::function<void()> on_decode_start;
   int interrupted = 0;
-  int copies = 0;  // CopySequence calls
-  int moves = 0;   // MoveSequence calls
-  int trims = 0;   // TrimSequence calls
-  int saves = 0;   // SaveSequence calls
-  int loads = 0;   // LoadSequence calls
+  int copies = 0;       // CopySequence calls
+  int moves = 0;        // MoveSequence calls that succeeded
+  int cell_copies = 0;  // CopyCells calls (MoveSequence's included)
+  bool fail_next_cell_copy = false;
+  int trims = 0;  // TrimSequence calls
+  int saves = 0;  // SaveSequence calls
+  int loads = 0;  // LoadSequence calls
   int32_t sliding_window = 0;
   std::vector<engine::SamplingParams> started;
 

@@ -1,8 +1,8 @@
 // Running requests kept on consecutive slots (slot_moves.cc) on the fake
 // engine: a hole a finished request leaves between running ones is closed by
 // moving one of them — its KV and its sampler's state with it — the hole's
-// cache is kept elsewhere, requests about to end stay put, and the choices
-// of one request move like any other.
+// cache is kept elsewhere, requests about to end stay put, the choices of
+// one request move like any other, and a failed copy moves nothing.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -161,6 +161,29 @@ TEST(SlotMoves, AMovedChoiceIsStillFoundThroughItsRequest) {
   EXPECT_EQ(x->choices.size(), 3u);
   EXPECT_EQ(x->text, kReply);
   EXPECT_EQ(a->text, std::string(12, 'r'));
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
+TEST(SlotMoves, ARequestTheEngineCannotMoveRunsOnWhereItWas) {
+  SchedulerOptions o = MoveOpts(4);
+  o.prefix_cache = false;  // the hole caches nothing: the move is the only copy
+  Fixture f(o, kReply);
+  auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
+  ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+  ASSERT_TRUE(SubmitPrompt(f, c, "charlie").ok());
+  StepUntilDone(f, b);
+  f.engine->fail_next_cell_copy = true;
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 2}));
+  EXPECT_EQ(f.engine->moves, 0);
+  EXPECT_EQ(f.engine->KvCells(1), 0);
+  f.sched->StepForTest();  // the next step tries again
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1}));
+  EXPECT_EQ(f.engine->moves, 1);
+  f.RunToIdle();
+  EXPECT_EQ(a->text, kReply);
+  EXPECT_EQ(c->text, kReply);
   EXPECT_EQ(f.engine->violations, 0);
 }
 

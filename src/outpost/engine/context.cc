@@ -282,6 +282,21 @@ void Context::CopySequence(SeqId src, SeqId dst) {
   llama_memory_seq_cp(llama_get_memory(ctx_), src, dst, -1, -1);
 }
 
+Status Context::CopyCells(SeqId src, SeqId dst) {
+  RemoveSequence(dst);
+  const size_t n = llama_state_seq_get_size(ctx_, src);
+  std::vector<uint8_t> buf(n);
+  if (n == 0 || llama_state_seq_get_data(ctx_, buf.data(), n, src) != n) {
+    return Status::Internal("cannot read the KV cells of sequence " + std::to_string(src));
+  }
+  if (llama_state_seq_set_data(ctx_, buf.data(), n, dst) == 0) {
+    RemoveSequence(dst);  // a partial write leaves nothing behind
+    return Status::Internal("cannot write the KV cells of sequence " + std::to_string(src) +
+                            " into sequence " + std::to_string(dst));
+  }
+  return Status::Ok();
+}
+
 bool Context::TrimSequence(SeqId seq, int32_t keep) {
   return llama_memory_seq_rm(llama_get_memory(ctx_), seq, keep, -1);
 }

@@ -103,6 +103,10 @@ class Context {
   // dst's KV becomes a copy of src's: shared cells in a unified cache, a
   // buffer copy (at the next decode) with one stream per sequence.
   void CopySequence(SeqId src, SeqId dst);
+  // dst's KV becomes a copy of the cells src holds, at once, through a
+  // buffer of their size (llama_state_seq_get_data / _set_data); contract as
+  // Engine::CopyCells.
+  Status CopyCells(SeqId src, SeqId dst);
   // Frees the KV cells of `seq` at once.
   void RemoveSequence(SeqId seq);
   // Drops seq's cells at positions >= keep. False when the memory cannot

@@ -105,12 +105,17 @@ class Engine {
   // left, so a sequence may be the src of one copy, then be emptied and be
   // the dst of the next (its old cells are copied out first).
   virtual void CopySequence(SeqId src, SeqId dst) = 0;
-  // Moves a running request from src to dst: dst's KV becomes a copy of
-  // src's (as CopySequence(): at the next Decode(); dst holds nothing) and
-  // src's sampler, with its state (grammar, penalties, random stream),
-  // becomes dst's. src keeps its cells, like any cached KV, and has no
-  // sampler until StartSequence(src).
-  virtual void MoveSequence(SeqId src, SeqId dst) = 0;
+  // Makes dst's KV a copy of the cells src holds, at once (what dst held is
+  // dropped). Costs a copy of src's cells through a buffer of their size,
+  // not of the whole stream as CopySequence() does. REQUIRES: no
+  // CopySequence() from or to either is pending. Errors: Internal (dst then
+  // holds nothing).
+  virtual Status CopyCells(SeqId src, SeqId dst) = 0;
+  // Moves a running request from src to dst: CopyCells(src, dst), then src's
+  // sampler, with its state (grammar, penalties, random stream), becomes
+  // dst's. src keeps its cells, like any cached KV, and has no sampler until
+  // StartSequence(src). Errors: as CopyCells (the sampler then stays).
+  virtual Status MoveSequence(SeqId src, SeqId dst) = 0;
   // The lowest position whose cells seq still holds (sliding-window layers
   // drop cells that fell out of every window); -1 when it holds none.
   virtual int32_t SequencePosMin(SeqId seq) const = 0;

@@ -54,9 +54,10 @@ void LlamaEngine::SampleMany(std::span<const SeqId> seqs, std::span<const int32_
   }
 }
 
-void LlamaEngine::MoveSequence(SeqId src, SeqId dst) {
-  ctx_->CopySequence(src, dst);
+Status LlamaEngine::MoveSequence(SeqId src, SeqId dst) {
+  if (Status st = ctx_->CopyCells(src, dst); !st.ok()) return st;
   samplers_[static_cast<size_t>(dst)] = std::move(samplers_[static_cast<size_t>(src)]);
+  return Status::Ok();
 }
 
 void LlamaEngine::RemoveSequence(SeqId seq) {

@@ -66,7 +66,8 @@ class LlamaEngine final : public Engine {
     return ctx_->TopLogProbs(idx, token, n_top);
   }
   void CopySequence(SeqId src, SeqId dst) override { ctx_->CopySequence(src, dst); }
-  void MoveSequence(SeqId src, SeqId dst) override;
+  Status CopyCells(SeqId src, SeqId dst) override { return ctx_->CopyCells(src, dst); }
+  Status MoveSequence(SeqId src, SeqId dst) override;
   bool TrimSequence(SeqId seq, int32_t keep) override { return ctx_->TrimSequence(seq, keep); }
   int32_t SequencePosMin(SeqId seq) const override { return ctx_->SequencePosMin(seq); }
   void RemoveSequence(SeqId seq) override;

@@ -57,7 +57,7 @@
 // slot and a shorter one recomputed. A request that finishes between
 // running ones leaves a hole; before the next batch is built the fewest
 // running requests are moved into the holes (Engine::MoveSequence: a copy of
-// the KV stream, its sampler with it) so the decoding sequences form one run
+// the cells it holds, its sampler with it) so the decoding sequences form one run
 // again, unless fewer than kMinMoveTokens are left to any that would move;
 // the hole's cache moves out to an empty or least recently used idle slot.
 // With sliding-window layers (Gemma 3) a holder
@@ -208,7 +208,7 @@ class Scheduler {
   // advances when decoding alone fills the budget.
   static constexpr int32_t kMinBudgetChunk = 16;
   // A running request moves to close a hole only while it may still decode
-  // at least this many tokens (a move copies its KV stream: a few steps).
+  // at least this many tokens (a move copies its cells, and the hole's).
   static constexpr int32_t kMinMoveTokens = 16;
   // The least busy time a rate window closes on when the engine goes idle.
   static constexpr double kMinIdleRateWindow = 0.1;  // seconds
@@ -411,11 +411,12 @@ class Scheduler {
   // Movable()) into idle slots so that they form one (slot_moves.cc).
   void CompactRunning();
   // A decoding request that may still go on for kMinMoveTokens, with no
-  // copy pending from or into its slot.
+  // copy pending from or into its slot (Engine::CopyCells works at once).
   bool Movable(const Slot& s) const;
   // Moves the request running in slot `from` to idle slot `to`; what `to`
   // caches is copied to idle slot `keep` first (SIZE_MAX: dropped). `from`
-  // is left idle, caching the request's tokens so far.
+  // is left idle, caching the request's tokens so far. If the engine cannot
+  // copy, the request stays in `from` (and `to` holds nothing).
   void MoveRunning(size_t from, size_t to, size_t keep);
   // Engine thread: slot s starts from the first `keep` tokens of slot from's
   // KV (copied, or in place when s is from). Returns the tokens reused.

@@ -2,7 +2,8 @@
 // sequences on consecutive slots. A request that finishes between running
 // ones leaves a hole, and each run of consecutive sequence ids is a pass of
 // its own over the weights (Engine::Decode) until an arrival fills it;
-// MoveRunning() closes the hole by moving a running request into it.
+// MoveRunning() closes the hole by moving a running request into it: a copy
+// of the cells it holds (Engine::MoveSequence), not of its whole KV stream.
 #include "outpost/scheduler/scheduler.h"
 
 #include <spdlog/spdlog.h>
@@ -19,8 +20,8 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 
 bool Scheduler::Movable(const Slot& s) const {
   if (s.state != SlotState::kDecode || s.copy_pending) return false;
-  // What is left of the request, at most: a move costs a copy of the KV
-  // stream (a few steps' worth), so one about to end stays where it is.
+  // What is left of the request, at most: a move costs a copy of its cells
+  // (for the hole's cache too), so one about to end stays where it is.
   const int32_t left_in_context = options_.ctx_per_session - s.n_past;
   const int32_t left = s.req.max_tokens < 0
                            ? left_in_context
@@ -49,7 +50,8 @@ void Scheduler::CompactRunning() {
       const Slot& s = slots_[i];
       const bool inside = i >= w && i < w + k;
       if (inside) {
-        ok = s.state == SlotState::kDecode || (s.state == SlotState::kIdle && s.restore_pin < 0);
+        ok = s.state == SlotState::kDecode ||
+             (s.state == SlotState::kIdle && s.restore_pin < 0 && !s.copy_pending);
       } else if (s.state == SlotState::kDecode) {
         ok = Movable(s);
         ++moves;
@@ -78,7 +80,7 @@ void Scheduler::CompactRunning() {
       for (size_t i = 0; i < n; ++i) {
         const Slot& s = slots_[i];
         if ((i >= best && i < best + k) || s.state != SlotState::kIdle || s.restore_pin >= 0 ||
-            i == from[m]) {
+            s.copy_pending || i == from[m]) {
           continue;
         }
         if (keep == kNone) {
@@ -103,32 +105,33 @@ void Scheduler::CompactRunning() {
 }
 
 void Scheduler::MoveRunning(size_t from, size_t to, size_t keep) {
+  const auto start = clock_->Now();
   Slot& hole = slots_[to];
   if (keep != kNone && !hole.kv.empty()) {
     Slot& k = slots_[keep];
-    TrimCache(k, 0);
-    engine_->CopySequence(hole.seq, k.seq);  // made first, so it copies the hole's old cells
-    k.kv = std::move(hole.kv);
-    k.kv_scope = std::move(hole.kv_scope);
-    k.cached_at = hole.cached_at;
-    k.copy_pending = true;
+    k.kv.clear();
+    if (engine_->CopyCells(hole.seq, k.seq).ok()) {
+      k.kv = hole.kv;
+      k.kv_scope = hole.kv_scope;
+      k.cached_at = hole.cached_at;
+    }
   }
-  hole.kv.clear();
-  engine_->RemoveSequence(hole.seq);
   Slot& s = slots_[from];
-  engine_->MoveSequence(s.seq, hole.seq);
+  hole.kv.clear();  // MoveSequence() replaces the hole's cells
+  if (Status st = engine_->MoveSequence(s.seq, hole.seq); !st.ok()) {
+    spdlog::warn("could not move a running request from session slot {} to {}: {}", from, to,
+                 st.ToString());
+    return;  // it runs where it was; the hole holds nothing now
+  }
   const engine::SeqId hole_seq = hole.seq, seq = s.seq;
   hole = std::move(s);
   hole.seq = hole_seq;
-  hole.copy_pending = true;
-  // The slot left behind keeps the request's cells, a cache like any other
-  // (the copy reads them at the next decode).
+  // The slot left behind keeps the request's cells, a cache like any other.
   s = Slot{};
   s.seq = seq;
   s.kv = hole.kv;
   s.kv_scope = hole.kv_scope;
   s.cached_at = clock_->Now();
-  s.copy_pending = true;
   for (size_t& i : hole.group->slots) {
     if (i == from) i = to;
   }
@@ -136,12 +139,15 @@ void Scheduler::MoveRunning(size_t from, size_t to, size_t keep) {
     if (w.state == SlotState::kWait && w.wait_from == from) w.wait_from = to;
   }
   stats_.sequences_moved.Add();
+  const double ms = util::Seconds(clock_->Now() - start) * 1000;
   if (keep != kNone) {
-    spdlog::debug("moved a running request from session slot {} to {} ({} tokens), its cache to {}",
-                  from, to, hole.kv.size(), keep);
+    spdlog::debug(
+        "moved a running request from session slot {} to {} ({} tokens), its cache to {}, in "
+        "{:.2f} ms",
+        from, to, hole.kv.size(), keep, ms);
   } else {
-    spdlog::debug("moved a running request from session slot {} to {} ({} tokens)", from, to,
-                  hole.kv.size());
+    spdlog::debug("moved a running request from session slot {} to {} ({} tokens) in {:.2f} ms",
+                  from, to, hole.kv.size(), ms);
   }
 }
 
