@@ -278,6 +278,10 @@ TokenLogprob Context::TopLogProbs(int32_t idx, Token token, int32_t n_top) const
   return out;
 }
 
+int32_t Context::Threads() const {
+  return llama_n_threads(ctx_);
+}
+
 void Context::CopySequence(SeqId src, SeqId dst) {
   llama_memory_seq_cp(llama_get_memory(ctx_), src, dst, -1, -1);
 }

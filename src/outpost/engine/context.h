@@ -121,6 +121,8 @@ class Context {
 
   // Bytes of KV cache allocated by llama.cpp for all sequences.
   uint64_t KvBytesAllocated() const { return kv_bytes_; }
+  // The decode threads the context runs with (n_threads resolved).
+  int32_t Threads() const;
   // What llama.cpp actually allocated (from its memory breakdown).
   MemoryBreakdown MeasuredMemory() const;
   const ContextOptions& options() const { return options_; }

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 
-#include "outpost/util/cpus.h"
-
 namespace outpost::engine {
 
 LlamaEngine::LlamaEngine(std::shared_ptr<const Model> model, std::unique_ptr<Context> ctx)
     : model_(std::move(model)), ctx_(std::move(ctx)) {
   samplers_.resize(static_cast<size_t>(ctx_->options().sessions));
-  const int32_t n = ctx_->options().n_threads;
-  threads_ = n > 0 ? n : util::UsableCpus().usable;
+  threads_ = ctx_->Threads();
 }
 
 LlamaEngine::~LlamaEngine() {
