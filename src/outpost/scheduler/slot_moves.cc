@@ -32,12 +32,14 @@ bool Scheduler::Movable(const Slot& s) const {
 void Scheduler::CompactRunning() {
   if (!options_.move_running) return;
   const size_t n = slots_.size();
-  std::vector<size_t> decoding;
+  size_t k = 0, lo = n, hi = 0;  // decoding slots, the first and the last
   for (size_t i = 0; i < n; ++i) {
-    if (slots_[i].state == SlotState::kDecode) decoding.push_back(i);
+    if (slots_[i].state != SlotState::kDecode) continue;
+    ++k;
+    lo = std::min(lo, i);
+    hi = i;
   }
-  const size_t k = decoding.size();
-  if (k < 2 || decoding.back() - decoding.front() + 1 == k) return;  // one run already
+  if (k < 2 || hi - lo + 1 == k) return;  // one run already (every step: no allocation)
   // The window of k consecutive slots that needs the fewest moves: every
   // slot in it decodes already or is idle (a prompt being prefilled stays
   // put: its slot has a step of its own until it decodes), and every
