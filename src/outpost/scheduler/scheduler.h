@@ -413,9 +413,13 @@ class Scheduler {
   // A decoding request that may still go on for kMinMoveTokens, with no
   // copy pending from or into its slot (Engine::CopyCells works at once).
   bool Movable(const Slot& s) const;
+  // An idle slot whose cells may be replaced now: no pinned prefix promised
+  // into it, no copy pending from or into it.
+  bool Overwritable(const Slot& s) const;
   // Moves the request running in slot `from` to idle slot `to`; what `to`
   // caches is copied to idle slot `keep` first (SIZE_MAX: dropped). `from`
-  // is left idle, caching the request's tokens so far. If the engine cannot
+  // is left idle, caching the request's tokens so far (as the least recently
+  // used cache: the request holds the same). If the engine cannot
   // copy, the request stays in `from` (and `to` holds nothing).
   void MoveRunning(size_t from, size_t to, size_t keep);
   // Engine thread: slot s starts from the first `keep` tokens of slot from's

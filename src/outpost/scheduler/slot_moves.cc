@@ -18,6 +18,10 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 
 }  // namespace
 
+bool Scheduler::Overwritable(const Slot& s) const {
+  return s.state == SlotState::kIdle && s.restore_pin < 0 && !s.copy_pending;
+}
+
 bool Scheduler::Movable(const Slot& s) const {
   if (s.state != SlotState::kDecode || s.copy_pending) return false;
   // What is left of the request, at most: a move costs a copy of its cells
@@ -50,10 +54,8 @@ void Scheduler::CompactRunning() {
     bool ok = true;
     for (size_t i = 0; i < n && ok; ++i) {
       const Slot& s = slots_[i];
-      const bool inside = i >= w && i < w + k;
-      if (inside) {
-        ok = s.state == SlotState::kDecode ||
-             (s.state == SlotState::kIdle && s.restore_pin < 0 && !s.copy_pending);
+      if (i >= w && i < w + k) {
+        ok = s.state == SlotState::kDecode || Overwritable(s);
       } else if (s.state == SlotState::kDecode) {
         ok = Movable(s);
         ++moves;
@@ -71,38 +73,24 @@ void Scheduler::CompactRunning() {
     if (!inside && slots_[i].state == SlotState::kDecode) from.push_back(i);
     if (inside && slots_[i].state == SlotState::kIdle) to.push_back(i);
   }
-  std::vector<size_t> vacated;
   for (size_t m = 0; m < from.size() && m < to.size(); ++m) {
     // The hole's cache (often the conversation that just finished there,
     // whose next turn will start with it) goes to an idle slot outside the
-    // window: an empty one, else one this step vacated (its cells duplicate
-    // a running request's), else the least recently used.
+    // window: an empty one, else the least recently used (a slot this step
+    // vacated counts as the oldest: its cells duplicate a running request's).
     size_t keep = kNone;
     if (!slots_[to[m]].kv.empty()) {
       for (size_t i = 0; i < n; ++i) {
         const Slot& s = slots_[i];
-        if ((i >= best && i < best + k) || s.state != SlotState::kIdle || s.restore_pin >= 0 ||
-            s.copy_pending || i == from[m]) {
-          continue;
-        }
-        if (keep == kNone) {
-          keep = i;
-          continue;
-        }
-        const Slot& b = slots_[keep];
-        const bool vac_s = std::find(vacated.begin(), vacated.end(), i) != vacated.end();
-        const bool vac_b = std::find(vacated.begin(), vacated.end(), keep) != vacated.end();
-        if (s.kv.empty() != b.kv.empty()) {
-          if (s.kv.empty()) keep = i;
-        } else if (vac_s != vac_b) {
-          if (vac_s) keep = i;
-        } else if (s.cached_at < b.cached_at) {
+        if ((i >= best && i < best + k) || !Overwritable(s)) continue;
+        if (keep == kNone ||
+            (s.kv.empty() != slots_[keep].kv.empty() ? s.kv.empty()
+                                                     : s.cached_at < slots_[keep].cached_at)) {
           keep = i;
         }
       }
     }
     MoveRunning(from[m], to[m], keep);
-    vacated.push_back(from[m]);
   }
 }
 
@@ -128,12 +116,13 @@ void Scheduler::MoveRunning(size_t from, size_t to, size_t keep) {
   const engine::SeqId hole_seq = hole.seq, seq = s.seq;
   hole = std::move(s);
   hole.seq = hole_seq;
-  // The slot left behind keeps the request's cells, a cache like any other.
+  // The slot left behind keeps the request's cells, a cache like any other
+  // but the least recently used (the running request holds the same).
   s = Slot{};
   s.seq = seq;
   s.kv = hole.kv;
   s.kv_scope = hole.kv_scope;
-  s.cached_at = clock_->Now();
+  s.cached_at = util::Clock::TimePoint{};  // a duplicate: the first cache to give up
   for (size_t& i : hole.group->slots) {
     if (i == from) i = to;
   }
