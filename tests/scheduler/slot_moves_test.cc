@@ -34,15 +34,46 @@ void StepUntilDone(Fixture& f, const std::shared_ptr<testing::RecordingSink>& si
   ASSERT_TRUE(sink->done);
 }
 
+struct Three {
+  std::shared_ptr<testing::RecordingSink> a, b, c;
+};
+
+// a, b (2 tokens) and c on slots 0, 1 and 2, stepped until b has ended: a
+// hole between a and c (max_tokens -1: until the reply ends).
+Three OpenHole(Fixture& f, int32_t a_max = -1, int32_t c_max = -1) {
+  Three t{f.Sink("a"), f.Sink("b"), f.Sink("c")};
+  EXPECT_TRUE(SubmitPrompt(f, t.a, "alpha", a_max).ok());
+  EXPECT_TRUE(SubmitPrompt(f, t.b, "bravo", 2).ok());
+  EXPECT_TRUE(SubmitPrompt(f, t.c, "charlie", c_max).ok());
+  f.sched->StepForTest();
+  EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
+  StepUntilDone(f, t.b);
+  return t;
+}
+
+// a (12 tokens: it ends within kMinMoveTokens) and b (2) on slots 0 and 1,
+// a request `g` with two choices on 2 and 3, stepped until b has ended and
+// g's second choice has its prompt's copy: a hole between a and g.
+void OpenHoleBeforeChoices(Fixture& f, const std::shared_ptr<testing::RecordingSink>& a,
+                           const std::shared_ptr<testing::RecordingSink>& g, Priority priority) {
+  auto b = f.Sink("b");
+  ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 12).ok());
+  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
+  GenerationRequest req;
+  req.prompt = testing::Tokens("golf");
+  req.n = 2;
+  req.priority = priority;
+  ASSERT_TRUE(f.sched->Submit(std::move(req), g).ok());
+  if (priority != Priority::kBatch) {  // the batch class prefills after the others
+    f.sched->StepForTest();
+    ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));  // 3 forks
+  }
+  StepUntilDone(f, b);
+}
+
 TEST(SlotMoves, AHoleBetweenRunningRequestsIsClosedAndItsCacheKept) {
   Fixture f(MoveOpts(4), kReply);
-  auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
-  ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
-  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-  ASSERT_TRUE(SubmitPrompt(f, c, "charlie").ok());
-  f.sched->StepForTest();
-  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
-  StepUntilDone(f, b);
+  auto [a, b, c] = OpenHole(f);
   // Slot 1 is a hole between a and c: two passes per step until an arrival
   // fills it. c moves there (one copy of its KV), and b's cache to slot 3.
   f.sched->StepForTest();
@@ -75,11 +106,7 @@ TEST(SlotMoves, OnlyRequestsWithTokensLeftMove) {
   // a and c both end within kMinMoveTokens: the hole stays.
   {
     Fixture f(MoveOpts(4), kReply);
-    auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
-    ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 10).ok());
-    ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-    ASSERT_TRUE(SubmitPrompt(f, c, "charlie", 10).ok());
-    StepUntilDone(f, b);
+    auto [a, b, c] = OpenHole(f, 10, 10);
     f.sched->StepForTest();
     EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 2}));
     f.RunToIdle();
@@ -89,11 +116,7 @@ TEST(SlotMoves, OnlyRequestsWithTokensLeftMove) {
   // c ends soon but a does not: a moves next to c instead.
   {
     Fixture f(MoveOpts(4), kReply);
-    auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
-    ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
-    ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-    ASSERT_TRUE(SubmitPrompt(f, c, "charlie", 10).ok());
-    StepUntilDone(f, b);
+    auto [a, b, c] = OpenHole(f, -1, 10);
     f.sched->StepForTest();
     EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({1, 2}));
     f.RunToIdle();
@@ -107,16 +130,8 @@ TEST(SlotMoves, OnlyRequestsWithTokensLeftMove) {
 TEST(SlotMoves, TheChoicesOfOneRequestMoveLikeAnyOther) {
   // a ends within kMinMoveTokens, so the hole is closed by g's second choice.
   Fixture f(MoveOpts(5), kReply);
-  auto a = f.Sink("a"), b = f.Sink("b"), g = f.Sink("g");
-  ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 12).ok());
-  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-  GenerationRequest req;
-  req.prompt = testing::Tokens("golf");
-  req.n = 2;
-  ASSERT_TRUE(f.sched->Submit(std::move(req), g).ok());
-  f.sched->StepForTest();
-  ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));  // 3 forks
-  StepUntilDone(f, b);
+  auto a = f.Sink("a"), g = f.Sink("g");
+  OpenHoleBeforeChoices(f, a, g, Priority::kInteractive);
   // The copy that gave the second choice its prompt is made at the next
   // decode: it moves one step later.
   f.sched->StepForTest();
@@ -136,15 +151,8 @@ TEST(SlotMoves, AMovedChoiceIsStillFoundThroughItsRequest) {
   // A batch-class request with two choices, one of them moved; an
   // interactive request needing its sessions preempts both choices at once.
   Fixture f(MoveOpts(5), kReply);
-  auto a = f.Sink("a"), b = f.Sink("b"), g = f.Sink("g"), x = f.Sink("x");
-  ASSERT_TRUE(SubmitPrompt(f, a, "alpha", 12).ok());
-  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-  GenerationRequest req;
-  req.prompt = testing::Tokens("golf");
-  req.n = 2;
-  req.priority = Priority::kBatch;
-  ASSERT_TRUE(f.sched->Submit(std::move(req), g).ok());
-  StepUntilDone(f, b);
+  auto a = f.Sink("a"), g = f.Sink("g"), x = f.Sink("x");
+  OpenHoleBeforeChoices(f, a, g, Priority::kBatch);
   f.sched->StepForTest();
   f.sched->StepForTest();
   ASSERT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 1, 2}));
@@ -168,11 +176,7 @@ TEST(SlotMoves, ARequestTheEngineCannotMoveRunsOnWhereItWas) {
   SchedulerOptions o = MoveOpts(4);
   o.prefix_cache = false;  // the hole caches nothing: the move is the only copy
   Fixture f(o, kReply);
-  auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
-  ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
-  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-  ASSERT_TRUE(SubmitPrompt(f, c, "charlie").ok());
-  StepUntilDone(f, b);
+  auto [a, b, c] = OpenHole(f);
   f.engine->fail_next_cell_copy = true;
   f.sched->StepForTest();
   EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 2}));
@@ -191,11 +195,7 @@ TEST(SlotMoves, OffLeavesTheHole) {
   SchedulerOptions o = MoveOpts(4);
   o.move_running = false;
   Fixture f(o, kReply);
-  auto a = f.Sink("a"), b = f.Sink("b"), c = f.Sink("c");
-  ASSERT_TRUE(SubmitPrompt(f, a, "alpha").ok());
-  ASSERT_TRUE(SubmitPrompt(f, b, "bravo", 2).ok());
-  ASSERT_TRUE(SubmitPrompt(f, c, "charlie").ok());
-  StepUntilDone(f, b);
+  auto [a, b, c] = OpenHole(f);
   f.sched->StepForTest();
   EXPECT_EQ(SeqsInLastBatch(*f.engine), std::vector<engine::SeqId>({0, 2}));
   f.RunToIdle();
