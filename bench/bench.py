@@ -47,6 +47,51 @@ def start(cmd, port, ready_path):
     return proc
 
 
+def add_side_by_side_args(ap, ctx):
+    """Flags of the benchmarks that run Outpost, older Outpost builds (--also)
+    and llama-server side by side on the same model, threads, slots and context."""
+    ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
+    ap.add_argument("--llama-bin", default=os.path.join(ROOT, ".deps/llama.cpp-build/bin"))
+    ap.add_argument("--model", default=os.path.join(ROOT, ".deps/models/default.gguf"))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--slots", type=int, default=16)
+    ap.add_argument("--ctx", type=int, default=ctx, help="context tokens per slot (every server)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY",
+                    help="another outpost binary to run the same way (e.g. an older build), repeatable")
+
+
+def side_by_side_servers(ap, args):
+    """[(name, cmd(port), ready path)]: Outpost, each --also build, llama-server."""
+    outpost_at = lambda binary: lambda port: [binary, "serve", "--model", args.model, "--port", str(port),
+                                              "--threads", str(args.threads), "--parallel", str(args.slots),
+                                              "--ctx-size", str(args.ctx)]
+    llama = lambda port: [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
+                          "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.slots),
+                          "-c", str(args.ctx * args.slots), "--no-webui"]
+    servers = [("outpost", outpost_at(args.outpost), "/ready")]
+    for spec in args.also:
+        name, _, binary = spec.partition("=")
+        if not binary:
+            ap.error(f"--also wants NAME=BINARY, got {spec!r}")
+        servers.append((name, outpost_at(binary), "/ready"))
+    servers.append(("llama-server", llama, "/health"))
+    return servers
+
+
+def start_side_by_side(servers, procs):
+    """Starts every server (appending its process to `procs`, for the caller
+    to stop) and sends each one short request; returns {name: base URL}."""
+    bases = {}
+    for name, cmd, ready in servers:
+        port = free_port()
+        log(f"{name}: starting")
+        procs.append(start(cmd(port), port, ready))
+        bases[name] = f"http://127.0.0.1:{port}"
+    for base in bases.values():
+        stream_one(base, 8)
+    return bases
+
+
 # One client with a connection pool shared by all bench threads: creating an
 # httpx client per request costs tens of ms of CPU (TLS context) and would
 # stagger the "simultaneous" clients.

@@ -38,7 +38,7 @@ import threading
 import time
 
 import bench as base_bench
-from benchlib import free_port, stop
+from benchlib import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPENINGS = ("Tell me", "Write me", "Give me", "Compose for me", "Draft me", "Make me",
@@ -89,15 +89,9 @@ def measure(servers, args):
     """All servers run side by side; each round of each client count visits them
     in turn, so the drift of a shared, noisy machine (minutes of faster or slower
     cores) falls on every server alike instead of on whichever ran last."""
-    procs, bases = [], {}
+    procs = []
     try:
-        for name, cmd, ready in servers:
-            port = free_port()
-            log(f"{name}: starting")
-            procs.append(base_bench.start(cmd(port), port, ready))
-            bases[name] = f"http://127.0.0.1:{port}"
-        for base in bases.values():
-            base_bench.stream_one(base, 8)
+        bases = base_bench.start_side_by_side(servers, procs)
         out = {name: {} for name in bases}
         for c in args.clients:
             rs = {name: [] for name in bases}
@@ -119,40 +113,20 @@ def measure(servers, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
-    ap.add_argument("--llama-bin", default=os.path.join(ROOT, ".deps/llama.cpp-build/bin"))
-    ap.add_argument("--model", default=os.path.join(ROOT, ".deps/models/default.gguf"))
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    base_bench.add_side_by_side_args(ap, ctx=512)
     ap.add_argument("--clients", default="4,8")
-    ap.add_argument("--slots", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--ctx", type=int, default=512, help="context tokens per slot (both servers)")
     ap.add_argument("--think", type=float, default=0.0,
                     help="mean think time in seconds between a client's requests (exponential; 0 = none)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
-    ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY",
-                    help="another outpost binary to run the same way (e.g. an older build), repeatable")
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
-    ctx = args.ctx
-    outpost_at = lambda binary: lambda port: [binary, "serve", "--model", args.model, "--port", str(port),
-                            "--threads", str(args.threads), "--parallel", str(args.slots),
-                            "--ctx-size", str(ctx)]
-    llama = lambda port: [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
-                          "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.slots),
-                          "-c", str(ctx * args.slots), "--no-webui"]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d")
     result = {"date": stamp, "machine": platform.node(), "cpu": base_bench.cpu_name(), "threads": args.threads,
               "model": os.path.realpath(args.model), "slots": args.slots, "seconds": args.seconds,
               "rounds": args.rounds, "think_s": args.think, "ctx": args.ctx, "servers": {}}
-    servers = [("outpost", outpost_at(args.outpost), "/ready")]
-    for spec in args.also:
-        name, _, binary = spec.partition("=")
-        if not binary:
-            ap.error(f"--also wants NAME=BINARY, got {spec!r}")
-        servers.append((name, outpost_at(binary), "/ready"))
-    servers.append(("llama-server", llama, "/health"))
+    servers = base_bench.side_by_side_servers(ap, args)
     result["servers"] = measure(servers, args)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{stamp}-closed-loop.json")

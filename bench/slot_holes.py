@@ -30,7 +30,7 @@ import threading
 import time
 
 import bench as base_bench
-from benchlib import free_port, stop
+from benchlib import stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPTS = ("Write the history of a lighthouse on a northern cape",
@@ -103,42 +103,17 @@ def svg(path, medians, baseline):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--outpost", default=os.path.join(ROOT, "build/outpost"))
-    ap.add_argument("--llama-bin", default=os.path.join(ROOT, ".deps/llama.cpp-build/bin"))
-    ap.add_argument("--model", default=os.path.join(ROOT, ".deps/models/default.gguf"))
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--slots", type=int, default=16)
-    ap.add_argument("--ctx", type=int, default=4096, help="context tokens per slot")
+    base_bench.add_side_by_side_args(ap, ctx=4096)
     ap.add_argument("--short", type=int, default=16, help="tokens of the middle stream")
     ap.add_argument("--long", type=int, default=256, help="tokens of the other two")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
-    ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY",
-                    help="another outpost binary to run the same way (e.g. an older build), repeatable")
     args = ap.parse_args()
-    outpost_at = lambda binary: lambda port: [binary, "serve", "--model", args.model, "--port", str(port),
-                                              "--threads", str(args.threads), "--parallel", str(args.slots),
-                                              "--ctx-size", str(args.ctx)]
-    llama = lambda port: [os.path.join(args.llama_bin, "llama-server"), "-m", args.model, "--port", str(port),
-                          "-t", str(args.threads), "-tb", str(args.threads), "-np", str(args.slots),
-                          "-c", str(args.ctx * args.slots), "--no-webui"]
-    servers = [("outpost", outpost_at(args.outpost), "/ready")]
-    for spec in args.also:
-        name, _, binary = spec.partition("=")
-        if not binary:
-            ap.error(f"--also wants NAME=BINARY, got {spec!r}")
-        servers.append((name, outpost_at(binary), "/ready"))
-    servers.append(("llama-server", llama, "/health"))
-    procs, bases = [], {}
+    servers = base_bench.side_by_side_servers(ap, args)
+    procs = []
     rounds = {name: [] for name, _, _ in servers}
     try:
-        for name, cmd, ready in servers:
-            port = free_port()
-            log(f"{name}: starting")
-            procs.append(base_bench.start(cmd(port), port, ready))
-            bases[name] = f"http://127.0.0.1:{port}"
-        for base in bases.values():
-            base_bench.stream_one(base, 8)
+        bases = base_bench.start_side_by_side(servers, procs)
         names = list(bases)
         for r in range(args.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
