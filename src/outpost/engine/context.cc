@@ -109,7 +109,7 @@ std::vector<std::string> CpuThreadWarnings(int32_t threads, int32_t threads_batc
                            std::getenv("OMP_WAIT_POLICY"), std::getenv("GOMP_SPINCOUNT"));
 }
 
-StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextOptions& o) {
+llama_context_params Context::Params(const ContextOptions& o) {
   llama_context_params cp = llama_context_default_params();
   cp.n_seq_max = static_cast<uint32_t>(o.sessions);
   cp.n_ctx = static_cast<uint32_t>(o.sessions) * static_cast<uint32_t>(o.ctx_per_session);
@@ -128,7 +128,11 @@ StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const Con
   // reserve logits for `sessions` rows, not batch_size: for a 262k vocabulary and a
   // 512-token batch that is the difference between 512 MiB and a few MiB.
   cp.n_outputs_max = static_cast<uint32_t>(o.max_outputs > 0 ? o.max_outputs : o.sessions);
+  return cp;
+}
 
+StatusOr<std::unique_ptr<Context>> Context::Create(const Model& model, const ContextOptions& o) {
+  const llama_context_params cp = Params(o);
   llama_context* ctx = llama_init_from_model(model.raw(), cp);
   if (ctx == nullptr) {
     return Status::ResourceExhausted("llama.cpp could not create a context for " +

@@ -19,6 +19,7 @@
 #include "outpost/util/status.h"
 
 struct llama_context;
+struct llama_context_params;
 struct llama_batch;
 
 namespace outpost::engine {
@@ -41,11 +42,16 @@ struct MemoryBreakdown {
   uint64_t total() const { return model_bytes + context_bytes + compute_bytes; }
 };
 
-// Planned bytes beyond weights and KV for a context: compute scratch for a
-// batch of batch_size tokens attending over ctx_per_session, logits for one output
-// per sequence, and a fixed runtime allowance. Deliberately on the high side.
+// Planned bytes beyond weights and KV for a context: compute scratch, the
+// output buffer's logits (one row per sequence; not in llama.cpp's memory
+// breakdown) and a fixed runtime allowance (allocator slack, thread stacks,
+// tokenizer tables, the HTTP front). `compute_bytes` is the scratch a dry run
+// measured (Context::DryRun); 0 = estimate it from the shapes — a batch of
+// batch_size tokens attending over ctx_per_session, its logits — which is
+// deliberately on the high side: 1.6x the real scratch for Gemma 3 at 4 x
+// 1,024 tokens, 3.5x for the default model at 7 x 2,048, 6x at 16 x 4,096.
 uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t batch_size, int32_t sessions,
-                               int32_t ctx_per_session);
+                               int32_t ctx_per_session, uint64_t compute_bytes = 0);
 
 // What would make llama.cpp's CPU threads slow here, one line per finding
 // for the start-up log (none: empty). llama.cpp hands each of a step's
@@ -71,6 +77,18 @@ class Context {
   // Errors: ResourceExhausted when llama.cpp cannot allocate the KV cache.
   static StatusOr<std::unique_ptr<Context>> Create(const Model& model,
                                                    const ContextOptions& options);
+  // What Create would allocate for the model file at `model_path` (loaded
+  // with `n_gpu_layers`, as Model::Load would) and `options`, without
+  // allocating it: llama.cpp's dry run (llama_model_params.no_alloc) reads
+  // the file's metadata, lays the KV cache out on paper and reserves the
+  // compute graph: its KV and compute bytes are what the real context gets
+  // (tests/engine/dry_run_test.cc); its weight bytes leave out what llama.cpp
+  // repacks when it maps the file. Costs the tokenizer's tables: ~0.1 s for
+  // the default model, ~0.5 s for a 262k vocabulary. Errors:
+  // InvalidArgument naming the file when llama.cpp cannot load it,
+  // ResourceExhausted when it cannot lay out the context.
+  static StatusOr<MemoryBreakdown> DryRun(const std::string& model_path, int32_t n_gpu_layers,
+                                          const ContextOptions& options);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -130,6 +148,11 @@ class Context {
 
  private:
   Context() = default;
+  // llama.cpp's parameters for `options` (Create and DryRun).
+  static llama_context_params Params(const ContextOptions& options);
+  // The breakdown of a context, summed over buffer types.
+  static MemoryBreakdown Breakdown(const llama_context* ctx);
+
   ContextOptions options_;
   llama_context* ctx_ = nullptr;
   std::unique_ptr<llama_batch> batch_;

@@ -79,9 +79,35 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
     return sessions +
            std::min(sessions, cfg.speculative_max_batch) * std::max(0, cfg.speculative_draft);
   };
-  in.overhead_bytes = engine::EstimateOverheadBytes(
-      *info, cfg.batch_size, rows(cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max),
-      cfg.ctx_per_session);
+  const auto context_options = [&](int32_t sessions) {
+    engine::ContextOptions co;
+    co.sessions = sessions;
+    co.ctx_per_session = cfg.ctx_per_session;
+    co.batch_size = cfg.batch_size;
+    co.n_threads = cfg.threads;
+    co.n_threads_batch = cfg.threads_batch;
+    co.kv_type = *kv_type;
+    co.max_outputs = rows(sessions);
+    return co;
+  };
+  // The compute scratch llama.cpp will reserve, from its dry run at the most
+  // sessions this plan may choose (the scratch does not grow with them: 15.5
+  // to 15.7 MiB for the default model from 1 to 64 sessions); estimated from
+  // the shapes where the dry run fails.
+  const int32_t most = cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max;
+  uint64_t compute_bytes = 0;
+  if (auto dry = engine::Context::DryRun(cfg.path, cfg.gpu_layers, context_options(most));
+      dry.ok()) {
+    compute_bytes = dry->compute_bytes;
+  } else {
+    spdlog::warn("capacity: {}; planning with compute scratch estimated from the model's shapes",
+                 dry.status().message());
+  }
+  const auto overhead = [&](int32_t sessions) {
+    return engine::EstimateOverheadBytes(*info, cfg.batch_size, rows(sessions), cfg.ctx_per_session,
+                                         compute_bytes);
+  };
+  in.overhead_bytes = overhead(most);
   // Planned against what the other loaded models left of the one budget.
   in.memory_budget_bytes = ledger->available();
   in.headroom_fraction = cfg.headroom;
@@ -100,12 +126,10 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
     // The overhead grows with the session count (one logits row each), and the
     // first estimate assumed the cap. Settle on the largest count that fits
     // with its own overhead.
-    in.overhead_bytes = engine::EstimateOverheadBytes(*info, cfg.batch_size, rows(plan->sessions),
-                                                      cfg.ctx_per_session);
+    in.overhead_bytes = overhead(plan->sessions);
     auto wider = scheduler::PlanCapacity(in, 0, cfg.parallel_auto_max);
     for (int32_t n = wider.ok() ? wider->sessions : plan->sessions; n >= 1; --n) {
-      in.overhead_bytes =
-          engine::EstimateOverheadBytes(*info, cfg.batch_size, rows(n), cfg.ctx_per_session);
+      in.overhead_bytes = overhead(n);
       auto p = scheduler::PlanCapacity(in, n, cfg.parallel_auto_max);
       if (p.ok()) {
         plan = std::move(p);
@@ -135,15 +159,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   auto model = engine::Model::Load(mo);
   if (!model.ok()) return model.status();
 
-  engine::ContextOptions co;
-  co.sessions = plan->sessions;
-  co.ctx_per_session = cfg.ctx_per_session;
-  co.batch_size = cfg.batch_size;
-  co.n_threads = cfg.threads;
-  co.n_threads_batch = cfg.threads_batch;
-  co.kv_type = *kv_type;
-  co.max_outputs = rows(plan->sessions);
-  auto ctx = engine::Context::Create(**model, co);
+  auto ctx = engine::Context::Create(**model, context_options(plan->sessions));
   if (!ctx.ok()) return ctx.status();
   const auto actual = (*ctx)->MeasuredMemory();
   spdlog::info(

@@ -1,0 +1,90 @@
+// Context::DryRun: llama.cpp's dry run (no_alloc) sizes exactly the KV cache
+// and compute scratch a real context of the same options allocates — the capacity plan's compute
+// scratch comes from it — for the default model and for Gemma 3, whose
+// sliding-window layers have a KV cache of their own; and a file it cannot
+// read is an error naming the file.
+#include <gtest/gtest.h>
+
+#include "mocks/test_model.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "outpost/engine/context.h"
+#include "outpost/engine/model.h"
+
+namespace outpost::engine {
+namespace {
+
+void ExpectDryRunIsWhatCreateAllocates(const std::string& path, const ContextOptions& co) {
+  InstallLlamaLogger(false);
+  auto dry = Context::DryRun(path, 0, co);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  ModelOptions mo;
+  mo.path = path;
+  auto model = Model::Load(mo);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto ctx = Context::Create(**model, co);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  const MemoryBreakdown real = (*ctx)->MeasuredMemory();
+  // (Weights are not compared: a dry run maps nothing, so it leaves out the
+  // weights llama.cpp repacks into buffers of their own when it maps the
+  // file — 13 MB of Gemma's. The plan takes the weights from the GGUF.)
+  EXPECT_EQ(dry->context_bytes, real.context_bytes);
+  EXPECT_EQ(dry->compute_bytes, real.compute_bytes);
+  EXPECT_GT(dry->compute_bytes, 0u);
+  // The overhead planned from it holds the compute scratch and one logits
+  // row per output, and is well under the shape estimate.
+  const uint64_t planned = EstimateOverheadBytes((*model)->info(), co.batch_size, co.max_outputs,
+                                                 co.ctx_per_session, dry->compute_bytes);
+  const uint64_t estimated =
+      EstimateOverheadBytes((*model)->info(), co.batch_size, co.max_outputs, co.ctx_per_session);
+  EXPECT_GE(planned, real.compute_bytes +
+                         static_cast<uint64_t>(co.max_outputs) * (*model)->info().n_vocab * 4);
+  EXPECT_LT(planned, estimated);
+}
+
+TEST(ContextDryRun, DefaultModelF16AndQ8Caches) {
+  OUTPOST_TEST_MODEL(path);
+  ContextOptions co;
+  co.sessions = 4;
+  co.ctx_per_session = 1024;
+  co.batch_size = 256;
+  co.max_outputs = 4;
+  ExpectDryRunIsWhatCreateAllocates(path, co);
+  co.kv_type = KvType::kQ8_0;  // flash attention on: a different graph
+  co.sessions = 3;
+  co.max_outputs = 9;  // speculation's rows
+  ExpectDryRunIsWhatCreateAllocates(path, co);
+}
+
+TEST(ContextDryRun, GemmaWithItsSlidingWindowCache) {
+  OUTPOST_TEST_GEMMA(path);
+  ContextOptions co;
+  co.sessions = 2;
+  co.ctx_per_session = 2048;
+  co.batch_size = 512;
+  co.max_outputs = 2;
+  ExpectDryRunIsWhatCreateAllocates(path, co);
+}
+
+TEST(ContextDryRun, AFileItCannotReadIsNamed) {
+  InstallLlamaLogger(false);
+  const std::string missing = "/nonexistent/outpost-dry-run.gguf";
+  auto r = Context::DryRun(missing, 0, ContextOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(missing), std::string::npos) << r.status().ToString();
+  const std::string junk =
+      (std::filesystem::temp_directory_path() / "outpost-dry-run-junk.gguf").string();
+  std::ofstream(junk) << "GGUF but not really";
+  r = Context::DryRun(junk, 0, ContextOptions{});
+  std::remove(junk.c_str());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(junk), std::string::npos) << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace outpost::engine
