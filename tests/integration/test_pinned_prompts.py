@@ -133,7 +133,10 @@ def test_a_pinned_prompt_for_one_model_is_pinned_on_that_model_only(tmp_path):
     p = subprocess.run([BIN, "serve", "--model", MODEL, "--config", cfg, "--port", "1"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
-    assert "pinned_prompts[0].model 'gemma': no served model has that id" in p.stdout + p.stderr
+    model_id = os.path.splitext(os.path.basename(os.path.realpath(MODEL)))[0]
+    out = p.stdout + p.stderr
+    assert f"pinned_prompts[0].model 'gemma': no served model has that id (serving '{model_id}')" in out, out
+    assert "capacity plan" not in out, out  # refused before any model loads
 
 
 def test_a_swapped_in_version_serves_its_first_request_warm(tmp_path):
@@ -153,7 +156,8 @@ def test_a_swapped_in_version_serves_its_first_request_warm(tmp_path):
     assert p.returncode == 0, p.stderr
     prompt_file = tmp_path / "system.txt"
     prompt_file.write_text(SYSTEM)
-    cfg = pinned_config(tmp_path, f"system_file: {prompt_file}")
+    # `model:` names a store model by its name, as clients do.
+    cfg = pinned_config(tmp_path, f"{{system_file: {prompt_file}, model: smollm2}}")
     with serve("--model-store", str(store), "--config", cfg, "--parallel", "2", "--ctx-size", "1024",
                models=["smollm2"], env={"OUTPOST_ADMIN_KEY": KEY}) as s:
         tokens = pinned_ready(s)["tokens"]

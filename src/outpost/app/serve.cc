@@ -190,6 +190,19 @@ int RunServe(ServeConfig cfg) {
     }
     p.scope = *scope;
   }
+  // A pinned prompt for a model that is not served stops the start before
+  // any model loads.
+  if (const std::vector<std::string> ids = ModelIdsToServe(cfg); !cfg.pinned_prompts.empty()) {
+    for (size_t i = 0; i < cfg.pinned_prompts.size(); ++i) {
+      const std::string& model = cfg.pinned_prompts[i].model;
+      if (model.empty() || std::find(ids.begin(), ids.end(), model) != ids.end()) continue;
+      std::string serving;
+      for (const std::string& id : ids) serving += (serving.empty() ? "'" : ", '") + id + "'";
+      spdlog::error("pinned_prompts[{}].model '{}': no served model has that id (serving {})", i,
+                    model, serving);
+      return 2;
+    }
+  }
   {
     std::vector<std::string> keys;
     if (!cfg.api_key.empty()) keys.push_back(cfg.api_key);
@@ -379,17 +392,6 @@ int RunServe(ServeConfig cfg) {
     return 1;
   }
   const std::string& ids = models.ids();
-  for (size_t i = 0; i < cfg.pinned_prompts.size(); ++i) {
-    const std::string& model = cfg.pinned_prompts[i].model;
-    if (!model.empty() && !models.Serves(model)) {
-      spdlog::error("pinned_prompts[{}].model '{}': no served model has that id (serving {})", i,
-                    model, ids);
-      models.Stop();
-      http.Stop();
-      http_thread.join();
-      return 2;
-    }
-  }
   spdlog::info("memory: {} of the budget {} reserved by {} model(s)",
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
                models.count());

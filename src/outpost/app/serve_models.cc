@@ -55,6 +55,23 @@ bool ModelIsStoreRef(const ServeConfig& cfg) {
   return models::ParseModelRef(cfg.model + ":x", &name, &version).ok();
 }
 
+std::vector<std::string> ModelIdsToServe(const ServeConfig& cfg) {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i <= cfg.extra_models.size(); ++i) {
+    std::string name, version;
+    if (i == 0 && ModelIsStoreRef(cfg)) {
+      const std::string ref =
+          cfg.model.find(':') != std::string::npos ? cfg.model : cfg.model + ":x";
+      if (models::ParseModelRef(ref, &name, &version).ok()) {
+        ids.push_back(name);
+        continue;
+      }
+    }
+    ids.push_back(models::ModelIdFor(ModelRuntimeOptionsFrom(cfg, i)));
+  }
+  return ids;
+}
+
 StatusOr<std::unique_ptr<ServedModels>> ServedModels::Open(const ServeConfig& cfg,
                                                            models::ServingSet* serving,
                                                            models::MemoryLedger* ledger,

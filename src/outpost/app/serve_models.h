@@ -4,7 +4,6 @@
 // activations and rollbacks while serving.
 #pragma once
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +25,11 @@ class AuditLog;
 
 namespace outpost::app {
 
+// The ids the configured models will be served as, in order, known before
+// any loads: a store reference's model name, else ModelIdFor the file's
+// options. For checking what names a model (pinned_prompts[i].model) at start.
+std::vector<std::string> ModelIdsToServe(const ServeConfig& cfg);
+
 class ServedModels {
  public:
   // Opens the model store when the first model is a store reference, an
@@ -42,11 +46,8 @@ class ServedModels {
   // model that failed (whatever loaded stays loaded: Stop() it). Then starts
   // the fleet agent, if configured.
   Status Load();
-  // "'id', 'id'" for the log; Serves: whether one of them is `id`.
+  // "'id', 'id'" for the log: the models Load loaded; count: how many.
   const std::string& ids() const { return ids_; }
-  bool Serves(const std::string& id) const {
-    return std::find(id_list_.begin(), id_list_.end(), id) != id_list_.end();
-  }
   size_t count() const { return id_list_.size(); }
   // The /admin/ handler; null when there is no store.
   api::AdminApi* admin() const { return admin_.get(); }
