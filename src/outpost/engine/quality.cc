@@ -19,6 +19,16 @@ double Since(Clock::time_point t0) {
 
 }  // namespace
 
+ContextOptions QualityContextOptions(const QualityOptions& options) {
+  ContextOptions co;
+  co.sessions = 1;
+  co.ctx_per_session = options.n_ctx;
+  co.batch_size = options.n_ctx;
+  co.max_outputs = options.n_ctx;  // every scored position's row
+  co.n_threads = options.n_threads;
+  return co;
+}
+
 StatusOr<QualityReport> CompareQuality(const Model& base, const Model& candidate,
                                        const std::string& text, const QualityOptions& options) {
   if (base.VocabSize() != candidate.VocabSize()) {
@@ -39,12 +49,7 @@ StatusOr<QualityReport> CompareQuality(const Model& base, const Model& candidate
                                        " tokens, less than one chunk of " + std::to_string(n_ctx),
                                    "text");
   }
-  ContextOptions co;
-  co.sessions = 1;
-  co.ctx_per_session = n_ctx;
-  co.batch_size = n_ctx;
-  co.max_outputs = n_ctx;  // every scored position's row
-  co.n_threads = options.n_threads;
+  const ContextOptions co = QualityContextOptions(options);
   std::unique_ptr<Context> cb, cc;
   OUTPOST_ASSIGN_OR_RETURN(cb, Context::Create(base, co));
   OUTPOST_ASSIGN_OR_RETURN(cc, Context::Create(candidate, co));

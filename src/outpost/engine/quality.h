@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
 #include "outpost/util/status.h"
 
@@ -37,6 +38,11 @@ struct QualityReport {
   double mean_kl = 0;         // nats per token
   double same_top_pct = 0;
 };
+
+// The context CompareQuality makes for each of the two models, both alive at
+// once: one sequence of n_ctx tokens with a logits row for every position.
+// For sizing its memory beforehand (Context::DryRun).
+ContextOptions QualityContextOptions(const QualityOptions& options);
 
 // Errors: InvalidArgument (the two tokenize the text differently or have
 // different vocabularies; the text is shorter than one chunk), and the

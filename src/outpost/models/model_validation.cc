@@ -260,17 +260,23 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
 StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
                                            const std::string& base_path) {
   uint64_t total = 0;
+  const engine::ContextOptions co = engine::QualityContextOptions(engine::QualityOptions{});
   for (const std::string& path : {candidate_path, base_path}) {
     if (path.empty()) continue;
     engine::ModelInfo info;
     OUTPOST_ASSIGN_OR_RETURN(info, engine::ReadModelInfo(path));
-    constexpr int32_t kCtx = 512;
-    const uint64_t kv =
+    uint64_t kv =
         engine::KvBytesPerToken(info.n_layers, info.n_kv_heads, info.head_dim_k, info.head_dim_v,
-                                engine::KvBytesPerElement(engine::KvType::kF16)) *
-        kCtx;
-    const uint64_t logits = 256ull * static_cast<uint64_t>(info.n_vocab) * sizeof(float);
-    total += info.weight_bytes + kv + engine::EstimateOverheadBytes(info, kCtx, 1, kCtx) + logits;
+                                engine::KvBytesPerElement(co.kv_type)) *
+        static_cast<uint64_t>(co.ctx_per_session);
+    uint64_t compute = 0;  // 0: estimated from the shapes
+    if (auto dry = engine::Context::DryRun(path, 0, co); dry.ok()) {
+      kv = dry->context_bytes;
+      compute = dry->compute_bytes;
+    }
+    total += info.weight_bytes + kv +
+             engine::EstimateOverheadBytes(info, co.batch_size, co.max_outputs, co.ctx_per_session,
+                                           compute);
   }
   return total;
 }

@@ -69,11 +69,14 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
 // The text quality is scored on (pinned_text.cc).
 const char* PinnedText();
 
-// What ValidateModel holds at its peak, by the planner's math: per model
-// loaded (the candidate, and the base when given) its weights, a KV cache
-// and compute buffers for one 512-token sequence, and the logits of a
-// quality chunk. Conservative: the base's weights are counted although a
-// serving box has them mapped already. Errors: as engine::ReadModelInfo.
+// What ValidateModel holds at its peak — the quality comparison, both models
+// loaded with a context each (engine::QualityContextOptions) — by the
+// serving plan's math: per model (the candidate, and the base when given) its
+// weights, the context's KV and compute scratch as llama.cpp's dry run sizes
+// them (estimated from the shapes if it fails), a logits row per position,
+// and the runtime allowance (engine::EstimateOverheadBytes). Conservative:
+// the base's weights are counted although a serving box has them mapped
+// already. Errors: as engine::ReadModelInfo.
 StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
                                            const std::string& base_path);
 
