@@ -265,10 +265,9 @@ StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
     if (path.empty()) continue;
     engine::ModelInfo info;
     OUTPOST_ASSIGN_OR_RETURN(info, engine::ReadModelInfo(path));
-    uint64_t kv =
-        engine::KvBytesPerToken(info.n_layers, info.n_kv_heads, info.head_dim_k, info.head_dim_v,
-                                engine::KvBytesPerElement(co.kv_type)) *
-        static_cast<uint64_t>(co.ctx_per_session);
+    uint64_t kv = engine::KvBytesPerToken(info.n_layers, info.n_kv_heads, info.head_dim_k,
+                                          info.head_dim_v, engine::KvBytesPerElement(co.kv_type)) *
+                  static_cast<uint64_t>(co.ctx_per_session);
     uint64_t compute = 0;  // 0: estimated from the shapes
     if (auto dry = engine::Context::DryRun(path, 0, co); dry.ok()) {
       kv = dry->context_bytes;
