@@ -46,28 +46,27 @@ void ExpectDryRunIsWhatCreateAllocates(const std::string& path, const ContextOpt
   EXPECT_LT(planned, estimated);
 }
 
+ContextOptions Options(int32_t sessions, int32_t ctx_per_session, int32_t batch_size,
+                       int32_t max_outputs, KvType kv_type = KvType::kF16) {
+  ContextOptions co;
+  co.sessions = sessions;
+  co.ctx_per_session = ctx_per_session;
+  co.batch_size = batch_size;
+  co.max_outputs = max_outputs;
+  co.kv_type = kv_type;
+  return co;
+}
+
 TEST(ContextDryRun, DefaultModelF16AndQ8Caches) {
   OUTPOST_TEST_MODEL(path);
-  ContextOptions co;
-  co.sessions = 4;
-  co.ctx_per_session = 1024;
-  co.batch_size = 256;
-  co.max_outputs = 4;
-  ExpectDryRunIsWhatCreateAllocates(path, co);
-  co.kv_type = KvType::kQ8_0;  // flash attention on: a different graph
-  co.sessions = 3;
-  co.max_outputs = 9;  // speculation's rows
-  ExpectDryRunIsWhatCreateAllocates(path, co);
+  ExpectDryRunIsWhatCreateAllocates(path, Options(4, 1024, 256, 4));
+  // Q8_0 turns flash attention on: a different graph; 9 rows: speculation's.
+  ExpectDryRunIsWhatCreateAllocates(path, Options(3, 1024, 256, 9, KvType::kQ8_0));
 }
 
 TEST(ContextDryRun, GemmaWithItsSlidingWindowCache) {
   OUTPOST_TEST_GEMMA(path);
-  ContextOptions co;
-  co.sessions = 2;
-  co.ctx_per_session = 2048;
-  co.batch_size = 512;
-  co.max_outputs = 2;
-  ExpectDryRunIsWhatCreateAllocates(path, co);
+  ExpectDryRunIsWhatCreateAllocates(path, Options(2, 2048, 512, 2));
 }
 
 TEST(ContextDryRun, AFileItCannotReadIsNamed) {

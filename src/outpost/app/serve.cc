@@ -192,16 +192,20 @@ int RunServe(ServeConfig cfg) {
   }
   // A pinned prompt for a model that is not served stops the start before
   // any model loads.
-  if (const std::vector<std::string> ids = ModelIdsToServe(cfg); !cfg.pinned_prompts.empty()) {
-    for (size_t i = 0; i < cfg.pinned_prompts.size(); ++i) {
-      const std::string& model = cfg.pinned_prompts[i].model;
-      if (model.empty() || std::find(ids.begin(), ids.end(), model) != ids.end()) continue;
-      std::string serving;
-      for (const std::string& id : ids) serving += (serving.empty() ? "'" : ", '") + id + "'";
-      spdlog::error("pinned_prompts[{}].model '{}': no served model has that id (serving {})", i,
-                    model, serving);
-      return 2;
+  const std::vector<std::string> ids_to_serve = ModelIdsToServe(cfg);
+  for (size_t i = 0; i < cfg.pinned_prompts.size(); ++i) {
+    const std::string& model = cfg.pinned_prompts[i].model;
+    if (model.empty() ||
+        std::find(ids_to_serve.begin(), ids_to_serve.end(), model) != ids_to_serve.end()) {
+      continue;
     }
+    std::string serving;
+    for (const std::string& id : ids_to_serve) {
+      serving += (serving.empty() ? "'" : ", '") + id + "'";
+    }
+    spdlog::error("pinned_prompts[{}].model '{}': no served model has that id (serving {})", i,
+                  model, serving);
+    return 2;
   }
   {
     std::vector<std::string> keys;

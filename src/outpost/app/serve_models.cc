@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "outpost/models/model_runtime.h"
 #include "outpost/router/registry_auth_file.h"
@@ -45,29 +46,29 @@ std::vector<std::string> SplitList(const std::string& text) {
 
 }  // namespace
 
-bool ModelIsStoreRef(const ServeConfig& cfg) {
+namespace {
+
+// The model's name when cfg.model is a store reference (ModelIsStoreRef).
+std::optional<std::string> StoreModelName(const ServeConfig& cfg) {
   std::error_code ec;
-  if (cfg.model.empty() || std::filesystem::exists(cfg.model, ec)) return false;
+  if (cfg.model.empty() || std::filesystem::exists(cfg.model, ec)) return std::nullopt;
   std::string name, version;
-  if (cfg.model.find(':') != std::string::npos) {
-    return models::ParseModelRef(cfg.model, &name, &version).ok();
-  }
-  return models::ParseModelRef(cfg.model + ":x", &name, &version).ok();
+  const std::string ref = cfg.model.find(':') != std::string::npos ? cfg.model : cfg.model + ":x";
+  if (!models::ParseModelRef(ref, &name, &version).ok()) return std::nullopt;
+  return name;
+}
+
+}  // namespace
+
+bool ModelIsStoreRef(const ServeConfig& cfg) {
+  return StoreModelName(cfg).has_value();
 }
 
 std::vector<std::string> ModelIdsToServe(const ServeConfig& cfg) {
   std::vector<std::string> ids;
   for (size_t i = 0; i <= cfg.extra_models.size(); ++i) {
-    std::string name, version;
-    if (i == 0 && ModelIsStoreRef(cfg)) {
-      const std::string ref =
-          cfg.model.find(':') != std::string::npos ? cfg.model : cfg.model + ":x";
-      if (models::ParseModelRef(ref, &name, &version).ok()) {
-        ids.push_back(name);
-        continue;
-      }
-    }
-    ids.push_back(models::ModelIdFor(ModelRuntimeOptionsFrom(cfg, i)));
+    std::optional<std::string> store_name = i == 0 ? StoreModelName(cfg) : std::nullopt;
+    ids.push_back(store_name ? *store_name : models::ModelIdFor(ModelRuntimeOptionsFrom(cfg, i)));
   }
   return ids;
 }
