@@ -133,6 +133,30 @@ release_build_only = pytest.mark.skipif(
     reason="measures the release build's memory, speed or size; meaningless under a sanitizer")
 
 
+def v1_cgroup(controller, name):
+    """A fresh cgroup v1 directory below this process's own in `controller`'s
+    hierarchy, or skip where there is none or it cannot be made (v2 hosts,
+    unprivileged containers)."""
+    path = None
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, p = line.rstrip("\n").split(":", 2)
+            if controller in ctrls.split(","):
+                path = p
+    base = f"/sys/fs/cgroup/{controller}"
+    if path is None or not os.path.isdir(base):
+        pytest.skip(f"no cgroup v1 {controller} hierarchy")
+    parent = os.path.join(base, path.lstrip("/"))
+    if not os.path.isdir(parent):
+        parent = base  # a container without a cgroup namespace sees its own cgroup at the root
+    d = os.path.join(parent, f"{name}-{os.getpid()}")
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        pytest.skip(f"cannot make a cgroup here: {e}")
+    return d
+
+
 def sanitizer_report(text):
     """The first ASan/LSan/UBSan report in a server log, or None."""
     for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):

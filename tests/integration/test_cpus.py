@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 import pytest
-from outpost_harness import BIN, MODEL, serve
+from outpost_harness import BIN, MODEL, serve, v1_cgroup
 
 pytestmark = pytest.mark.skipif(shutil.which("taskset") is None or os.cpu_count() < 2,
                                 reason="needs taskset and two CPUs")
@@ -94,30 +94,6 @@ def test_bench_takes_the_same_default():
         p.kill()
         p.wait(timeout=60)
     assert "warning: threads 2 is more than the 1 CPU" in "".join(seen), "".join(seen)
-
-
-def v1_cgroup(controller, name):
-    """A fresh cgroup v1 directory below this process's own in `controller`'s
-    hierarchy, or skip where there is none or it cannot be made (v2 hosts,
-    unprivileged containers)."""
-    path = None
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            _, ctrls, p = line.rstrip("\n").split(":", 2)
-            if controller in ctrls.split(","):
-                path = p
-    base = f"/sys/fs/cgroup/{controller}"
-    if path is None or not os.path.isdir(base):
-        pytest.skip(f"no cgroup v1 {controller} hierarchy")
-    parent = os.path.join(base, path.lstrip("/"))
-    if not os.path.isdir(parent):
-        parent = base  # a container without a cgroup namespace sees its own cgroup at the root
-    d = os.path.join(parent, f"{name}-{os.getpid()}")
-    try:
-        os.makedirs(d, exist_ok=True)
-    except OSError as e:
-        pytest.skip(f"cannot make a cgroup here: {e}")
-    return d
 
 
 def test_a_real_cgroup_sets_the_memory_budget_and_the_threads():

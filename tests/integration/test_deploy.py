@@ -13,7 +13,7 @@ import subprocess
 import kubernetes_validate as kv
 import pytest
 import yaml
-from outpost_harness import BIN, MODEL, free_port, serve, wait_upstream, yaml_file
+from outpost_harness import BIN, MODEL, free_port, serve, v1_cgroup, wait_upstream, yaml_file
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 UNIT = os.path.join(ROOT, "deploy", "systemd", "outpost.service")
@@ -74,21 +74,64 @@ def test_memory_limits_are_the_plans():
     assert res["limits"]["memory"] == d["kubernetes"]["limits"]["memory"]
 
 
-def test_shipped_systemd_config_serves_within_its_memory(tmp_path):
+def _shipped_config(tmp_path, **overrides):
     cfg = yaml.safe_load(open(os.path.join(ROOT, "deploy", "systemd", "outpost.yaml")))
     cfg["model"] = os.path.abspath(MODEL)  # flags set the port; host 0.0.0.0 as shipped
+    cfg.update(overrides)
     path = tmp_path / "outpost.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    with serve("--config", str(path)) as s:
-        r = s.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello"}],
-                                                   "max_tokens": 16, "temperature": 0})
-        assert r.status_code == 200, r.text
-        assert r.json()["choices"][0]["message"]["content"].strip()
-        assert '"sessions":4' in json.dumps(s.ready(), separators=(",", ":")), s.ready()
-        high = int(_unit_setting("MemoryHigh").rstrip("M")) << 20
+    return str(path)
+
+
+def _high_mib():
+    return int(_unit_setting("MemoryHigh").rstrip("M"))
+
+
+def _serves_its_four_sessions(s):
+    r = s.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "Say hello"}],
+                                               "max_tokens": 16, "temperature": 0})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"].strip()
+    assert '"sessions":4' in json.dumps(s.ready(), separators=(",", ":")), s.ready()
+
+
+def test_shipped_systemd_config_serves_within_its_memory(tmp_path):
+    """The unit's MemoryHigh= is what `plan` says serve needs for the shipped
+    config's 4 sessions: with it as the budget they fit, a MiB less they do not."""
+    with serve("--config", _shipped_config(tmp_path, memory_budget=f"{_high_mib()}MiB")) as s:
+        _serves_its_four_sessions(s)
         rss = s.rss_peak_bytes()
-        print(f"peak RSS {rss >> 20} MiB against MemoryHigh {high >> 20} MiB")
-        assert rss < high
+        print(f"peak RSS {rss >> 20} MiB against MemoryHigh {_high_mib()} MiB")
+        if not os.environ.get("OUTPOST_SANITIZED"):  # ASan's shadow memory is not the plan's
+            assert rss < _high_mib() << 20
+    p = subprocess.run([BIN, "serve", "--config",
+                        _shipped_config(tmp_path, memory_budget=f"{_high_mib() - 1}MiB"),
+                        "--port", str(free_port())], capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "parallel 4 does not fit" in p.stderr, p.stderr[-2000:]
+
+
+def test_shipped_systemd_config_inside_a_cgroup_of_the_units_memory(tmp_path):
+    """As systemd runs it: the shipped config (memory_budget: auto) in a real
+    cgroup limited to the unit's MemoryHigh= — the budget is the cgroup's
+    limit, and the 4 sessions the plan sized it for fit in it."""
+    if os.environ.get("OUTPOST_SANITIZED"):
+        pytest.skip("a memory limit is measured on the release build")
+    cfg = yaml.safe_load(open(os.path.join(ROOT, "deploy", "systemd", "outpost.yaml")))
+    assert cfg["memory_budget"] == "auto"
+    mem = v1_cgroup("memory", "outpost-deploy")
+    try:
+        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(_high_mib() << 20))
+        enter = f'echo $$ > {mem}/cgroup.procs && exec "$0" "$@"'
+        with serve("--config", _shipped_config(tmp_path), wrap=("sh", "-c", enter)) as s:
+            log = s.log()
+            assert f"memory: budget {_high_mib()}.00 MiB (the cgroup's memory limit)" in log, log
+            _serves_its_four_sessions(s)
+    finally:
+        try:
+            os.rmdir(mem)
+        except OSError:
+            pass
 
 
 def _render(overlay):

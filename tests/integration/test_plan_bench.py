@@ -88,6 +88,25 @@ def test_plan_default_model_table_json_html():
     assert text.count("<svg") == 4 and "Comparison" in text
 
 
+@pytest.mark.parametrize("model,budget,ctx", [(DEFAULT_MODEL, "640MiB", 2048),
+                                               (DEFAULT_MODEL, "1GiB", 2048),
+                                               (MODEL, "1GiB", 2048)])
+def test_plan_says_the_sessions_serve_admits(model, budget, ctx):
+    """For a GGUF at hand, `plan`'s "max sessions that fit" in a memory is what
+    `serve` admits with that memory as its budget: both count weights, KV and
+    the runtime from llama.cpp's dry run. Before, `plan` left the runtime out
+    and said 9 where serve ran 8 (the default model in 640 MiB)."""
+    j = json.loads(run("plan", "--model", model, "--mem", budget, "--bandwidth", "20GB/s",
+                       "--context", str(ctx), "--peak-sessions", "16", "--json").stdout)
+    assert "dry run" in j["fit"]["runtime_source"], j["fit"]
+    assert j["fit"]["runtime_bytes"] > 64 << 20
+    planned = j["fit"]["max_sessions"]
+    with serve("--memory-budget", budget, "--ctx-size", str(ctx), models=[model]) as s:
+        served = s.ready()["models"][0]["max_sessions"]
+    print(f"{os.path.basename(model)} in {budget} at {ctx} tokens: plan {planned}, serve {served}")
+    assert 1 < planned < 16 and planned == served
+
+
 VOICE_ASSISTANT = """\
 name: voice assistant
 response_budget: 300ms

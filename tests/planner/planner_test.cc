@@ -9,6 +9,7 @@
 
 #include "outpost/planner/hardware.h"
 #include "outpost/planner/report.h"
+#include "outpost/scheduler/capacity.h"
 
 namespace outpost::planner {
 namespace {
@@ -76,6 +77,56 @@ TEST(Plan, FitGateWorkedExampleSevenBFourBitSixteenSessions) {
   EXPECT_GT(small.fit.max_sessions, 0);
   EXPECT_LT(small.fit.max_sessions, 16);
   EXPECT_NE(small.fit.advice.find("sessions at"), std::string::npos);
+}
+
+// For a GGUF at hand the plan counts the runtime (compute scratch, a logits
+// row per session, allowance) as `serve` does, so the sessions it says fit
+// are the sessions scheduler::PlanCapacity admits under the same budget, and
+// its deploy figure is that budget.
+TEST(Plan, FitGateCountsTheRuntimeAsServePlansIt) {
+  auto m = DescribeModel("135M", 135e6, 5.74, 30, 3, 64);
+  ASSERT_TRUE(m.ok());
+  m->runtime_bytes = 83ull << 20;
+  m->runtime_bytes_per_session = 49152 * 4;  // one f32 logits row
+  m->runtime_source = "test";
+  Workload w;
+  w.context = 2048;
+  w.peak_sessions = 16;
+  HardwareProfile box = Box(0, 20);
+  box.memory_bytes = 640ull << 20;
+  const auto r = Plan(*m, box, w, {});
+  const uint64_t kv = r.fit.kv_bytes_per_session;
+  EXPECT_EQ(r.fit.runtime_bytes, m->runtime_bytes + 16 * m->runtime_bytes_per_session);
+  EXPECT_EQ(r.fit.peak_bytes, m->weight_bytes + r.fit.runtime_bytes + 16 * kv);
+  // Without the runtime the same box "fits" more sessions than serve admits.
+  ModelSpec bare = *m;
+  bare.runtime_bytes = bare.runtime_bytes_per_session = 0;
+  EXPECT_GT(Plan(bare, box, w, {}).fit.max_sessions, r.fit.max_sessions);
+
+  scheduler::CapacityInputs in;
+  in.weight_bytes = m->weight_bytes;
+  in.kv_bytes_per_token = r.fit.kv_bytes_per_token;
+  in.ctx_per_session = w.context;
+  in.memory_budget_bytes = box.memory_bytes;
+  in.headroom_fraction = w.headroom;
+  const auto admits = [&](int32_t n) {
+    in.overhead_bytes = m->runtime_bytes + m->runtime_bytes_per_session * n;
+    return scheduler::PlanCapacity(in, n, 16).ok();
+  };
+  ASSERT_GT(r.fit.max_sessions, 1);
+  EXPECT_TRUE(admits(r.fit.max_sessions));
+  EXPECT_FALSE(admits(r.fit.max_sessions + 1));
+
+  // The deploy figure is the budget serve needs for the peak: no flat
+  // allowance on top (it is counted), and a budget under it admits fewer.
+  w.peak_sessions = 4;
+  const auto four = Plan(*m, box, w, {});
+  const DeployMemory d = DeployMemoryFor(four);
+  EXPECT_EQ(d.request_bytes, four.fit.required_bytes);
+  in.memory_budget_bytes = d.request_bytes;
+  EXPECT_TRUE(admits(4));
+  in.memory_budget_bytes = d.request_bytes - (1 << 20);
+  EXPECT_FALSE(admits(4));
 }
 
 TEST(Plan, WeightsThatDoNotFitSayUseASmallerModel) {
@@ -199,7 +250,8 @@ TEST(Report, JsonTextAndHtmlCarryTheGates) {
   EXPECT_NE(html.find("polyline"), std::string::npos);
   EXPECT_NE(html.find("<table>"), std::string::npos);
   EXPECT_EQ(html.find("<pre>"), std::string::npos);  // tables, not the text report in a box
-  // The deploy figures: the peak with headroom + the runtime, and a quarter more as the limit.
+  // The deploy figures for a described model (runtime unknown): the peak with
+  // headroom + a flat runtime allowance, and a quarter more as the limit.
   const DeployMemory d = DeployMemoryFor(r);
   EXPECT_EQ(d.request_bytes, r.fit.required_bytes + kRuntimeOverheadBytes);
   EXPECT_EQ(d.limit_bytes, d.request_bytes + d.request_bytes / 4);

@@ -7,11 +7,14 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "outpost/app/advise_command.h"
 #include "outpost/engine/context.h"
+#include "outpost/engine/model.h"
 #include "outpost/engine/model_info.h"
+#include "outpost/models/overhead_plan.h"
 #include "outpost/planner/hardware.h"
 #include "outpost/planner/planner.h"
 #include "outpost/planner/report.h"
@@ -72,7 +75,11 @@ int Fail(const Status& st) {
   return 2;
 }
 
-StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path) {
+// A GGUF at hand: its shapes from the metadata, and the runtime `serve` would
+// plan for it at this workload (models/overhead_plan.h: llama.cpp's dry run of
+// the context at the peak, with serve's default batch and threads).
+StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path, const planner::Workload& w,
+                                          engine::KvType kv_type) {
   auto info = engine::ReadModelInfo(path);
   if (!info.ok()) return info.status();
   planner::ModelSpec m;
@@ -84,6 +91,22 @@ StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path) {
   m.n_layers = info->n_layers;
   m.n_kv_heads = info->n_kv_heads;
   m.head_dim = (info->head_dim_k + info->head_dim_v) / 2;
+
+  models::ModelRuntimeOptions cfg;
+  cfg.path = path;
+  cfg.ctx_per_session = w.context;
+  const auto overhead = models::OverheadPlan::For(cfg, *info, kv_type, w.peak_sessions);
+  m.runtime_bytes = overhead.BytesFor(0);
+  m.runtime_bytes_per_session = overhead.BytesFor(1) - m.runtime_bytes;
+  if (overhead.dry_run().ok()) {
+    m.runtime_source = "llama.cpp's dry run: compute scratch " +
+                       util::FormatNumber("%.1f MB", overhead.compute_bytes() / 1e6) +
+                       ", a logits row per session, the 64 MiB allowance";
+  } else {
+    std::fprintf(stderr, "outpost plan: %s; runtime estimated from the model's shapes\n",
+                 overhead.dry_run().message().c_str());
+    m.runtime_source = "estimated from the model's shapes";
+  }
   return m;
 }
 
@@ -168,13 +191,8 @@ int RunPlan(const PlanFlags& f) {
     return 0;
   }
 
-  // Models: GGUFs and/or one described model.
+  // Models: GGUFs (below, once the workload is known) and/or one described model.
   std::vector<planner::ModelSpec> models;
-  for (const auto& path : f.models) {
-    auto m = SpecFromGguf(path);
-    if (!m.ok()) return Fail(m.status());
-    models.push_back(std::move(m).value());
-  }
   if (!f.params.empty() || !f.bits.empty()) {
     auto n = ParseCount(f.params);
     if (!n.ok()) return Fail(n.status());
@@ -186,7 +204,7 @@ int RunPlan(const PlanFlags& f) {
     if (!m.ok()) return Fail(Status::InvalidArgument("described model: " + m.status().message()));
     models.push_back(std::move(m).value());
   }
-  if (models.empty() && !f.advise.advise)
+  if (models.empty() && f.models.empty() && !f.advise.advise)
     return Fail(
         Status::InvalidArgument("give --model FILE.gguf or describe one with --params --bits "
                                 "--layers --kv-heads --head-dim"));
@@ -250,6 +268,18 @@ int RunPlan(const PlanFlags& f) {
   auto lb = util::PositiveDurationMsFlag("--latency-budget", f.latency_budget);
   if (!lb.ok()) return Fail(lb.status());
   w.latency_budget_ms = static_cast<double>(*lb);
+
+  if (!f.models.empty()) {
+    // The dry run's load warnings (a full-size SWA cache...) are the start-up
+    // log's business; a plan shows llama.cpp's errors only.
+    spdlog::set_level(spdlog::level::err);
+    engine::InstallLlamaLogger(false);
+  }
+  for (size_t i = 0; i < f.models.size(); ++i) {
+    auto m = SpecFromGguf(f.models[i], w, *kv);
+    if (!m.ok()) return Fail(m.status());
+    models.insert(models.begin() + static_cast<std::ptrdiff_t>(i), std::move(m).value());
+  }
 
   planner::Calibration cal;
   if (!f.calibrate.empty()) {

@@ -1,6 +1,7 @@
 #include "outpost/models/model_runtime.h"
 
 #include "outpost/models/model_stats.h"
+#include "outpost/models/overhead_plan.h"
 #include "outpost/telemetry/genai_stats.h"
 
 #include <spdlog/spdlog.h>
@@ -73,41 +74,13 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
       scheduler::KvBytesPerToken(info->n_layers, info->n_kv_heads, info->head_dim_k,
                                  info->head_dim_v, engine::KvBytesPerElement(*kv_type));
   in.ctx_per_session = cfg.ctx_per_session;
-  // Logits rows one step may ask for: one per session, plus speculation's
-  // guesses (each verified guess needs its own row).
-  const auto rows = [&](int32_t sessions) {
-    return sessions +
-           std::min(sessions, cfg.speculative_max_batch) * std::max(0, cfg.speculative_draft);
-  };
-  const auto context_options = [&](int32_t sessions) {
-    engine::ContextOptions co;
-    co.sessions = sessions;
-    co.ctx_per_session = cfg.ctx_per_session;
-    co.batch_size = cfg.batch_size;
-    co.n_threads = cfg.threads;
-    co.n_threads_batch = cfg.threads_batch;
-    co.kv_type = *kv_type;
-    co.max_outputs = rows(sessions);
-    return co;
-  };
-  // The compute scratch llama.cpp will reserve, from its dry run at the most
-  // sessions this plan may choose (the scratch does not grow with them: 15.5
-  // to 15.7 MiB for the default model from 1 to 64 sessions); estimated from
-  // the shapes where the dry run fails.
   const int32_t most = cfg.parallel > 0 ? cfg.parallel : cfg.parallel_auto_max;
-  uint64_t compute_bytes = 0;
-  if (auto dry = engine::Context::DryRun(cfg.path, cfg.gpu_layers, context_options(most));
-      dry.ok()) {
-    compute_bytes = dry->compute_bytes;
-  } else {
+  const OverheadPlan overhead = OverheadPlan::For(cfg, *info, *kv_type, most);
+  if (!overhead.dry_run().ok()) {
     spdlog::warn("capacity: {}; planning with compute scratch estimated from the model's shapes",
-                 dry.status().message());
+                 overhead.dry_run().message());
   }
-  const auto overhead = [&](int32_t sessions) {
-    return engine::EstimateOverheadBytes(*info, cfg.batch_size, rows(sessions), cfg.ctx_per_session,
-                                         compute_bytes);
-  };
-  in.overhead_bytes = overhead(most);
+  in.overhead_bytes = overhead.BytesFor(most);
   // Planned against what the other loaded models left of the one budget.
   in.memory_budget_bytes = ledger->available();
   in.headroom_fraction = cfg.headroom;
@@ -126,10 +99,10 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
     // The overhead grows with the session count (one logits row each), and the
     // first estimate assumed the cap. Settle on the largest count that fits
     // with its own overhead.
-    in.overhead_bytes = overhead(plan->sessions);
+    in.overhead_bytes = overhead.BytesFor(plan->sessions);
     auto wider = scheduler::PlanCapacity(in, 0, cfg.parallel_auto_max);
     for (int32_t n = wider.ok() ? wider->sessions : plan->sessions; n >= 1; --n) {
-      in.overhead_bytes = overhead(n);
+      in.overhead_bytes = overhead.BytesFor(n);
       auto p = scheduler::PlanCapacity(in, n, cfg.parallel_auto_max);
       if (p.ok()) {
         plan = std::move(p);
@@ -159,7 +132,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   auto model = engine::Model::Load(mo);
   if (!model.ok()) return model.status();
 
-  auto ctx = engine::Context::Create(**model, context_options(plan->sessions));
+  auto ctx = engine::Context::Create(**model, overhead.ContextOptionsFor(plan->sessions));
   if (!ctx.ok()) return ctx.status();
   const auto actual = (*ctx)->MeasuredMemory();
   spdlog::info(

@@ -57,32 +57,45 @@ PlanReport Plan(const ModelSpec& m, const HardwareProfile& hw, const Workload& w
   f.kv_bytes_per_token = scheduler::KvBytesPerToken(m.n_layers, m.n_kv_heads, m.head_dim,
                                                     m.head_dim, w.kv_bytes_per_element);
   f.kv_bytes_per_session = f.kv_bytes_per_token * static_cast<uint64_t>(w.context);
-  f.peak_bytes = f.weight_bytes + f.kv_bytes_per_session * static_cast<uint64_t>(w.peak_sessions);
+  // Weights, runtime and KV at n sessions (what `serve` plans).
+  const auto use_at = [&](int32_t n) {
+    return f.weight_bytes + m.runtime_bytes +
+           (f.kv_bytes_per_session + m.runtime_bytes_per_session) * static_cast<uint64_t>(n);
+  };
+  f.runtime_bytes =
+      m.runtime_bytes + m.runtime_bytes_per_session * static_cast<uint64_t>(w.peak_sessions);
+  f.peak_bytes = use_at(w.peak_sessions);
   f.required_bytes = scheduler::RequiredWithHeadroom(f.peak_bytes, w.headroom);
   f.memory_bytes = hw.memory_bytes;
   f.fits = f.required_bytes <= hw.memory_bytes;
-  const double usable = static_cast<double>(hw.memory_bytes) / (1.0 + w.headroom);
-  const double for_kv = usable - static_cast<double>(f.weight_bytes);
-  f.max_sessions = for_kv > 0 && f.kv_bytes_per_session > 0
-                       ? static_cast<int32_t>(for_kv / static_cast<double>(f.kv_bytes_per_session))
-                       : 0;
-  f.max_context = for_kv > 0 && f.kv_bytes_per_token > 0
-                      ? static_cast<int32_t>(for_kv / static_cast<double>(f.kv_bytes_per_token) /
-                                             w.peak_sessions)
-                      : 0;
+  // As scheduler::PlanCapacity counts it: usable = memory / (1 + headroom).
+  const double usable = std::floor(static_cast<double>(hw.memory_bytes) / (1.0 + w.headroom));
+  const double for_kv =
+      usable - static_cast<double>(f.weight_bytes) - static_cast<double>(m.runtime_bytes);
+  const double per_session =
+      static_cast<double>(f.kv_bytes_per_session + m.runtime_bytes_per_session);
+  f.max_sessions = for_kv > 0 && per_session > 0 ? static_cast<int32_t>(for_kv / per_session) : 0;
+  const double for_context =
+      for_kv - static_cast<double>(m.runtime_bytes_per_session) * w.peak_sessions;
+  f.max_context =
+      for_context > 0 && f.kv_bytes_per_token > 0
+          ? static_cast<int32_t>(for_context / static_cast<double>(f.kv_bytes_per_token) /
+                                 w.peak_sessions)
+          : 0;
   if (!f.fits) {
     if (for_kv <= 0) {
-      f.advice = "the weights alone (" + Gb(f.weight_bytes) + ") exceed the usable memory (" +
-                 Gb(static_cast<uint64_t>(usable)) +
+      f.advice = "the weights alone (" + Gb(f.weight_bytes) +
+                 (m.runtime_bytes > 0 ? " with the runtime's " + Gb(m.runtime_bytes) : "") +
+                 ") exceed the usable memory (" + Gb(static_cast<uint64_t>(usable)) +
                  "); use a smaller model or a lower-bit quantization";
     } else {
       f.advice = "fits " + std::to_string(f.max_sessions) + " sessions at " +
                  std::to_string(w.context) + " tokens, or " + std::to_string(w.peak_sessions) +
                  " sessions at " + std::to_string(f.max_context) + " tokens";
       if (w.kv_type == "f16") {
-        const uint64_t q8 =
-            f.weight_bytes + static_cast<uint64_t>(static_cast<double>(f.kv_bytes_per_session) *
-                                                   (34.0 / 32.0) / 2.0 * w.peak_sessions);
+        const uint64_t q8 = f.weight_bytes + f.runtime_bytes +
+                            static_cast<uint64_t>(static_cast<double>(f.kv_bytes_per_session) *
+                                                  (34.0 / 32.0) / 2.0 * w.peak_sessions);
         if (scheduler::RequiredWithHeadroom(q8, w.headroom) <= hw.memory_bytes)
           f.advice += "; --kv-type q8_0 would fit";
       }
@@ -132,7 +145,7 @@ PlanReport Plan(const ModelSpec& m, const HardwareProfile& hw, const Workload& w
     p.step_ms = std::max(mem_ms, cmp_ms);
     p.aggregate_tps = n * 1000.0 / p.step_ms;
     p.per_user_tps = 1000.0 / p.step_ms;
-    p.memory_bytes = f.weight_bytes + f.kv_bytes_per_session * static_cast<uint64_t>(n);
+    p.memory_bytes = use_at(n);
     return p;
   };
   for (int32_t n = 1; n <= last; n *= 2) c.points.push_back(point(n));
@@ -160,7 +173,7 @@ PlanReport Plan(const ModelSpec& m, const HardwareProfile& hw, const Workload& w
 
 DeployMemory DeployMemoryFor(const PlanReport& r) {
   DeployMemory d;
-  d.request_bytes = r.fit.required_bytes + kRuntimeOverheadBytes;
+  d.request_bytes = r.fit.required_bytes + (r.model.runtime_bytes > 0 ? 0 : kRuntimeOverheadBytes);
   d.limit_bytes = d.request_bytes + d.request_bytes / 4;
   return d;
 }

@@ -1,7 +1,9 @@
 // Planner — the three sizing gates, predicted from a model description and a
 // hardware profile (no weights are loaded).
 //
-//   Gate 1, fit:   weights + KV per session x peak sessions (+ headroom) vs memory.
+//   Gate 1, fit:   weights + runtime + KV per session x peak sessions
+//                  (+ headroom) vs memory; the runtime (compute scratch,
+//                  logits, allowance) as `serve` plans it, for a GGUF at hand.
 //   Gate 2, speed: decode is bandwidth bound: ceiling = bandwidth / bytes read
 //                  per token (weights + KV at the context); real engines reach
 //                  60-70% of it (or the efficiency a `bench` report measured).
@@ -31,6 +33,15 @@ struct ModelSpec {
   int32_t n_layers = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;  // K and V head dimension
+  // What the engine needs beyond weights and KV, as `outpost serve` plans it
+  // (models/overhead_plan.h): llama.cpp's compute scratch and the runtime
+  // allowance, plus one logits row per session. Known for a GGUF at hand;
+  // 0 for a described model (left to the headroom, and the deploy figures
+  // add kRuntimeOverheadBytes instead).
+  uint64_t runtime_bytes = 0;
+  uint64_t runtime_bytes_per_session = 0;
+  // Where runtime_bytes came from ("llama.cpp's dry run"), for the report.
+  std::string runtime_source;
 };
 
 // From a description of a model not at hand: weight bytes = params x bits / 8.
@@ -59,7 +70,8 @@ struct FitGate {
   uint64_t weight_bytes = 0;
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_bytes_per_session = 0;
-  uint64_t peak_bytes = 0;      // weights + KV x peak sessions
+  uint64_t runtime_bytes = 0;   // at peak sessions (ModelSpec)
+  uint64_t peak_bytes = 0;      // weights + runtime + KV x peak sessions
   uint64_t required_bytes = 0;  // peak x (1 + headroom)
   uint64_t memory_bytes = 0;
   bool fits = false;
@@ -86,7 +98,7 @@ struct ConcurrencyPoint {
   double step_ms = 0;  // one decode step for all sessions
   double aggregate_tps = 0;
   double per_user_tps = 0;
-  uint64_t memory_bytes = 0;  // weights + KV x sessions
+  uint64_t memory_bytes = 0;  // weights + runtime + KV x sessions
   bool compute_bound = false;
 };
 
@@ -112,8 +124,10 @@ PlanReport Plan(const ModelSpec& model, const HardwareProfile& hw, const Workloa
 
 // Memory to give the process in a service manager or orchestrator (systemd
 // MemoryHigh/MemoryMax, Kubernetes requests/limits): the plan's peak with
-// headroom plus the runtime's own (compute buffers, threads, HTTP front:
-// kRuntimeOverheadBytes); the limit adds a quarter for spikes, so the kernel
+// headroom — for a GGUF at hand, runtime included, exactly the budget `serve`
+// needs to admit the peak sessions; for a described model plus a flat
+// allowance for the runtime (compute buffers, threads, HTTP front:
+// kRuntimeOverheadBytes). The limit adds a quarter for spikes, so the kernel
 // reclaims before it kills.
 inline constexpr uint64_t kRuntimeOverheadBytes = 256ull << 20;
 struct DeployMemory {

@@ -48,8 +48,12 @@ std::string RenderText(const PlanReport& r) {
     << "  weights                       " << Gb(f.weight_bytes) << "\n"
     << "  KV per token                  " << FormatNumber("%.1f KB", f.kv_bytes_per_token / 1e3)
     << "\n"
-    << "  KV per session                " << Mb(f.kv_bytes_per_session) << "\n"
-    << "  total at peak                 " << Gb(f.peak_bytes) << "\n"
+    << "  KV per session                " << Mb(f.kv_bytes_per_session) << "\n";
+  if (r.model.runtime_bytes > 0) {
+    o << "  runtime at peak               " << Mb(f.runtime_bytes) << " (" << r.model.runtime_source
+      << ")\n";
+  }
+  o << "  total at peak                 " << Gb(f.peak_bytes) << "\n"
     << "  with headroom                 " << Gb(f.required_bytes) << " of " << Gb(f.memory_bytes)
     << "\n"
     << "  max sessions that fit         " << f.max_sessions << " (at " << w.context << " tokens)\n"
@@ -86,8 +90,12 @@ std::string RenderText(const PlanReport& r) {
     o << "  compute becomes the limit from " << c.compute_bound_from << " sessions\n";
   o << "  overflow: " << c.overflow_advice << "\n";
   const DeployMemory d = DeployMemoryFor(r);
-  o << "\nDeploy (the peak with headroom + " << MebibytesText(kRuntimeOverheadBytes)
-    << " for the runtime; docs/deploy.md)\n"
+  o << "\nDeploy ("
+    << (r.model.runtime_bytes > 0
+            ? std::string("the peak with headroom, runtime included: the budget `serve` needs")
+            : "the peak with headroom + " + MebibytesText(kRuntimeOverheadBytes) +
+                  " for the runtime")
+    << "; docs/deploy.md)\n"
     << "  systemd       MemoryHigh=" << MebibytesText(d.request_bytes)
     << " MemoryMax=" << MebibytesText(d.limit_bytes) << "\n"
     << "  Kubernetes    requests.memory: " << MebibytesText(d.request_bytes)
@@ -138,6 +146,8 @@ nlohmann::json RenderJson(const PlanReport& r) {
         {"weight_bytes", f.weight_bytes},
         {"kv_bytes_per_token", f.kv_bytes_per_token},
         {"kv_bytes_per_session", f.kv_bytes_per_session},
+        {"runtime_bytes", f.runtime_bytes},
+        {"runtime_source", r.model.runtime_source},
         {"peak_bytes", f.peak_bytes},
         {"required_bytes", f.required_bytes},
         {"memory_bytes", f.memory_bytes},
@@ -257,6 +267,10 @@ std::string ReportHtml(const PlanReport& r) {
   fit.rows = {Cells({"weights", Gb(f.weight_bytes)}),
               Cells({"KV per token", FormatNumber("%.1f KB", f.kv_bytes_per_token / 1e3)}),
               Cells({"KV per session", Mb(f.kv_bytes_per_session)}),
+              Cells({"runtime at the peak" + (r.model.runtime_source.empty()
+                                                  ? std::string(" (not counted)")
+                                                  : " (" + r.model.runtime_source + ")"),
+                     Mb(f.runtime_bytes)}),
               Cells({"total at the peak", Gb(f.peak_bytes)}),
               Cells({"with headroom", Gb(f.required_bytes) + " of " + Gb(f.memory_bytes)}),
               Cells({"max sessions that fit (at " + std::to_string(w.context) + " tokens)",
@@ -312,7 +326,9 @@ std::string ReportHtml(const PlanReport& r) {
                 {"per user", per, false},
                 {"per-user floor of the latency budget", budget, true}};
   util::LineChart memory = SessionsChart("Memory as sessions grow", "GB", xs);
-  memory.series = {{"weights + KV", mem, false}, {"device memory", device, true}};
+  memory.series = {
+      {r.model.runtime_bytes > 0 ? "weights + runtime + KV" : "weights + KV", mem, false},
+      {"device memory", device, true}};
   o << util::SvgLineChart(tps) << util::SvgLineChart(memory);
   return o.str();
 }
