@@ -10,7 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
@@ -67,6 +71,38 @@ TEST(ContextDryRun, DefaultModelF16AndQ8Caches) {
 TEST(ContextDryRun, GemmaWithItsSlidingWindowCache) {
   OUTPOST_TEST_GEMMA(path);
   ExpectDryRunIsWhatCreateAllocates(path, Options(2, 2048, 512, 2));
+}
+
+// Gemma's load warns of its full-size sliding-window cache. The dry run's copy
+// of that warning is debug (the start-up log showed it twice); the real
+// load's is still a warning.
+TEST(ContextDryRun, ItsLoadWarningsAreDebugAndTheRealLoadsAreNot) {
+  OUTPOST_TEST_GEMMA(path);
+  InstallLlamaLogger(false);
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  sink->set_pattern("%l %v");
+  const auto console = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
+  size_t seen = 0;
+  const auto logged = [&] {  // what was logged since the last call
+    const std::string all = out.str();
+    const std::string text = all.substr(seen);
+    seen = all.size();
+    return text;
+  };
+  const std::string warning = "warning llama.cpp: llama_kv_cache_iswa";
+  ASSERT_TRUE(Context::DryRun(path, 0, Options(1, 1024, 256, 1)).ok());
+  std::string text = logged();
+  EXPECT_EQ(text.find(warning), std::string::npos) << text;
+  ModelOptions mo;
+  mo.path = path;
+  auto model = Model::Load(mo);
+  ASSERT_TRUE(model.ok());
+  ASSERT_TRUE(Context::Create(**model, Options(1, 1024, 256, 1)).ok());
+  text = logged();
+  EXPECT_NE(text.find(warning), std::string::npos) << text;
+  spdlog::set_default_logger(console);
 }
 
 TEST(ContextDryRun, AFileItCannotReadIsNamed) {

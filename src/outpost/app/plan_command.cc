@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "outpost/app/advise_command.h"
@@ -269,12 +268,8 @@ int RunPlan(const PlanFlags& f) {
   if (!lb.ok()) return Fail(lb.status());
   w.latency_budget_ms = static_cast<double>(*lb);
 
-  if (!f.models.empty()) {
-    // The dry run's load warnings (a full-size SWA cache...) are the start-up
-    // log's business; a plan shows llama.cpp's errors only.
-    spdlog::set_level(spdlog::level::err);
-    engine::InstallLlamaLogger(false);
-  }
+  // llama.cpp's errors to stderr (the dry run's load warnings are debug).
+  if (!f.models.empty()) engine::InstallLlamaLogger(false);
   for (size_t i = 0; i < f.models.size(); ++i) {
     auto m = SpecFromGguf(f.models[i], w, *kv);
     if (!m.ok()) return Fail(m.status());

@@ -84,7 +84,8 @@ class Context {
   // compute graph: its KV and compute bytes are what the real context gets
   // (tests/engine/dry_run_test.cc); its weight bytes leave out what llama.cpp
   // repacks when it maps the file. Costs the tokenizer's tables: ~0.1 s for
-  // the default model, ~0.5 s for a 262k vocabulary. Errors:
+  // the default model, ~0.5 s for a 262k vocabulary. llama.cpp's load
+  // warnings are logged at debug here (the real load repeats them). Errors:
   // InvalidArgument naming the file when llama.cpp cannot load it,
   // ResourceExhausted when it cannot lay out the context.
   static StatusOr<MemoryBreakdown> DryRun(const std::string& model_path, int32_t n_gpu_layers,

@@ -44,6 +44,7 @@ MemoryBreakdown Context::MeasuredMemory() const {
 
 StatusOr<MemoryBreakdown> Context::DryRun(const std::string& model_path, int32_t n_gpu_layers,
                                           const ContextOptions& options) {
+  const QuietLlamaWarnings quiet;  // the real load repeats them
   llama_model_params mp = llama_model_default_params();
   mp.load_mode = LLAMA_LOAD_MODE_NONE;  // llama.cpp's dry run maps nothing
   mp.no_alloc = true;                   // metadata only; buffers are sized, not allocated

@@ -231,8 +231,12 @@ std::string LlamaSystemInfo() {
 }
 
 namespace {
+// QuietLlamaWarnings: llama.cpp logs on the thread that called it.
+thread_local bool quiet_warnings = false;
+
 void LogCallback(ggml_log_level level, const char* text, void* user_data) {
   const bool verbose = user_data != nullptr;
+  if (quiet_warnings && level == GGML_LOG_LEVEL_WARN) level = GGML_LOG_LEVEL_DEBUG;
   if (!verbose && level != GGML_LOG_LEVEL_ERROR && level != GGML_LOG_LEVEL_WARN) return;
   std::string s(text);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -257,6 +261,14 @@ void LogCallback(ggml_log_level level, const char* text, void* user_data) {
   }
 }
 }  // namespace
+
+QuietLlamaWarnings::QuietLlamaWarnings() : was_quiet_(quiet_warnings) {
+  quiet_warnings = true;
+}
+
+QuietLlamaWarnings::~QuietLlamaWarnings() {
+  quiet_warnings = was_quiet_;
+}
 
 void InstallLlamaLogger(bool verbose) {
   static int kVerboseTag = 1;

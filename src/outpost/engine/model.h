@@ -107,4 +107,18 @@ std::string LlamaSystemInfo();
 // Routes llama.cpp's own logging to Outpost's logger (call once at start).
 void InstallLlamaLogger(bool verbose);
 
+// While alive, llama.cpp's warnings from this thread are logged at debug
+// (errors stay errors). For a dry run (Context::DryRun), whose load warnings
+// the real load repeats a moment later.
+class QuietLlamaWarnings {
+ public:
+  QuietLlamaWarnings();
+  ~QuietLlamaWarnings();
+  QuietLlamaWarnings(const QuietLlamaWarnings&) = delete;
+  QuietLlamaWarnings& operator=(const QuietLlamaWarnings&) = delete;
+
+ private:
+  bool was_quiet_;
+};
+
 }  // namespace outpost::engine
