@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/app/advise_command.h"
+#include "outpost/app/config.h"
 #include "outpost/engine/context.h"
 #include "outpost/engine/model.h"
 #include "outpost/engine/model_info.h"
@@ -76,7 +77,7 @@ int Fail(const Status& st) {
 
 // A GGUF at hand: its shapes from the metadata, and the runtime `serve` would
 // plan for it at this workload (models/overhead_plan.h: llama.cpp's dry run of
-// the context at the peak, with serve's default batch and threads).
+// the context at the peak, with serve's default settings).
 StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path, const planner::Workload& w,
                                           engine::KvType kv_type) {
   auto info = engine::ReadModelInfo(path);
@@ -91,9 +92,11 @@ StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path, const planner
   m.n_kv_heads = info->n_kv_heads;
   m.head_dim = (info->head_dim_k + info->head_dim_v) / 2;
 
-  models::ModelRuntimeOptions cfg;
-  cfg.path = path;
-  cfg.ctx_per_session = w.context;
+  // serve's defaults (batch, threads, speculation off) from its own config.
+  ServeConfig serve;
+  serve.model = path;
+  serve.ctx_size = w.context;
+  const models::ModelRuntimeOptions cfg = ModelRuntimeOptionsFrom(serve);
   const auto overhead = models::OverheadPlan::For(cfg, *info, kv_type, w.peak_sessions);
   m.runtime_bytes = overhead.BytesFor(0);
   m.runtime_bytes_per_session = overhead.BytesFor(1) - m.runtime_bytes;
