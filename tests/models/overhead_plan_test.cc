@@ -42,8 +42,12 @@ TEST(OverheadPlan, DryRunScratchAndALogitsRowPerRow) {
     EXPECT_EQ(co.sessions, n);
     EXPECT_EQ(co.max_outputs, rows) << n;
     EXPECT_EQ(co.ctx_per_session, 2048);
-    EXPECT_EQ(plan.BytesFor(n), plan.compute_bytes() + rows * row + (64ull << 20)) << n;
+    EXPECT_EQ(plan.BytesFor(n),
+              plan.compute_bytes() + rows * row + engine::RuntimeAllowanceBytes(*info))
+        << n;
   }
+  // 64 MiB for the default model's 49,152-entry vocabulary.
+  EXPECT_EQ(engine::RuntimeAllowanceBytes(*info), 64ull << 20);
   // Past speculation's cap each session adds one row.
   EXPECT_EQ(plan.BytesFor(9) - plan.BytesFor(8), row);
   EXPECT_EQ(plan.BytesFor(2) - plan.BytesFor(1), 4 * row);

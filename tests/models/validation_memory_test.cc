@@ -37,7 +37,8 @@ void ExpectTheReservationCoversTheComparison(const std::string& path) {
     real += (*model)->info().weight_bytes + m.context_bytes + m.compute_bytes + output_buffer;
   }
   EXPECT_GE(*est, real) << "reserved " << *est << " for " << real;
-  EXPECT_LE(*est, real + 2 * (64ull << 20)) << "reserved " << *est << " for " << real;
+  const uint64_t allowance = engine::RuntimeAllowanceBytes((*model)->info());
+  EXPECT_LE(*est, real + 2 * allowance) << "reserved " << *est << " for " << real;
 }
 
 TEST(EstimateValidationBytes, CoversGemmasComparison) {

@@ -103,7 +103,8 @@ StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path, const planner
   if (overhead.dry_run().ok()) {
     m.runtime_source = "llama.cpp's dry run: compute scratch " +
                        util::FormatNumber("%.1f MB", overhead.compute_bytes() / 1e6) +
-                       ", a logits row per session, the 64 MiB allowance";
+                       ", a logits row per session, a runtime allowance of " +
+                       util::FormatNumber("%.1f MB", engine::RuntimeAllowanceBytes(*info) / 1e6);
   } else {
     std::fprintf(stderr, "outpost plan: %s; runtime estimated from the model's shapes\n",
                  overhead.dry_run().message().c_str());

@@ -3,6 +3,7 @@
 #include <llama-ext.h>
 #include <llama.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -10,13 +11,17 @@
 
 namespace outpost::engine {
 
+uint64_t RuntimeAllowanceBytes(const ModelInfo& info) {
+  return (58ull << 20) + 128ull * static_cast<uint64_t>(std::max(0, info.n_vocab));
+}
+
 uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t batch_size, int32_t sessions,
                                int32_t ctx_per_session, uint64_t compute_bytes) {
   const uint64_t f32 = 4;
   // The context's output buffer: one vocabulary-sized row of logits per sequence.
   const uint64_t logits =
       static_cast<uint64_t>(sessions) * static_cast<uint64_t>(info.n_vocab) * f32;
-  const uint64_t runtime = 64ull << 20;  // allocator slack, thread stacks, tokenizer tables
+  const uint64_t runtime = RuntimeAllowanceBytes(info);
   if (compute_bytes > 0) return compute_bytes + logits + runtime;
   const uint64_t batch = static_cast<uint64_t>(batch_size);
   // Activations of one layer for the batch (residual, norms, Q/K/V, FFN ~4x).
