@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,7 @@ StatusOr<planner::ModelSpec> SpecFromGguf(const std::string& path, const planner
   serve.ctx_size = w.context;
   const models::ModelRuntimeOptions cfg = ModelRuntimeOptionsFrom(serve);
   const auto overhead = models::OverheadPlan::For(cfg, *info, kv_type, w.peak_sessions);
+  // Linear in sessions (a logits row each: speculation is off by default).
   m.runtime_bytes = overhead.BytesFor(0);
   m.runtime_bytes_per_session = overhead.BytesFor(1) - m.runtime_bytes;
   if (overhead.dry_run().ok()) {
@@ -194,8 +196,8 @@ int RunPlan(const PlanFlags& f) {
     return 0;
   }
 
-  // Models: GGUFs (below, once the workload is known) and/or one described model.
-  std::vector<planner::ModelSpec> models;
+  // Models: GGUFs (read below, once the workload is known) and/or one described model.
+  std::optional<planner::ModelSpec> described;
   if (!f.params.empty() || !f.bits.empty()) {
     auto n = ParseCount(f.params);
     if (!n.ok()) return Fail(n.status());
@@ -205,9 +207,9 @@ int RunPlan(const PlanFlags& f) {
       return Fail(Status::InvalidArgument("--bits must be a number, got '" + f.bits + "'"));
     auto m = planner::DescribeModel(f.name, *n, bits, f.layers, f.kv_heads, f.head_dim);
     if (!m.ok()) return Fail(Status::InvalidArgument("described model: " + m.status().message()));
-    models.push_back(std::move(m).value());
+    described = std::move(m).value();
   }
-  if (models.empty() && f.models.empty() && !f.advise.advise)
+  if (!described && f.models.empty() && !f.advise.advise)
     return Fail(
         Status::InvalidArgument("give --model FILE.gguf or describe one with --params --bits "
                                 "--layers --kv-heads --head-dim"));
@@ -274,11 +276,13 @@ int RunPlan(const PlanFlags& f) {
 
   // llama.cpp's errors to stderr (the dry run's load warnings are debug).
   if (!f.models.empty()) engine::InstallLlamaLogger(false);
-  for (size_t i = 0; i < f.models.size(); ++i) {
-    auto m = SpecFromGguf(f.models[i], w, *kv);
+  std::vector<planner::ModelSpec> models;
+  for (const auto& path : f.models) {
+    auto m = SpecFromGguf(path, w, *kv);
     if (!m.ok()) return Fail(m.status());
-    models.insert(models.begin() + static_cast<std::ptrdiff_t>(i), std::move(m).value());
+    models.push_back(std::move(m).value());
   }
+  if (described) models.push_back(*described);
 
   planner::Calibration cal;
   if (!f.calibrate.empty()) {

@@ -52,11 +52,12 @@ uint64_t RuntimeAllowanceBytes(const ModelInfo& info);
 
 // Planned bytes beyond weights and KV for a context: compute scratch, the
 // output buffer's logits (one row per sequence; not in llama.cpp's memory
-// breakdown) and the runtime allowance (RuntimeAllowanceBytes). `compute_bytes` is the scratch a
-// dry run measured (Context::DryRun); 0 = estimate it from the shapes — a batch of batch_size
-// tokens attending over ctx_per_session, its logits — which is deliberately on the high side: 1.6x
-// the real scratch for Gemma 3 at 4 x 1,024 tokens, 3.5x for the default model at 7 x 2,048, 6x at
-// 16 x 4,096.
+// breakdown) and the runtime allowance (RuntimeAllowanceBytes).
+// `compute_bytes` is the scratch a dry run measured (Context::DryRun); 0 =
+// estimate it from the shapes — a batch of batch_size tokens attending over
+// ctx_per_session, its logits — which is deliberately on the high side: 1.6x
+// the real scratch for Gemma 3 at 4 x 1,024 tokens, 3.5x for the default
+// model at 7 x 2,048, 6x at 16 x 4,096.
 uint64_t EstimateOverheadBytes(const ModelInfo& info, int32_t batch_size, int32_t sessions,
                                int32_t ctx_per_session, uint64_t compute_bytes = 0);
 
