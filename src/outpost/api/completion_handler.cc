@@ -1,15 +1,13 @@
 // HttpServer::HandleCompletion — POST /v1/chat/completions and /v1/completions:
-// parse and validate into a router::CompletionCall, hand it to the dispatcher
-// with an HttpSink, and write what arrives as JSON or an SSE stream. Routing,
-// failover, the local scheduler and the cascade all live behind the
-// dispatcher; this file only speaks HTTP.
+// parse and validate into a router::CompletionCall, dispatch it
+// (call_dispatch.cc: headers, audit, relays), and write a local answer as
+// JSON or an SSE stream of chunks. Routing, failover, the local scheduler and
+// the cascade all live behind the dispatcher; this file only speaks HTTP.
 #include <spdlog/spdlog.h>
 
 #include <climits>
 #include <memory>
 
-#include "outpost/api/audit_sink.h"
-#include "outpost/api/content_capture_sink.h"
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
@@ -17,8 +15,6 @@
 #include "outpost/api/openai_response.h"
 #include "outpost/api/sse.h"
 #include "outpost/api/tool_answer.h"
-#include "outpost/router/upstream_client.h"
-#include "outpost/telemetry/uplink.h"
 
 namespace outpost::api {
 namespace {
@@ -28,7 +24,6 @@ using scheduler::FinishReason;
 // What one streamed answer needs across content-provider calls.
 struct Stream {
   std::shared_ptr<HttpSink> sink;
-  std::unique_ptr<router::InFlight> in_flight;  // a relay still running, if any
   ResponseMeta meta;
   bool chat = true;
   bool include_usage = false;
@@ -57,33 +52,12 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   }
 
   router::CompletionCall call;
-  const std::string key = PresentedKey(req.header("Authorization"));
-  auto priority = ParsePriority(req.header("X-Outpost-Priority"));
-  if (!priority.ok()) return fail(priority.status());
   // Token ids are checked against the vocabulary once the model is known.
   auto parsed = ParseRequest(endpoint, req.body, INT32_MAX);
   if (!parsed.ok()) return fail(parsed.status());
   call.request = std::move(parsed).value();
-  call.priority = AdmissionClass(*priority, call.request);
+  if (Status st = ReadCallHeaders(req, &call); !st.ok()) return fail(st);
   const char* service_tier = scheduler::ServiceTierName(call.priority);
-  if (routing_enabled_) {
-    auto data_class = ParseDataClassHeader(req.header("X-Data-Class"));
-    if (!data_class.ok()) return fail(data_class.status());
-    auto tier = ParseTierHeader(req.header("X-Outpost-Tier"));
-    if (!tier.ok()) return fail(tier.status());
-    auto budget = ParseLatencyBudgetHeader(req.header("X-Latency-Budget-Ms"));
-    if (!budget.ok()) return fail(budget.status());
-    call.data_class = *data_class;
-    call.tier = *tier;
-    call.latency_budget_ms = *budget;
-    call.api_key = key;
-    call.forwarded = req.has_header(router::kForwardedHeader);
-  }
-  call.session_id = req.header("X-Session-Id");
-  if (call.api_key.empty()) {
-    if (req.header("Authorization").rfind("Bearer ", 0) == 0) call.api_key = key;
-  }
-  call.body = req.body;
   call.id = NewId(chat ? "chatcmpl-" : "cmpl-", *random_);
   if (!call.request.batch_prompts.empty()) return HandlePromptBatch(std::move(call), req, res);
   const bool stream = call.request.stream;
@@ -94,94 +68,9 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   const int n = call.request.n;
   const std::string request_id = call.id;
 
-  auto sink = std::make_shared<HttpSink>(req.client_gone);
-  std::shared_ptr<router::ResponseSink> target = sink;
-  if (audit_ != nullptr) {
-    AuditRequestInfo info;
-    info.request_id = request_id;
-    info.endpoint = path;
-    info.key_id = ApiKeyId(key);
-    if (router_ != nullptr) {
-      const auto& tenants = router_->config().tenants;
-      if (const auto it = tenants.find(key); it != tenants.end()) info.tenant = it->second.name;
-    }
-    info.data_class = req.header("X-Data-Class");
-    info.model = call.request.model;
-    target = std::make_shared<AuditSink>(target, audit_, std::move(info));
-  }
-  if (uplink_ != nullptr && router_ != nullptr) {
-    // Content leaves through telemetry only for a tenant that allows it, and
-    // never when the request's data is restricted.
-    const auto& tenants = router_->config().tenants;
-    const auto it = tenants.find(key);
-    const bool restricted =
-        router_->ResolveDataClass(key, call.data_class) == router::DataClass::kRestricted;
-    if (it != tenants.end() && it->second.telemetry_content && !restricted) {
-      ContentCaptureInfo info{request_id, chat ? "chat" : "text_completion", it->second.name,
-                              call.request.model};
-      telemetry::Uplink* uplink = uplink_;
-      target = std::make_shared<ContentCaptureSink>(
-          target, [uplink](telemetry::UplinkEvent e) { uplink->AddEvent(std::move(e)); },
-          std::move(info), CaptureInput(call.request, kMaxContentBytes), clock_->UnixMillis());
-    }
-  }
-  std::unique_ptr<router::InFlight> in_flight = dispatcher_->Dispatch(std::move(call), target);
-  const HttpSink::Answer answer = sink->WaitStart();
-  if (const auto& route = sink->route()) {
-    res.set_header("X-Outpost-Route", route->route);
-    res.set_header("X-Outpost-Route-Reason", route->reason);
-  }
-  for (const auto& [name, value] : sink->headers()) res.set_header(name, value);
-
-  if (answer == HttpSink::Answer::kError) {
-    sink->Cancel();
-    return fail(ForEndpoint(sink->error(), endpoint));
-  }
-
-  if (answer == HttpSink::Answer::kRelay) {
-    res.status = sink->relay_status();
-    if (!in_flight) {
-      // A whole body, already here (the relay ran on this thread).
-      std::string body;
-      for (bool ended = false; !ended;) body += sink->Take(&ended);
-      sink->Cancel();
-      res.set_content(body, sink->relay_content_type());
-      return;
-    }
-    res.set_header("Cache-Control", "no-cache");
-    auto st = std::make_shared<Stream>();
-    st->sink = sink;
-    st->in_flight = std::move(in_flight);
-    const ApiStats stats = stats_;
-    res.set_stream(
-        "text/event-stream",
-        [st, stats, path](ChunkWriter& out) {
-          if (st->finished) {
-            return false;
-          }
-          bool ended = false;
-          const std::string data = st->sink->Take(&ended);
-          if (!data.empty() && !out.Write(data)) return false;
-          if (!ended) return true;
-          st->finished = true;
-          if (!st->sink->relay_error().ok()) {
-            // Cut short upstream: a clear error event, then the end of the stream.
-            const std::string tail =
-                SseData(ErrorBody(Status::Unavailable(st->sink->relay_error().message()))) +
-                SseDone();
-            out.Write(tail);
-            stats.requests.With({path, "502"}).Add();
-          } else {
-            stats.requests.With({path, "200"}).Add();
-          }
-          return false;
-        },
-        [st](bool) {
-          st->sink->Cancel();
-          st->in_flight.reset();  // cancels and joins a relay still running
-        });
-    return;
-  }
+  const std::shared_ptr<HttpSink> sink = DispatchCall(
+      std::move(call), req, res, [endpoint](Status st) { return ForEndpoint(st, endpoint); });
+  if (sink == nullptr) return;  // an error, or a relayed answer: written
 
   // Answered here.
   ResponseMeta meta;

@@ -38,7 +38,7 @@ CapturedInput CaptureInput(const router::CompletionRequest& request, size_t budg
   CapturedInput out;
   json input = json::array();
   json system = json::array();
-  if (request.endpoint != router::Endpoint::kChat) {
+  if (request.endpoint == router::Endpoint::kCompletion) {
     input.push_back({{"role", "user"},
                      {"parts", json::array({TextPart(request.prompt, &budget, &out.truncated)})}});
   }

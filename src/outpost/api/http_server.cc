@@ -200,6 +200,20 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
     res.set_header("Allow", "POST");
     return;
   }
+  if (path == "/v1/responses") {
+    if (post) return HandleResponses(req, res);
+    SendError(res, Status::InvalidArgument("method " + req.method + " is not allowed on " + path +
+                                           "; use POST (Outpost keeps no responses to GET)"));
+    res.status = 405;
+    res.set_header("Allow", "POST");
+    return;
+  }
+  if (path.rfind("/v1/responses/", 0) == 0) {
+    return SendError(
+        res, Status::NotFound("no response '" + path.substr(14, 100) +
+                              "': Outpost keeps no responses (store is not supported); send the "
+                              "conversation in 'input'"));
+  }
   if (post && path == "/v1/embeddings") return HandleEmbeddings(req, res);
   if (get && path == "/v1/models") return HandleModels("", res);
   if (get && path.size() > 11 && path.rfind("/v1/models/", 0) == 0) {

@@ -1,6 +1,6 @@
 // HttpServer — the OpenAI-compatible HTTP front end.
 //
-// Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
+// Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models,
 // GET /v1/models/{id}, /v1/files and /v1/batches (batch_api.h), GET /health, GET /ready, GET
 // /metrics, GET / (the dashboard) and /admin/ (admin_api.h: its own key, never the API keys).
 //
@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -43,6 +44,7 @@ namespace outpost::api {
 
 class AdminApi;
 class BatchApi;
+class HttpSink;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -116,6 +118,19 @@ class HttpServer {
   void Serve(const HttpRequest& req, HttpResponse& res);
   void Route(const HttpRequest& req, HttpResponse& res);
   void HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res);
+  // POST /v1/responses: OpenAI's Responses API over the chat path.
+  void HandleResponses(const HttpRequest& req, HttpResponse& res);
+  // The call's priority, routing headers, key, session and body from the
+  // request (call->request already parsed). Errors: InvalidArgument naming
+  // the header.
+  Status ReadCallHeaders(const HttpRequest& req, router::CompletionCall* call);
+  // Dispatches `call` through the audit and content-capture sinks. An error
+  // (passed through error_for_endpoint, which names the endpoint's fields)
+  // or a relayed answer is written to `res` here and null is returned; a
+  // local answer returns its sink, started, with the route headers set.
+  std::shared_ptr<HttpSink> DispatchCall(router::CompletionCall call, const HttpRequest& req,
+                                         HttpResponse& res,
+                                         const std::function<Status(Status)>& error_for_endpoint);
   // The error envelope with the status's HTTP code (and Retry-After).
   static void SendError(HttpResponse& res, const Status& st);
   void HandleReady(HttpResponse& res);

@@ -19,4 +19,11 @@ std::string SseData(std::string_view payload) {
   return out;
 }
 
+std::string SseEvent(std::string_view name, std::string_view payload) {
+  std::string out = "event: ";
+  out.append(name);
+  out += '\n';
+  return out + SseData(payload);
+}
+
 }  // namespace outpost::api

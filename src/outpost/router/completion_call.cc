@@ -3,7 +3,15 @@
 namespace outpost::router {
 
 const char* EndpointPath(Endpoint e) {
-  return e == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions";
+  switch (e) {
+    case Endpoint::kChat:
+      return "/v1/chat/completions";
+    case Endpoint::kCompletion:
+      return "/v1/completions";
+    case Endpoint::kResponses:
+      return "/v1/responses";
+  }
+  return "/v1/chat/completions";
 }
 
 }  // namespace outpost::router

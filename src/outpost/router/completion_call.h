@@ -1,4 +1,4 @@
-// CompletionCall — one /v1/chat/completions or /v1/completions request, parsed
+// CompletionCall — one /v1/chat/completions, /v1/completions or /v1/responses request, parsed
 // and validated by api/ into types the router acts on. No JSON and no HTTP:
 // the same call can come from a batch file or a test.
 #pragma once
@@ -15,8 +15,11 @@
 
 namespace outpost::router {
 
-enum class Endpoint { kChat, kCompletion };
-const char* EndpointPath(Endpoint e);  // "/v1/chat/completions", "/v1/completions"
+// kResponses: a chat request from OpenAI's Responses API; answered here in
+// its own shape, relayed to an upstream's /v1/responses as it came.
+enum class Endpoint { kChat, kCompletion, kResponses };
+// "/v1/chat/completions", "/v1/completions", "/v1/responses"
+const char* EndpointPath(Endpoint e);
 
 // One of several prompts of a /v1/completions request: text or token ids.
 struct BatchPrompt {
@@ -28,7 +31,7 @@ struct BatchPrompt {
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
   std::string model;                          // empty: the default model
-  std::vector<engine::ChatMessage> messages;  // chat
+  std::vector<engine::ChatMessage> messages;  // chat and responses
   std::string prompt;                         // completions (text)
   std::vector<engine::Token> prompt_tokens;   // completions given as token ids
   // Completions with several prompts (2 or more; prompt/prompt_tokens unused):

@@ -97,9 +97,9 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   gen->top_logprobs = r.top_logprobs;
   gen->n = r.n;
   gen->cache_prompt = r.cache_prompt;
-  gen->operation = r.endpoint == Endpoint::kChat ? "chat" : "text_completion";
+  gen->operation = r.endpoint == Endpoint::kCompletion ? "text_completion" : "chat";
   scheduler::PromptInput in;
-  in.chat = r.endpoint == Endpoint::kChat;
+  in.chat = r.endpoint != Endpoint::kCompletion;
   in.messages = r.messages;
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;

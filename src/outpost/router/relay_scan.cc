@@ -7,9 +7,11 @@
 namespace outpost::router {
 namespace {
 
-// Validates a JSON text and picks out usage.prompt_tokens and
-// usage.completion_tokens without building a document (relayed bodies are
-// only checked and counted, never changed).
+// Validates a JSON text and picks out the token counts of its usage object
+// without building a document (relayed bodies are only checked and counted,
+// never changed): top-level usage.prompt_tokens / completion_tokens (chat,
+// completions), usage.input_tokens / output_tokens (a Response), and
+// response.usage.* (a Responses stream's last event).
 class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
  public:
   // False when `text` is not valid JSON.
@@ -30,25 +32,32 @@ class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
   bool string(string_t&) override { return true; }
   bool binary(binary_t&) override { return true; }
   bool start_object(std::size_t) override {
-    // Entering the top-level "usage" object puts us at depth 2 inside it.
-    if (depth_ == 1) in_usage_ = key_ == "usage";
+    // The object opened here is at depth_ + 1; its key was the last one read.
+    if (usage_depth_ == 0 && key_ == "usage" &&
+        (depth_ == 1 || (depth_ == 2 && outer_key_ == "response"))) {
+      usage_depth_ = depth_ + 1;
+    }
     ++depth_;
     return true;
   }
   bool key(string_t& k) override {
-    if (depth_ <= 2) key_ = k;
+    if (depth_ == 1) outer_key_ = k;
+    key_ = k;
     return true;
   }
   bool end_object() override {
-    if (--depth_ == 1) in_usage_ = false;
+    if (depth_-- == usage_depth_) usage_depth_ = 0;
+    key_.clear();
     return true;
   }
   bool start_array(std::size_t) override {
     ++depth_;
+    key_.clear();
     return true;
   }
   bool end_array() override {
     --depth_;
+    key_.clear();
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
@@ -57,15 +66,18 @@ class UsageScanner : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   bool Number(int64_t v) {
-    if (in_usage_ && depth_ == 2) {
-      if (key_ == "prompt_tokens") prompt_ = std::max<int64_t>(v, 0);
-      if (key_ == "completion_tokens") completion_ = std::max<int64_t>(v, 0);
+    if (usage_depth_ != 0 && depth_ == usage_depth_) {
+      if (key_ == "prompt_tokens" || key_ == "input_tokens") prompt_ = std::max<int64_t>(v, 0);
+      if (key_ == "completion_tokens" || key_ == "output_tokens") {
+        completion_ = std::max<int64_t>(v, 0);
+      }
     }
     return true;
   }
   int depth_ = 0;
-  bool in_usage_ = false;
+  int usage_depth_ = 0;  // the depth inside the usage object; 0 outside it
   std::string key_;
+  std::string outer_key_;  // the last top-level key
   int64_t prompt_ = 0, completion_ = 0;
 };
 
@@ -100,7 +112,11 @@ void SseScan::Feed(std::string_view chunk) {
 }
 
 void SseScan::Line(std::string_view line) {
-  if (line.rfind("data: [DONE]", 0) == 0) {
+  // A chat or completions stream ends with [DONE]; a Responses stream with
+  // its last event (response.completed, .incomplete, .failed, or error).
+  if (line.rfind("data: [DONE]", 0) == 0 || line == "event: response.completed" ||
+      line == "event: response.incomplete" || line == "event: response.failed" ||
+      line == "event: error") {
     saw_done_ = true;
   } else if (line.rfind("data: {", 0) == 0 && line.find("\"usage\"") != std::string_view::npos) {
     ScanUsage(line.substr(6), &usage_);

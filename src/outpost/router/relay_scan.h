@@ -1,6 +1,7 @@
 // What the router reads from a relayed answer without changing it: whether
 // a JSON body is valid and the usage it reports, and, across a stream's
-// chunks, the [DONE] marker and the usage of its data events. Pure values
+// chunks, its end (the [DONE] marker; a Responses stream's last event) and
+// the usage of its data events. Pure values
 // owned by one relay; the input is an upstream's, so nothing here trusts it
 // (negative counts are ignored, an endless line is not buffered).
 #pragma once
@@ -17,8 +18,10 @@ struct RelayedUsage {
   int64_t completion_tokens = 0;
 };
 
-// Validates `json` (strictly) and adds its top-level usage.prompt_tokens and
-// usage.completion_tokens to *usage. False when it is not valid JSON.
+// Validates `json` (strictly) and adds its usage to *usage: top-level
+// usage.prompt_tokens / completion_tokens, or a Response's input_tokens /
+// output_tokens (top-level, or under "response" in a stream event). False
+// when it is not valid JSON.
 bool ScanUsage(std::string_view json, RelayedUsage* usage);
 
 // Splits an SSE stream into lines across chunk boundaries.

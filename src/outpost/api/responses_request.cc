@@ -1,0 +1,376 @@
+#include "outpost/api/responses_request.h"
+
+#include <climits>
+#include <nlohmann/json.hpp>
+
+#include "outpost/util/status_macros.h"
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+const char* TypeName(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+Status WrongType(const std::string& field, const char* want, const json& got) {
+  return Status::InvalidArgument("'" + field + "' must be " + want + ", got " + TypeName(got),
+                                 field);
+}
+
+Status Unsupported(const std::string& field, const std::string& what) {
+  return Status::InvalidArgument("'" + field + "': " + what, field);
+}
+
+bool Given(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && !it->is_null();
+}
+
+// A string field of an item; `field` names it in errors.
+Status ItemString(const json& item, const char* key, const std::string& field, std::string* out) {
+  auto it = item.find(key);
+  if (it == item.end() || it->is_null()) {
+    return Status::InvalidArgument("'" + field + "." + key + "' is required", field + "." + key);
+  }
+  if (!it->is_string()) return WrongType(field + "." + key, "a string", *it);
+  *out = it->get<std::string>();
+  return Status::Ok();
+}
+
+// A message's content: a string, or parts of type input_text / output_text
+// (and refusal, from an earlier answer). Returns the text as chat content.
+Status ContentText(const json& content, const std::string& field, std::string* out) {
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return Status::Ok();
+  }
+  if (!content.is_array())
+    return WrongType(field, "a string or an array of content parts", content);
+  for (size_t i = 0; i < content.size(); ++i) {
+    const std::string pf = field + "[" + std::to_string(i) + "]";
+    const json& part = content[i];
+    if (!part.is_object()) return WrongType(pf, "an object", part);
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) {
+      return Status::InvalidArgument("'" + pf + ".type' is required and must be a string",
+                                     pf + ".type");
+    }
+    const std::string t = type->get<std::string>();
+    std::string text;
+    if (t == "input_text" || t == "output_text") {
+      OUTPOST_RETURN_IF_ERROR(ItemString(part, "text", pf, &text));
+    } else if (t == "refusal") {
+      OUTPOST_RETURN_IF_ERROR(ItemString(part, "refusal", pf, &text));
+    } else if (t == "input_image" || t == "input_file" || t == "input_audio") {
+      return Status::InvalidArgument(
+          "content part type '" + t + "' is not supported by this model (only text)", pf + ".type");
+    } else {
+      return Status::InvalidArgument(
+          "'" + pf + ".type' must be input_text or output_text, got '" + t + "'", pf + ".type");
+    }
+    if (!out->empty()) *out += "\n";
+    *out += text;
+  }
+  return Status::Ok();
+}
+
+// input: the conversation as chat messages. Function calls join the
+// assistant message before them (or start one), as one assistant turn.
+Status InputMessages(const json& body, json* messages) {
+  auto it = body.find("input");
+  if (it == body.end() || it->is_null()) {
+    return Status::InvalidArgument("'input' is required", "input");
+  }
+  const json& input = *it;
+  if (input.is_string()) {
+    if (input.get<std::string>().empty()) {
+      return Status::InvalidArgument("'input' must not be empty", "input");
+    }
+    messages->push_back({{"role", "user"}, {"content", input}});
+    return Status::Ok();
+  }
+  if (!input.is_array()) return WrongType("input", "a string or an array of input items", input);
+  if (input.empty()) return Status::InvalidArgument("'input' must not be empty", "input");
+  for (size_t i = 0; i < input.size(); ++i) {
+    const std::string f = "input[" + std::to_string(i) + "]";
+    const json& item = input[i];
+    if (!item.is_object()) return WrongType(f, "an object", item);
+    std::string type = "message";
+    if (auto t = item.find("type"); t != item.end() && !t->is_null()) {
+      if (!t->is_string()) return WrongType(f + ".type", "a string", *t);
+      type = t->get<std::string>();
+    }
+    const bool after_assistant =
+        !messages->empty() && messages->back().value("role", "") == "assistant";
+    if (type == "message") {
+      std::string role;
+      OUTPOST_RETURN_IF_ERROR(ItemString(item, "role", f, &role));
+      if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
+        return Status::InvalidArgument(
+            "'" + f + ".role' must be one of user, system, developer, assistant; got '" + role +
+                "'",
+            f + ".role");
+      }
+      auto content = item.find("content");
+      if (content == item.end() || content->is_null()) {
+        return Status::InvalidArgument("'" + f + ".content' is required", f + ".content");
+      }
+      std::string text;
+      OUTPOST_RETURN_IF_ERROR(ContentText(*content, f + ".content", &text));
+      messages->push_back({{"role", role}, {"content", text}});
+    } else if (type == "function_call") {
+      std::string call_id, name, arguments;
+      OUTPOST_RETURN_IF_ERROR(ItemString(item, "call_id", f, &call_id));
+      OUTPOST_RETURN_IF_ERROR(ItemString(item, "name", f, &name));
+      OUTPOST_RETURN_IF_ERROR(ItemString(item, "arguments", f, &arguments));
+      const json call = {{"id", call_id},
+                         {"type", "function"},
+                         {"function", {{"name", name}, {"arguments", arguments}}}};
+      if (!after_assistant) messages->push_back({{"role", "assistant"}, {"content", nullptr}});
+      json& turn = messages->back();
+      if (!turn.contains("tool_calls")) turn["tool_calls"] = json::array();
+      turn["tool_calls"].push_back(call);
+    } else if (type == "function_call_output") {
+      std::string call_id;
+      OUTPOST_RETURN_IF_ERROR(ItemString(item, "call_id", f, &call_id));
+      auto output = item.find("output");
+      if (output == item.end() || output->is_null()) {
+        return Status::InvalidArgument("'" + f + ".output' is required", f + ".output");
+      }
+      std::string text;
+      OUTPOST_RETURN_IF_ERROR(ContentText(*output, f + ".output", &text));
+      messages->push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", text}});
+    } else if (type == "reasoning") {
+      continue;  // an earlier answer's reasoning: nothing this model reads
+    } else if (type == "item_reference") {
+      return Unsupported(f + ".type",
+                         "item_reference is not supported: Outpost keeps no responses; send "
+                         "the item itself");
+    } else {
+      return Status::InvalidArgument("'" + f + ".type' '" + type +
+                                         "' is not supported (message, function_call, "
+                                         "function_call_output, reasoning)",
+                                     f + ".type");
+    }
+  }
+  if (messages->empty()) {
+    return Status::InvalidArgument("'input' holds no message (only reasoning items)", "input");
+  }
+  return Status::Ok();
+}
+
+// tools: Responses' flat function tools become chat's nested ones.
+Status Tools(const json& body, json* chat) {
+  auto it = body.find("tools");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) return WrongType("tools", "an array", *it);
+  json tools = json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string f = "tools[" + std::to_string(i) + "]";
+    const json& t = (*it)[i];
+    if (!t.is_object()) return WrongType(f, "an object", t);
+    auto type = t.find("type");
+    if (type == t.end() || !type->is_string()) {
+      return Status::InvalidArgument("'" + f + ".type' is required and must be a string",
+                                     f + ".type");
+    }
+    if (*type != "function") {
+      return Status::InvalidArgument(
+          "'" + f + ".type' '" + type->get<std::string>() +
+              "' is not supported: Outpost runs no hosted tools; declare a function and run it "
+              "in the client",
+          f + ".type");
+    }
+    json fn = json::object();
+    for (const char* key : {"name", "description", "parameters", "strict"}) {
+      if (auto v = t.find(key); v != t.end()) fn[key] = *v;
+    }
+    tools.push_back({{"type", "function"}, {"function", fn}});
+  }
+  (*chat)["tools"] = std::move(tools);
+  return Status::Ok();
+}
+
+Status ToolChoice(const json& body, json* chat) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (it->is_string()) {
+    (*chat)["tool_choice"] = *it;
+    return Status::Ok();
+  }
+  if (!it->is_object()) return WrongType("tool_choice", "a string or an object", *it);
+  auto name = it->find("name");
+  if (it->value("type", json()) != "function" || name == it->end() || !name->is_string()) {
+    return Status::InvalidArgument(
+        "'tool_choice' must be none, auto, required or {\"type\": \"function\", \"name\": ...}",
+        "tool_choice");
+  }
+  (*chat)["tool_choice"] = {{"type", "function"}, {"function", {{"name", *name}}}};
+  return Status::Ok();
+}
+
+// text.format: {"type": "text" | "json_object" | "json_schema", name, schema, strict}.
+Status TextFormat(const json& body, json* chat) {
+  auto it = body.find("text");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return WrongType("text", "an object", *it);
+  auto format = it->find("format");
+  if (format == it->end() || format->is_null()) return Status::Ok();
+  if (!format->is_object()) return WrongType("text.format", "an object", *format);
+  auto type = format->find("type");
+  if (type == format->end() || !type->is_string()) {
+    return Status::InvalidArgument(
+        "'text.format.type' is required: text, json_object or json_schema", "text.format.type");
+  }
+  if (*type != "json_schema") {
+    (*chat)["response_format"] = {{"type", *type}};
+    return Status::Ok();
+  }
+  json schema = json::object();
+  for (const char* key : {"name", "schema", "strict", "description"}) {
+    if (auto v = format->find(key); v != format->end()) schema[key] = *v;
+  }
+  (*chat)["response_format"] = {{"type", "json_schema"}, {"json_schema", schema}};
+  return Status::Ok();
+}
+
+// A chat rule's error in the Responses request's own field names.
+Status Renamed(Status st) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"max_tokens", "max_output_tokens"},
+      {"response_format.json_schema", "text.format"},
+      {"response_format", "text.format"},
+      {"messages", "input"},
+      {"function.", ""},
+  };
+  std::string message = st.message();
+  std::string param = st.param();
+  for (const auto& [from, to] : kNames) {
+    for (std::string* s : {&message, &param}) {
+      for (size_t at = s->find(from); at != std::string::npos; at = s->find(from, at)) {
+        s->replace(at, std::string_view(from).size(), to);
+        at += std::string_view(to).size();
+      }
+    }
+  }
+  return Status(st.code(), message, param);
+}
+
+}  // namespace
+
+StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
+
+  // Stored state: Outpost keeps no responses.
+  for (const char* key : {"previous_response_id", "conversation", "prompt"}) {
+    if (Given(j, key)) {
+      return Unsupported(key, std::string("is not supported: Outpost keeps no responses or ") +
+                                  "prompts; send the whole conversation in 'input'");
+    }
+  }
+  if (j.value("background", json()) == true) {
+    return Unsupported("background",
+                       "background responses are not supported (Outpost keeps no "
+                       "responses); use the Batch API (/v1/batches) for deferred work");
+  }
+  if (auto it = j.find("store"); it != j.end() && !it->is_null() && !it->is_boolean()) {
+    return WrongType("store", "a boolean", *it);
+  }
+
+  json chat = json::object();
+  json messages = json::array();
+  if (auto it = j.find("instructions"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("instructions", "a string", *it);
+    messages.push_back({{"role", "system"}, {"content", *it}});
+  }
+  OUTPOST_RETURN_IF_ERROR(InputMessages(j, &messages));
+  chat["messages"] = std::move(messages);
+  // Settings with the same meaning in both APIs, and llama.cpp-style extensions.
+  for (const char* key :
+       {"model", "stream", "temperature", "top_p", "user", "service_tier", "parallel_tool_calls",
+        "seed", "stop", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+        "repetition_penalty", "logit_bias", "ignore_eos", "cache_prompt"}) {
+    if (auto it = j.find(key); it != j.end()) chat[key] = *it;
+  }
+  if (auto it = j.find("max_output_tokens"); it != j.end()) chat["max_tokens"] = *it;
+  OUTPOST_RETURN_IF_ERROR(Tools(j, &chat));
+  OUTPOST_RETURN_IF_ERROR(ToolChoice(j, &chat));
+  OUTPOST_RETURN_IF_ERROR(TextFormat(j, &chat));
+  // Log-probabilities: top_logprobs, or include: ["message.output_text.logprobs"].
+  bool logprobs = false;
+  if (auto it = j.find("include"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return WrongType("include", "an array of strings", *it);
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& v = (*it)[i];
+      if (!v.is_string()) return WrongType("include[" + std::to_string(i) + "]", "a string", v);
+      logprobs = logprobs || v == "message.output_text.logprobs";
+    }
+  }
+  if (auto it = j.find("top_logprobs"); it != j.end() && !it->is_null()) {
+    chat["top_logprobs"] = *it;
+    logprobs = true;
+  }
+  if (logprobs) chat["logprobs"] = true;
+  if (auto it = j.find("metadata"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return WrongType("metadata", "an object of strings", *it);
+    if (it->size() > 16) {
+      return Status::InvalidArgument(
+          "'metadata' may hold at most 16 keys, got " + std::to_string(it->size()), "metadata");
+    }
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) return WrongType("metadata." + k, "a string", v);
+    }
+  }
+  if (auto it = j.find("truncation"); it != j.end() && !it->is_null()) {
+    if (*it != "auto" && *it != "disabled") {
+      return Status::InvalidArgument("'truncation' must be auto or disabled", "truncation");
+    }
+  }
+
+  auto parsed = ParseRequest(Endpoint::kChat, chat.dump(), INT32_MAX);
+  if (!parsed.ok()) return Renamed(parsed.status());
+  ResponsesRequest out;
+  out.chat = std::move(parsed).value();
+  out.chat.endpoint = Endpoint::kResponses;
+
+  auto value = [&](const char* key, json fallback) {
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? fallback : *it;
+  };
+  json echo = {
+      {"instructions", value("instructions", nullptr)},
+      {"max_output_tokens", value("max_output_tokens", nullptr)},
+      {"metadata", value("metadata", json::object())},
+      {"parallel_tool_calls", value("parallel_tool_calls", true)},
+      {"previous_response_id", nullptr},
+      {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+      {"store", false},  // never stored, whatever was asked
+      {"temperature", value("temperature", 1.0)},
+      {"text", {{"format", {{"type", "text"}}}}},
+      {"tool_choice", value("tool_choice", "auto")},
+      {"tools", value("tools", json::array())},
+      {"top_logprobs", value("top_logprobs", 0)},
+      {"top_p", value("top_p", 1.0)},
+      {"truncation", value("truncation", "disabled")},
+      {"user", value("user", nullptr)},
+  };
+  if (auto it = j.find("text"); it != j.end() && it->is_object()) {
+    echo["text"] = *it;
+    if (!it->contains("format") || (*it)["format"].is_null()) {
+      echo["text"]["format"] = {{"type", "text"}};
+    }
+  }
+  out.echo = echo.dump();
+  return out;
+}
+
+}  // namespace outpost::api

@@ -1,0 +1,259 @@
+#include "outpost/api/responses_response.h"
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "outpost/api/sse.h"
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& j) {
+  // A model's invalid UTF-8 (part of a character) is replaced, not fatal.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json Bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+json Logprobs(const std::vector<scheduler::TokenInfo>& tokens) {
+  json out = json::array();
+  for (const auto& t : tokens) {
+    json top = json::array();
+    for (const auto& [piece, lp] : t.top) {
+      top.push_back({{"token", piece}, {"bytes", Bytes(piece)}, {"logprob", lp}});
+    }
+    out.push_back({{"token", t.piece},
+                   {"bytes", Bytes(t.piece)},
+                   {"logprob", t.logprob},
+                   {"top_logprobs", top}});
+  }
+  return out;
+}
+
+json UsageJson(const scheduler::Usage& u) {
+  return {{"input_tokens", u.prompt_tokens},
+          {"input_tokens_details", {{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}}},
+          {"output_tokens", u.completion_tokens},
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+json TextPart(const std::string& text, const std::vector<scheduler::TokenInfo>& logprobs) {
+  return {{"type", "output_text"},
+          {"text", text},
+          {"annotations", json::array()},
+          {"logprobs", Logprobs(logprobs)}};
+}
+
+json MessageItem(const std::string& id, const char* status, json content) {
+  return {{"type", "message"},
+          {"id", id},
+          {"status", status},
+          {"role", "assistant"},
+          {"content", std::move(content)}};
+}
+
+json CallItem(const std::string& id, const std::string& call_id, const std::string& name,
+              const std::string& arguments, const char* status) {
+  return {{"type", "function_call"}, {"id", id},        {"call_id", call_id}, {"name", name},
+          {"arguments", arguments},  {"status", status}};
+}
+
+// The Response object; `output` and `usage` (null while in progress) given.
+json ResponseJson(const ResponseInfo& info, const char* status, json output, json usage) {
+  json r = json::parse(info.echo, nullptr, false);
+  if (!r.is_object()) r = json::object();
+  r["id"] = info.id;
+  r["object"] = "response";
+  r["created_at"] = info.created_at;
+  r["status"] = status;
+  r["background"] = false;
+  r["error"] = nullptr;
+  r["incomplete_details"] = nullptr;
+  r["model"] = info.model;
+  r["output"] = std::move(output);
+  r["service_tier"] = info.service_tier;
+  r["usage"] = std::move(usage);
+  // Only a completed response has a completion time.
+  const bool completed = std::string_view(status) == "completed" && info.completed_at > 0;
+  r["completed_at"] = completed ? json(info.completed_at) : json(nullptr);
+  return r;
+}
+
+// OpenAI's codes for a failed response: a full queue is rate_limit_exceeded.
+const char* ErrorCode(const Status& error) {
+  return error.code() == StatusCode::kResourceExhausted ? "rate_limit_exceeded" : "server_error";
+}
+
+}  // namespace
+
+std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
+                         const scheduler::Usage& usage, util::Random& random) {
+  const bool cut = answer.finish == scheduler::FinishReason::kLength;
+  const char* item_status = cut ? "incomplete" : "completed";
+  json output = json::array();
+  if (!answer.text.empty() || answer.tool_calls.empty()) {
+    output.push_back(MessageItem(NewId("msg_", random), item_status,
+                                 json::array({TextPart(answer.text, answer.logprobs)})));
+  }
+  for (const auto& c : answer.tool_calls) {
+    output.push_back(CallItem(NewId("fc_", random), c.id, c.name, c.arguments, item_status));
+  }
+  json r =
+      ResponseJson(info, cut ? "incomplete" : "completed", std::move(output), UsageJson(usage));
+  if (cut) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
+  return Dump(r);
+}
+
+std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number) {
+  return Dump({{"type", "error"},
+               {"code", ErrorCode(error)},
+               {"message", error.message()},
+               {"param", error.param().empty() ? json(nullptr) : json(error.param())},
+               {"sequence_number", sequence_number}});
+}
+
+std::string ResponseEvents::Event(const char* type, json fields) {
+  fields["type"] = type;
+  fields["sequence_number"] = seq_++;
+  return SseEvent(type, Dump(fields));
+}
+
+std::string ResponseEvents::Lifecycle(const char* type, const char* status, const json& extra) {
+  json output = json::array();
+  for (const Item& item : items_) {
+    const char* s = item.status;
+    output.push_back(
+        item.call ? CallItem(item.id, item.call_id, item.name, item.text, s)
+                  : MessageItem(item.id, s, json::array({TextPart(item.text, item.logprobs)})));
+  }
+  json r = ResponseJson(info_, status, std::move(output), nullptr);
+  for (const auto& [k, v] : extra.items()) r[k] = v;
+  return Event(type, {{"response", std::move(r)}});
+}
+
+std::string ResponseEvents::Start() {
+  std::string out = Lifecycle("response.created", "in_progress", json::object());
+  return out + Lifecycle("response.in_progress", "in_progress", json::object());
+}
+
+std::string ResponseEvents::Open(Item item) {
+  const int64_t index = static_cast<int64_t>(items_.size());
+  std::string out;
+  if (item.call) {
+    out = Event("response.output_item.added",
+                {{"output_index", index},
+                 {"item", CallItem(item.id, item.call_id, item.name, "", "in_progress")}});
+  } else {
+    out = Event(
+        "response.output_item.added",
+        {{"output_index", index}, {"item", MessageItem(item.id, "in_progress", json::array())}});
+    out += Event("response.content_part.added", {{"item_id", item.id},
+                                                 {"output_index", index},
+                                                 {"content_index", 0},
+                                                 {"part", TextPart("", {})}});
+  }
+  items_.push_back(std::move(item));
+  return out;
+}
+
+std::string ResponseEvents::CloseOpen(const char* status) {
+  if (items_.empty() || items_.back().done) return {};
+  Item& item = items_.back();
+  item.done = true;
+  item.status = status;
+  const int64_t index = static_cast<int64_t>(items_.size()) - 1;
+  std::string out;
+  if (item.call) {
+    out = Event("response.function_call_arguments.done",
+                {{"item_id", item.id}, {"output_index", index}, {"arguments", item.text}});
+    out += Event("response.output_item.done",
+                 {{"output_index", index},
+                  {"item", CallItem(item.id, item.call_id, item.name, item.text, status)}});
+    return out;
+  }
+  const json part = TextPart(item.text, item.logprobs);
+  out = Event("response.output_text.done", {{"item_id", item.id},
+                                            {"output_index", index},
+                                            {"content_index", 0},
+                                            {"text", item.text},
+                                            {"logprobs", Logprobs(item.logprobs)}});
+  out +=
+      Event("response.content_part.done",
+            {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"part", part}});
+  out +=
+      Event("response.output_item.done",
+            {{"output_index", index}, {"item", MessageItem(item.id, status, json::array({part}))}});
+  return out;
+}
+
+std::string ResponseEvents::Delta(const Choice& delta) {
+  std::string out;
+  if (!delta.text.empty()) {
+    if (items_.empty() || items_.back().done || items_.back().call) {
+      out += CloseOpen("completed");
+      Item message;
+      message.id = NewId("msg_", *random_);
+      out += Open(std::move(message));
+    }
+    Item& item = items_.back();
+    item.text += delta.text;
+    for (const auto& t : delta.logprobs) item.logprobs.push_back(t);
+    out += Event("response.output_text.delta",
+                 {{"item_id", item.id},
+                  {"output_index", static_cast<int64_t>(items_.size()) - 1},
+                  {"content_index", 0},
+                  {"delta", delta.text},
+                  {"logprobs", Logprobs(delta.logprobs)}});
+  }
+  for (const ToolCall& c : delta.tool_calls) {
+    if (!c.id.empty()) {  // a new call
+      out += CloseOpen("completed");
+      Item call;
+      call.call = true;
+      call.id = NewId("fc_", *random_);
+      call.call_id = c.id;
+      call.name = c.name;
+      out += Open(std::move(call));
+    }
+    if (items_.empty() || !items_.back().call || c.arguments.empty()) continue;
+    Item& item = items_.back();
+    item.text += c.arguments;
+    out += Event("response.function_call_arguments.delta",
+                 {{"item_id", item.id},
+                  {"output_index", static_cast<int64_t>(items_.size()) - 1},
+                  {"delta", c.arguments}});
+  }
+  return out;
+}
+
+std::string ResponseEvents::Finish(scheduler::FinishReason finish, const scheduler::Usage& usage,
+                                   int64_t completed_at) {
+  info_.completed_at = completed_at;
+  const bool cut = finish == scheduler::FinishReason::kLength;
+  std::string out;
+  if (items_.empty()) {  // no text at all: still one (empty) message, as the body has
+    Item message;
+    message.id = NewId("msg_", *random_);
+    out += Open(std::move(message));
+  }
+  out += CloseOpen(cut ? "incomplete" : "completed");
+  json extra = {{"usage", UsageJson(usage)}};
+  if (cut) extra["incomplete_details"] = {{"reason", "max_output_tokens"}};
+  return out + Lifecycle(cut ? "response.incomplete" : "response.completed",
+                         cut ? "incomplete" : "completed", extra);
+}
+
+std::string ResponseEvents::Fail(const Status& error) {
+  std::string out = CloseOpen("incomplete");
+  return out + Lifecycle("response.failed", "failed",
+                         {{"error", {{"code", ErrorCode(error)}, {"message", error.message()}}}});
+}
+
+}  // namespace outpost::api

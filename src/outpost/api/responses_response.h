@@ -1,0 +1,95 @@
+// Rendering of OpenAI Responses API answers: the Response object
+// (object "response") and, for a stream, its named events in order, each
+// with a sequence_number:
+//
+//   response.created, response.in_progress
+//   per output item: response.output_item.added,
+//     a message:       response.content_part.added, response.output_text.delta*,
+//                      response.output_text.done, response.content_part.done
+//     a function call: response.function_call_arguments.delta*,
+//                      response.function_call_arguments.done
+//   response.output_item.done
+//   response.completed | response.incomplete (max_output_tokens) | response.failed
+//
+// There is no [DONE]: the last event ends the stream. Output items are a
+// message (one output_text part) and then the function calls, as the answer
+// brings them. Pure; not thread-safe (one ResponseEvents per stream).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "outpost/api/openai_response.h"
+#include "outpost/scheduler/request.h"
+#include "outpost/util/random.h"
+#include "outpost/util/status.h"
+
+namespace outpost::api {
+
+// What every rendering of one response shares.
+struct ResponseInfo {
+  std::string id;  // "resp_..."
+  int64_t created_at = 0;
+  std::string model;
+  std::string service_tier = "default";
+  std::string echo;          // ResponsesRequest::echo (a JSON object)
+  int64_t completed_at = 0;  // unix seconds once the answer is whole (0: null)
+};
+
+// The whole Response for a finished answer: `answer` holds its text (the
+// message, if any), its calls (ApplyToolAnswer) and, if asked, logprobs.
+// finish kLength makes it "incomplete" (reason max_output_tokens).
+std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
+                         const scheduler::Usage& usage, util::Random& random);
+
+// The payload of an "error" event (code, message, param) for a stream that
+// failed where no Response can follow (a relay cut short).
+std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number = 0);
+
+// A streamed Response, event by event (already SSE-framed).
+class ResponseEvents {
+ public:
+  ResponseEvents(ResponseInfo info, util::Random* random)
+      : info_(std::move(info)), random_(random) {}
+
+  // response.created and response.in_progress.
+  std::string Start();
+  // A piece of the answer: text to append to the message, and call deltas
+  // (ToolCallStream's: a call's first delta has id and name, later ones
+  // argument text). Opens and closes items as needed.
+  std::string Delta(const Choice& delta);
+  // The answer ended: closes the open item, then response.completed, or
+  // response.incomplete when it was cut at max_output_tokens.
+  std::string Finish(scheduler::FinishReason finish, const scheduler::Usage& usage,
+                     int64_t completed_at);
+  // The answer failed after the stream began: response.failed, with the
+  // items so far.
+  std::string Fail(const Status& error);
+
+ private:
+  struct Item {
+    bool call = false;
+    std::string id;    // "msg_..." / "fc_..."
+    std::string text;  // message text, or a call's arguments
+    std::string call_id, name;
+    std::vector<scheduler::TokenInfo> logprobs;
+    bool done = false;
+    const char* status = "in_progress";  // once done: "completed" or "incomplete"
+  };
+  // One SSE event: `fields` plus type and the next sequence_number.
+  std::string Event(const char* type, nlohmann::json fields);
+  std::string Open(Item item);
+  // Closes the last item if it is open; status "completed" or "incomplete".
+  std::string CloseOpen(const char* status);
+  std::string Lifecycle(const char* type, const char* status, const nlohmann::json& extra);
+
+  ResponseInfo info_;
+  util::Random* random_;
+  int64_t seq_ = 0;
+  std::vector<Item> items_;  // the last one may be open (!done)
+  bool logprobs_ = false;
+};
+
+}  // namespace outpost::api

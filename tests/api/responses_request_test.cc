@@ -1,0 +1,211 @@
+#include "outpost/api/responses_request.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+TEST(ParseResponsesRequest, AStringInputWithInstructionsIsASystemAndAUserMessage) {
+  auto r = ParseResponsesRequest(R"({"model": "m", "instructions": "Be brief.",
+    "input": "What is the capital of France?", "max_output_tokens": 40, "temperature": 0.2,
+    "top_p": 0.9, "user": "u7", "service_tier": "flex", "stream": true,
+    "metadata": {"ticket": "T-1"}})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const ParsedRequest& c = r->chat;
+  EXPECT_EQ(c.endpoint, Endpoint::kResponses);
+  EXPECT_EQ(c.model, "m");
+  ASSERT_EQ(c.messages.size(), 2u);
+  EXPECT_EQ(c.messages[0].role, "system");
+  EXPECT_EQ(c.messages[0].content, "Be brief.");
+  EXPECT_EQ(c.messages[1].role, "user");
+  EXPECT_EQ(c.messages[1].content, "What is the capital of France?");
+  EXPECT_EQ(c.max_tokens, 40);
+  EXPECT_FLOAT_EQ(*c.sampling.temperature, 0.2f);
+  EXPECT_FLOAT_EQ(*c.sampling.top_p, 0.9f);
+  EXPECT_EQ(c.user, "u7");
+  EXPECT_EQ(c.service_tier, scheduler::Priority::kFlex);
+  EXPECT_TRUE(c.stream);
+  EXPECT_EQ(c.n, 1);
+  EXPECT_EQ(c.top_logprobs, -1);
+
+  // The Response object repeats the settings, defaults filled in.
+  const json echo = json::parse(r->echo);
+  EXPECT_EQ(echo["instructions"], "Be brief.");
+  EXPECT_EQ(echo["max_output_tokens"], 40);
+  EXPECT_EQ(echo["metadata"]["ticket"], "T-1");
+  EXPECT_EQ(echo["tool_choice"], "auto");
+  EXPECT_EQ(echo["tools"], json::array());
+  EXPECT_EQ(echo["text"]["format"]["type"], "text");
+  EXPECT_EQ(echo["parallel_tool_calls"], true);
+  EXPECT_EQ(echo["store"], false);  // never stored
+  EXPECT_EQ(echo["truncation"], "disabled");
+  EXPECT_EQ(echo["user"], "u7");
+}
+
+TEST(ParseResponsesRequest, ItemsBecomeTheConversationWithCallsOnTheAssistantTurn) {
+  // What a client sends back after running a function: the earlier answer's
+  // output items (a message, a reasoning item, two calls) and the results.
+  auto r = ParseResponsesRequest(R"({"input": [
+    {"role": "developer", "content": "Use the tools."},
+    {"type": "message", "role": "user",
+     "content": [{"type": "input_text", "text": "Weather in Paris"},
+                 {"type": "input_text", "text": "and Oslo?"}]},
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+     "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "weather",
+     "arguments": "{\"city\":\"Paris\"}", "status": "completed"},
+    {"type": "function_call", "call_id": "call_b", "name": "weather",
+     "arguments": "{\"city\":\"Oslo\"}"},
+    {"type": "function_call_output", "call_id": "call_a", "output": "18 C"},
+    {"type": "function_call_output", "call_id": "call_b",
+     "output": [{"type": "input_text", "text": "9 C"}]},
+    {"type": "function_call", "call_id": "call_c", "name": "weather", "arguments": "{}"}
+  ], "tools": [{"type": "function", "name": "weather", "description": "Weather now",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                "strict": true}],
+     "tool_choice": {"type": "function", "name": "weather"}, "parallel_tool_calls": false})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& m = r->chat.messages;
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].role, "system");  // developer
+  EXPECT_EQ(m[1].role, "user");
+  EXPECT_EQ(m[1].content, "Weather in Paris\nand Oslo?");
+  EXPECT_EQ(m[2].role, "assistant");
+  EXPECT_EQ(m[2].content, "Checking.");
+  const json calls = json::parse(m[2].tool_calls);
+  ASSERT_EQ(calls.size(), 2u);  // both calls join the assistant turn before them
+  EXPECT_EQ(calls[0]["id"], "call_a");
+  EXPECT_EQ(calls[0]["function"]["name"], "weather");
+  EXPECT_EQ(calls[1]["function"]["arguments"], "{\"city\":\"Oslo\"}");
+  EXPECT_EQ(m[3].role, "tool");
+  EXPECT_EQ(m[3].tool_call_id, "call_a");
+  EXPECT_EQ(m[3].content, "18 C");
+  EXPECT_EQ(m[4].content, "9 C");
+  EXPECT_EQ(m[5].role, "assistant");  // a call after a tool result starts a turn
+  EXPECT_TRUE(m[5].content.empty());
+  EXPECT_EQ(json::parse(m[5].tool_calls)[0]["id"], "call_c");
+
+  const auto& tools = r->chat.tools;
+  ASSERT_EQ(tools.functions.size(), 1u);
+  EXPECT_EQ(tools.functions[0].name, "weather");
+  EXPECT_EQ(tools.functions[0].description, "Weather now");
+  EXPECT_EQ(json::parse(tools.functions[0].parameters)["properties"]["city"]["type"], "string");
+  EXPECT_EQ(tools.choice.mode, router::ToolChoice::Mode::kFunction);
+  EXPECT_EQ(tools.choice.function, "weather");
+  EXPECT_FALSE(tools.parallel);
+  EXPECT_EQ(json::parse(r->echo)["tool_choice"]["name"], "weather");
+}
+
+TEST(ParseResponsesRequest, TextFormatAndLogprobs) {
+  auto r = ParseResponsesRequest(R"({"input": "a person", "text": {"format": {
+    "type": "json_schema", "name": "person", "strict": true,
+    "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+    "top_logprobs": 3})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->chat.response_format.type, engine::ResponseFormat::Type::kJsonSchema);
+  EXPECT_EQ(json::parse(r->chat.response_format.schema)["properties"]["name"]["type"], "string");
+  EXPECT_EQ(r->chat.top_logprobs, 3);
+  EXPECT_EQ(json::parse(r->echo)["text"]["format"]["name"], "person");
+
+  auto object = ParseResponsesRequest(
+      R"({"input": "x", "text": {"format": {"type": "json_object"}},
+          "include": ["message.output_text.logprobs"]})");
+  ASSERT_TRUE(object.ok()) << object.status().ToString();
+  EXPECT_EQ(object->chat.response_format.type, engine::ResponseFormat::Type::kJsonObject);
+  EXPECT_EQ(object->chat.top_logprobs, 0);  // logprobs of the chosen tokens only
+
+  auto plain = ParseResponsesRequest(R"({"input": "x", "text": {"verbosity": "low"}})");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->chat.response_format.type, engine::ResponseFormat::Type::kText);
+  EXPECT_EQ(json::parse(plain->echo)["text"]["format"]["type"], "text");
+}
+
+// Every bad body: a 400 naming the Responses field, never the chat one.
+TEST(ParseResponsesRequest, BadBodiesNameTheField) {
+  struct Case {
+    const char* body;
+    const char* param;
+    const char* says;
+  };
+  const Case cases[] = {
+      {R"(not json)", "", "not valid JSON"},
+      {R"([1])", "", "JSON object"},
+      {R"({})", "input", "'input' is required"},
+      {R"({"input": ""})", "input", "must not be empty"},
+      {R"({"input": []})", "input", "must not be empty"},
+      {R"({"input": 7})", "input", "a string or an array"},
+      {R"({"input": [3]})", "input[0]", "an object"},
+      {R"({"input": [{"content": "hi"}]})", "input[0].role", "is required"},
+      {R"({"input": [{"role": "tool", "content": "hi"}]})", "input[0].role", "must be one of"},
+      {R"({"input": [{"role": "user"}]})", "input[0].content", "is required"},
+      {R"({"input": [{"role": "user", "content": [{"type": "input_image",
+          "image_url": "http://x/y.png"}]}]})",
+       "input[0].content[0].type", "not supported by this model"},
+      {R"({"input": [{"role": "user", "content": [{"type": "input_text"}]}]})",
+       "input[0].content[0].text", "is required"},
+      {R"({"input": [{"role": "user", "content": [{"type": "bogus", "text": "x"}]}]})",
+       "input[0].content[0].type", "input_text or output_text"},
+      {R"({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]})",
+       "input[0].call_id", "is required"},
+      {R"({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}]})",
+       "input[0].arguments", "a string"},
+      {R"({"input": [{"type": "function_call_output", "call_id": "c"}]})", "input[0].output",
+       "is required"},
+      {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type",
+       "keeps no responses"},
+      {R"({"input": [{"type": "web_search_call", "id": "ws_1"}]})", "input[0].type",
+       "not supported"},
+      {R"({"input": [{"type": "reasoning", "summary": []}]})", "input", "holds no message"},
+      {R"({"input": "hi", "previous_response_id": "resp_1"})", "previous_response_id",
+       "keeps no responses"},
+      {R"({"input": "hi", "conversation": "conv_1"})", "conversation", "keeps no responses"},
+      {R"({"input": "hi", "background": true})", "background", "not supported"},
+      {R"({"input": "hi", "store": "yes"})", "store", "a boolean"},
+      {R"({"input": "hi", "instructions": 5})", "instructions", "a string"},
+      {R"({"input": "hi", "max_output_tokens": 0})", "max_output_tokens", "between 1 and"},
+      {R"({"input": "hi", "max_output_tokens": "many"})", "max_output_tokens", "an integer"},
+      {R"({"input": "hi", "temperature": 3})", "temperature", "between 0 and 2"},
+      {R"({"input": "hi", "top_logprobs": 21})", "top_logprobs", "between 0 and 20"},
+      {R"({"input": "hi", "tools": {}})", "tools", "an array"},
+      {R"({"input": "hi", "tools": [{"type": "web_search"}]})", "tools[0].type",
+       "runs no hosted tools"},
+      {R"({"input": "hi", "tools": [{"name": "f"}]})", "tools[0].type", "is required"},
+      {R"({"input": "hi", "tools": [{"type": "function", "name": "bad name"}]})", "tools[0].name",
+       "1 to 64"},
+      {R"({"input": "hi", "tools": [{"type": "function", "name": "f"}],
+          "tool_choice": {"type": "function"}})",
+       "tool_choice", "\"name\""},
+      {R"({"input": "hi", "tools": [{"type": "function", "name": "f"}],
+          "tool_choice": {"type": "function", "name": "g"}})",
+       "tool_choice", "not in 'tools'"},
+      {R"({"input": "hi", "tool_choice": "sometimes"})", "tool_choice", "none, auto, required"},
+      {R"({"input": "hi", "text": "json"})", "text", "an object"},
+      {R"({"input": "hi", "text": {"format": {"type": "yaml"}}})", "text.format.type",
+       "text, json_object or json_schema"},
+      {R"({"input": "hi", "text": {"format": {"type": "json_schema", "schema": {}}}})",
+       "text.format.name", "is required"},
+      {R"({"input": "hi", "include": "logprobs"})", "include", "an array"},
+      {R"({"input": "hi", "metadata": {"a": 1}})", "metadata.a", "a string"},
+      {R"({"input": "hi", "truncation": "middle"})", "truncation", "auto or disabled"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseResponsesRequest(c.body);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.body;
+    EXPECT_EQ(r.status().param(), c.param) << c.body << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos)
+        << c.body << ": " << r.status().message();
+    // Never the chat request's names.
+    EXPECT_EQ(r.status().message().find("max_tokens"), std::string::npos) << c.body;
+    EXPECT_EQ(r.status().message().find("response_format"), std::string::npos) << c.body;
+    EXPECT_EQ(r.status().message().find("messages"), std::string::npos) << c.body;
+  }
+}
+
+}  // namespace
+}  // namespace outpost::api
