@@ -111,3 +111,30 @@ def test_pooled_connections_survive_pauses(client):
         assert r.choices[0].message.content.strip(), r
         assert 0 < r.usage.completion_tokens <= 4, r.usage
         assert r.choices[0].finish_reason in ("length", "stop")
+
+
+def proxied_prompt_tokens(edge):
+    return edge.metric("outpost_proxied_prompt_tokens_total")
+
+
+def test_responses_api_relayed_to_llama_server(client, edge):
+    """/v1/responses routed to central goes to llama-server's own /v1/responses
+    as it came; its Response (and its event stream, which has no [DONE]) comes
+    back whole, and its usage is counted."""
+    before = proxied_completion_tokens(edge), proxied_prompt_tokens(edge)
+    raw = client.responses.with_raw_response.create(
+        model="large", input="Name a color.", temperature=0, max_output_tokens=12)
+    assert raw.headers["x-outpost-route"] == "central:hq"
+    r = raw.parse()
+    assert r.object == "response" and r.output_text and r.model == "gemma-central"
+    assert proxied_completion_tokens(edge) - before[0] == r.usage.output_tokens > 0
+    assert proxied_prompt_tokens(edge) - before[1] == r.usage.input_tokens > 0
+
+    before = proxied_completion_tokens(edge)
+    events = list(client.responses.create(model="large", input="Count from one to five.", temperature=0,
+                                          max_output_tokens=24, stream=True))
+    assert events[-1].type == "response.completed", [e.type for e in events]
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text.strip() and events[-1].response.usage.output_tokens > 0
+    # Ended by its last event, not cut short: no error event after it, and counted.
+    assert proxied_completion_tokens(edge) - before == events[-1].response.usage.output_tokens

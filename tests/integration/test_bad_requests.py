@@ -8,6 +8,7 @@ from outpost_harness import chat_body
 
 CHAT = "/v1/chat/completions"
 COMP = "/v1/completions"
+RESP = "/v1/responses"
 LONG = "word " * 1500  # far more than the 1024-token session context
 
 CASES = [
@@ -41,6 +42,24 @@ CASES = [
     ("POST", COMP, {"prompt": ""}, {}, 400, "prompt", "must not be empty"),
     ("POST", COMP, {"prompt": [1, 2, 99999999]}, {}, 400, "prompt[2]", "outside the vocabulary"),
     ("POST", COMP, {"prompt": LONG}, {}, 400, "prompt", "context per session is 1024"),
+    # The Responses API: its own field names, also for the checks made after
+    # parsing (the context, the model, the grammar).
+    ("POST", RESP, "{not json", {}, 400, None, "not valid JSON"),
+    ("POST", RESP, {}, {}, 400, "input", "'input' is required"),
+    ("POST", RESP, {"input": [{"role": "robot", "content": "x"}]}, {}, 400, "input[0].role", "robot"),
+    ("POST", RESP, {"input": "x", "max_output_tokens": 5000}, {}, 400, "max_output_tokens",
+     "context per session is 1024"),
+    ("POST", RESP, {"input": LONG}, {}, 400, "input", "context per session is 1024"),
+    ("POST", RESP, {"input": "x", "model": "no-such-model"}, {}, 404, "model", "does not exist"),
+    ("POST", RESP, {"input": "x", "tools": [{"type": "file_search"}]}, {}, 400, "tools[0].type", "hosted"),
+    ("POST", RESP, {"input": "x", "tools": [{"type": "function", "name": "tag", "parameters": {
+        "type": "object", "properties": {"t": {"type": "string", "format": "email"}}}}]}, {}, 400,
+     "tools[0].parameters", "format 'email'"),
+    ("POST", RESP, {"input": "x", "previous_response_id": "resp_1"}, {}, 400, "previous_response_id",
+     "keeps no responses"),
+    ("POST", RESP, {"input": "x"}, {"X-Outpost-Priority": "urgent"}, 400, "X-Outpost-Priority", "interactive"),
+    ("GET", RESP, None, {}, 405, None, "use POST"),
+    ("GET", RESP + "/resp_123", None, {}, 404, None, "keeps no responses"),
     ("GET", CHAT, None, {}, 405, None, "use POST"),
     ("GET", "/v1/nothing-here", None, {}, 404, None, "no route"),
     ("GET", "/v1/models/no-such-model", None, {}, 404, "model", "does not exist"),

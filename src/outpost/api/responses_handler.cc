@@ -27,12 +27,6 @@ struct ResponseStream {
   bool finished = false;
 };
 
-// The scheduler calls the prompt "prompt"; here it is the input.
-Status ForResponses(Status st) {
-  if (st.param() == "prompt") return st.WithParam("input");
-  return st;
-}
-
 }  // namespace
 
 void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {

@@ -241,13 +241,15 @@ Status TextFormat(const json& body, json* chat) {
   return Status::Ok();
 }
 
-// A chat rule's error in the Responses request's own field names.
-Status Renamed(Status st) {
+}  // namespace
+
+Status ForResponses(Status st) {
   static const std::pair<const char*, const char*> kNames[] = {
       {"max_tokens", "max_output_tokens"},
       {"response_format.json_schema", "text.format"},
       {"response_format", "text.format"},
       {"messages", "input"},
+      {"prompt", "input"},
       {"function.", ""},
   };
   std::string message = st.message();
@@ -260,10 +262,10 @@ Status Renamed(Status st) {
       }
     }
   }
-  return Status(st.code(), message, param);
+  Status out(st.code(), message, param);
+  if (st.retry_after_s() > 0) out.WithRetryAfter(st.retry_after_s());
+  return out;
 }
-
-}  // namespace
 
 StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -337,7 +339,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   }
 
   auto parsed = ParseRequest(Endpoint::kChat, chat.dump(), INT32_MAX);
-  if (!parsed.ok()) return Renamed(parsed.status());
+  if (!parsed.ok()) return ForResponses(parsed.status());
   ResponsesRequest out;
   out.chat = std::move(parsed).value();
   out.chat.endpoint = Endpoint::kResponses;

@@ -37,4 +37,9 @@ struct ResponsesRequest {
 // range, the limit.
 StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body);
 
+// A chat rule's error (from here, or from the model's checks after the
+// parse: a tool's parameters, a schema the grammar cannot enforce, a prompt
+// too long) in the Responses request's own field names.
+Status ForResponses(Status chat_error);
+
 }  // namespace outpost::api
