@@ -1,16 +1,23 @@
-// libFuzzer: the OpenAI request parser and validators (api/openai_request.h)
-// on arbitrary bodies and header values. Any outcome but a crash, a
+// libFuzzer: the OpenAI request parsers and validators (api/openai_request.h,
+// api/responses_request.h) on arbitrary bodies and header values. Any outcome but a crash, a
 // sanitizer report or an uncaught exception is fine.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "outpost/api/openai_request.h"
+#include "outpost/api/responses_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
-  // The first byte picks the endpoint and the vocabulary bound.
+  // The first byte picks the endpoint (bit 2: the Responses API) and the
+  // vocabulary bound.
   const uint8_t sel = size > 0 ? data[0] : 0;
+  if (sel & 4) {
+    auto responses = outpost::api::ParseResponsesRequest(in.substr(1));
+    if (!responses.ok()) (void)outpost::api::ForResponses(responses.status());
+    return 0;
+  }
   const auto endpoint =
       (sel & 1) ? outpost::api::Endpoint::kChat : outpost::api::Endpoint::kCompletion;
   const int32_t n_vocab = (sel & 2) ? 49152 : INT32_MAX;
