@@ -24,6 +24,9 @@ def lines(n, prompt=lambda i: FRANCE, max_tokens=8, url="/v1/completions", extra
         if url == "/v1/chat/completions":
             body = {"messages": [{"role": "user", "content": prompt(i)}], "max_tokens": max_tokens,
                     "temperature": 0}
+        if url == "/v1/responses":
+            body = {"instructions": "You are a helpful assistant.", "input": prompt(i),
+                    "max_output_tokens": max_tokens, "temperature": 0}
         body.update((extra or {}).get(i, {}))
         out.append(json.dumps({"custom_id": f"line-{i}", "method": "POST", "url": url, "body": body}))
     return ("\n".join(out) + "\n").encode()
@@ -143,6 +146,23 @@ def test_a_chat_batch_answers_each_line_with_a_chat_completion(batch_server):
     for o in jsonl(client.files.content(done.output_file_id).text):
         msg = o["response"]["body"]["choices"][0]["message"]
         assert msg["role"] == "assistant" and msg["content"].strip(), o
+
+
+def test_a_responses_batch_answers_each_line_with_a_response(batch_server):
+    client = client_for(batch_server)
+    data = lines(2, lambda i: ["What is the capital of France?", "Say hello."][i], url="/v1/responses",
+                 max_tokens=24)
+    f = client.files.create(file=("responses.jsonl", data), purpose="batch")
+    b = client.batches.create(input_file_id=f.id, endpoint="/v1/responses", completion_window="1h")
+    done = wait_for(client, b.id, {"completed", "failed"})
+    assert done.status == "completed" and done.error_file_id is None, done
+    out = {o["custom_id"]: o["response"] for o in jsonl(client.files.content(done.output_file_id).text)}
+    first = out["line-0"]
+    assert first["status_code"] == 200 and first["body"]["object"] == "response"
+    assert first["request_id"] == first["body"]["id"] and first["body"]["id"].startswith("resp_")
+    text = first["body"]["output"][0]["content"][0]["text"]
+    assert "Paris" in text, first
+    assert out["line-1"]["body"]["usage"]["output_tokens"] > 0
 
 
 def test_a_bad_input_file_fails_the_batch_naming_each_bad_line(batch_server):

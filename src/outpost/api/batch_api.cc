@@ -14,7 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kEndpoints[] = {"/v1/chat/completions", "/v1/completions", "/v1/embeddings"};
+constexpr const char* kEndpoints[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses",
+                                      "/v1/embeddings"};
 constexpr int64_t kMinFileExpiry = 3600;
 constexpr int64_t kMaxFileExpiry = 30 * 24 * 3600;
 constexpr size_t kMaxMetadataPairs = 16;
@@ -293,8 +294,8 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
   for (const char* e : kEndpoints) supported = supported || b.endpoint == e;
   if (!supported) {
     return Send(res,
-                Status::InvalidArgument("endpoint must be /v1/chat/completions, /v1/completions or "
-                                        "/v1/embeddings, got '" +
+                Status::InvalidArgument("endpoint must be /v1/chat/completions, /v1/completions, "
+                                        "/v1/responses or /v1/embeddings, got '" +
                                             b.endpoint.substr(0, 100) + "'",
                                         "endpoint"));
   }
