@@ -51,7 +51,13 @@ def test_an_answer_that_makes_sense_and_is_the_chat_answer(client, model_id):
     assert again.usage.input_tokens_details.cached_tokens > 0
 
 
-def test_streamed_events_add_up_to_the_whole_answer(client, model_id):
+def test_streamed_events_add_up_to_the_whole_answer(client, server, model_id):
+    def answered():
+        try:
+            return server.metric("outpost_requests_total", endpoint="/v1/responses", status="200")
+        except KeyError:
+            return 0
+    before = answered()
     kw = dict(model=model_id, instructions=BRIEF, input=ASK, temperature=0,
               max_output_tokens=60, extra_body={"cache_prompt": False})
     whole = client.responses.create(**kw)
@@ -73,6 +79,8 @@ def test_streamed_events_add_up_to_the_whole_answer(client, model_id):
         got = "".join(e.delta for e in s if e.type == "response.output_text.delta")
         done = s.get_final_response()
     assert got == done.output_text == whole.output_text
+    # Counted once each, streamed or not, under the endpoint's own label.
+    assert answered() - before == 3
 
 
 def test_cut_at_max_output_tokens_is_incomplete(client, model_id):

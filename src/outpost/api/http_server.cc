@@ -51,6 +51,7 @@ std::string RouteLabel(const std::string& path) {
                                         "/dashboard/history",
                                         "/v1/chat/completions",
                                         "/v1/completions",
+                                        "/v1/responses",
                                         "/v1/embeddings",
                                         "/v1/files",
                                         "/v1/batches",
@@ -64,6 +65,7 @@ std::string RouteLabel(const std::string& path) {
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   if (path.rfind("/v1/files/", 0) == 0) return "/v1/files/{id}";
   if (path.rfind("/v1/batches/", 0) == 0) return "/v1/batches/{id}";
+  if (path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
   if (AdminApi::Owns(path)) return AdminRouteLabel(path);
   return "other";
 }
