@@ -204,7 +204,7 @@ TEST_F(BatchApiTest, BadRequestsGetTheirStatusAndNameTheirField) {
        "input_file_id"},
       {"batch with unknown file", "POST", "/v1/batches", with("input_file_id", "file-nope"), "",
        404, "input_file_id"},
-      {"batch endpoint unsupported", "POST", "/v1/batches", with("endpoint", "/v1/responses"), "",
+      {"batch endpoint unsupported", "POST", "/v1/batches", with("endpoint", "/v1/moderations"), "",
        400, "endpoint"},
       {"batch endpoint a number", "POST", "/v1/batches", with("endpoint", 5), "", 400, "endpoint"},
       {"window in weeks", "POST", "/v1/batches", with("completion_window", "2w"), "", 400,
