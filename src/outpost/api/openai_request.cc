@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/api/json_fields.h"
+
 #include "outpost/util/status_macros.h"
 
 #include <cctype>
@@ -18,20 +20,6 @@ std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-const char* TypeName(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-Status WrongType(const std::string& field, const char* want, const json& got) {
-  return Status::InvalidArgument("'" + field + "' must be " + want + ", got " + TypeName(got),
-                                 field);
 }
 
 // Optional number in [lo, hi]. Absent or null leaves *out unchanged.

@@ -2,16 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/api/json_fields.h"
+
 namespace outpost::api {
 namespace {
 
 using nlohmann::json;
-
-std::string Dump(const json& j) {
-  // Invalid UTF-8 from a model (a token that is part of a character) is
-  // replaced rather than failing the request; `bytes` keeps the exact bytes.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 json FinishJson(const Choice& c) {
   if (c.tool_calls_finish) return "tool_calls";
@@ -42,12 +38,6 @@ json Base(const ResponseMeta& m, const char* object) {
           {"service_tier", m.service_tier}};
 }
 
-json Bytes(const std::string& s) {
-  json b = json::array();
-  for (unsigned char c : s) b.push_back(static_cast<int>(c));
-  return b;
-}
-
 // Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}], "refusal": null}.
 json ChatLogprobs(const Choice& c) {
   if (!c.has_logprobs) return nullptr;
@@ -55,10 +45,10 @@ json ChatLogprobs(const Choice& c) {
   for (const auto& t : c.logprobs) {
     json top = json::array();
     for (const auto& [piece, lp] : t.top)
-      top.push_back({{"token", piece}, {"logprob", lp}, {"bytes", Bytes(piece)}});
+      top.push_back({{"token", piece}, {"logprob", lp}, {"bytes", ByteArray(piece)}});
     content.push_back({{"token", t.piece},
                        {"logprob", t.logprob},
-                       {"bytes", Bytes(t.piece)},
+                       {"bytes", ByteArray(t.piece)},
                        {"top_logprobs", top}});
   }
   return {{"content", content}, {"refusal", nullptr}};
@@ -120,7 +110,7 @@ std::string ChatCompletionBody(const ResponseMeta& m, const std::vector<Choice>&
                             {"finish_reason", FinishJson(c)}});
   }
   j["usage"] = UsageJson(usage);
-  return Dump(j);
+  return DumpLossy(j);
 }
 
 std::string ChatChunk(const ResponseMeta& m, const Choice& c, bool role_start, bool content_delta) {
@@ -133,7 +123,7 @@ std::string ChatChunk(const ResponseMeta& m, const Choice& c, bool role_start, b
                                {"delta", delta},
                                {"logprobs", ChatLogprobs(c)},
                                {"finish_reason", FinishJson(c)}}});
-  return Dump(j);
+  return DumpLossy(j);
 }
 
 std::string CompletionBody(const ResponseMeta& m, const std::vector<Choice>& choices,
@@ -147,7 +137,7 @@ std::string CompletionBody(const ResponseMeta& m, const std::vector<Choice>& cho
                             {"finish_reason", FinishJson(c)}});
   }
   j["usage"] = UsageJson(usage);
-  return Dump(j);
+  return DumpLossy(j);
 }
 
 std::string CompletionChunk(const ResponseMeta& m, const Choice& c) {
@@ -156,14 +146,14 @@ std::string CompletionChunk(const ResponseMeta& m, const Choice& c) {
                                {"text", c.text},
                                {"logprobs", CompletionLogprobs(c)},
                                {"finish_reason", FinishJson(c)}}});
-  return Dump(j);
+  return DumpLossy(j);
 }
 
 std::string UsageChunk(const ResponseMeta& m, bool chat, const scheduler::Usage& usage) {
   json j = Base(m, chat ? "chat.completion.chunk" : "text_completion");
   j["choices"] = json::array();
   j["usage"] = UsageJson(usage);
-  return Dump(j);
+  return DumpLossy(j);
 }
 
 std::string NewId(const std::string& prefix, util::Random& random) {

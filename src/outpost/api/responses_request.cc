@@ -3,26 +3,14 @@
 #include <climits>
 #include <nlohmann/json.hpp>
 
+#include "outpost/api/json_fields.h"
+
 #include "outpost/util/status_macros.h"
 
 namespace outpost::api {
 namespace {
 
 using nlohmann::json;
-
-const char* TypeName(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-Status WrongType(const std::string& field, const char* want, const json& got) {
-  return Status::InvalidArgument("'" + field + "' must be " + want + ", got " + TypeName(got),
-                                 field);
-}
 
 Status Unsupported(const std::string& field, const std::string& what) {
   return Status::InvalidArgument("'" + field + "': " + what, field);

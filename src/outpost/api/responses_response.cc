@@ -1,7 +1,9 @@
 #include "outpost/api/responses_response.h"
 
 #include <nlohmann/json.hpp>
+
 #include <string_view>
+#include "outpost/api/json_fields.h"
 
 #include "outpost/api/sse.h"
 
@@ -10,26 +12,15 @@ namespace {
 
 using nlohmann::json;
 
-std::string Dump(const json& j) {
-  // A model's invalid UTF-8 (part of a character) is replaced, not fatal.
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-json Bytes(const std::string& s) {
-  json b = json::array();
-  for (unsigned char c : s) b.push_back(static_cast<int>(c));
-  return b;
-}
-
 json Logprobs(const std::vector<scheduler::TokenInfo>& tokens) {
   json out = json::array();
   for (const auto& t : tokens) {
     json top = json::array();
     for (const auto& [piece, lp] : t.top) {
-      top.push_back({{"token", piece}, {"bytes", Bytes(piece)}, {"logprob", lp}});
+      top.push_back({{"token", piece}, {"bytes", ByteArray(piece)}, {"logprob", lp}});
     }
     out.push_back({{"token", t.piece},
-                   {"bytes", Bytes(t.piece)},
+                   {"bytes", ByteArray(t.piece)},
                    {"logprob", t.logprob},
                    {"top_logprobs", top}});
   }
@@ -108,21 +99,21 @@ std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
   json r =
       ResponseJson(info, cut ? "incomplete" : "completed", std::move(output), UsageJson(usage));
   if (cut) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
-  return Dump(r);
+  return DumpLossy(r);
 }
 
 std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number) {
-  return Dump({{"type", "error"},
-               {"code", ErrorCode(error)},
-               {"message", error.message()},
-               {"param", error.param().empty() ? json(nullptr) : json(error.param())},
-               {"sequence_number", sequence_number}});
+  return DumpLossy({{"type", "error"},
+                    {"code", ErrorCode(error)},
+                    {"message", error.message()},
+                    {"param", error.param().empty() ? json(nullptr) : json(error.param())},
+                    {"sequence_number", sequence_number}});
 }
 
 std::string ResponseEvents::Event(const char* type, json fields) {
   fields["type"] = type;
   fields["sequence_number"] = seq_++;
-  return SseEvent(type, Dump(fields));
+  return SseEvent(type, DumpLossy(fields));
 }
 
 std::string ResponseEvents::Lifecycle(const char* type, const char* status, const json& extra) {
