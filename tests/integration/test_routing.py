@@ -113,6 +113,42 @@ def test_restricted_never_reaches_central_under_load(pair):
     assert central_requests(central) == before, "restricted data reached central"
 
 
+def test_responses_api_goes_to_centrals_own_responses_endpoint(pair):
+    """A /v1/responses request is routed like a chat one (alias, difficulty,
+    restricted data kept local) and, sent central, reaches central's own
+    /v1/responses with the body as it came; a stream ends with its last event."""
+    edge, central = pair
+
+    def central_responses():
+        try:
+            return central.metric("outpost_requests_total", endpoint="/v1/responses", status="200")
+        except KeyError:
+            return 0
+
+    before = central_responses()
+    r = edge.post("/v1/responses", json={"model": "large", "input": "Name a color.", "max_output_tokens": 8})
+    assert r.status_code == 200, r.text
+    assert r.headers["X-Outpost-Route"] == "central:hq"
+    body = r.json()
+    assert body["object"] == "response" and body["model"] == "central-model" and body["output"]
+    assert central_responses() == before + 1
+    with httpx.stream("POST", edge.base + "/v1/responses", timeout=60,
+                      json={"model": "large", "input": "Count to five.", "max_output_tokens": 16,
+                            "stream": True}) as s:
+        assert s.status_code == 200 and s.headers["X-Outpost-Route"] == "central:hq"
+        events = [l[len("event: "):] for l in s.iter_lines() if l.startswith("event: ")]
+    assert events[0] == "response.created" and events[-1] in ("response.completed", "response.incomplete")
+    assert "error" not in events and central_responses() == before + 2
+    long_input = "Summarise this log line. " * 60  # > 300 tokens
+    r = edge.post("/v1/responses", json={"input": long_input, "max_output_tokens": 8})
+    assert r.headers["X-Outpost-Route-Reason"] == "difficulty:prompt_tokens", r.text
+    r = edge.post("/v1/responses", json={"input": long_input, "max_output_tokens": 8},
+                  headers={"X-Data-Class": "restricted"})
+    assert r.status_code == 200 and r.headers["X-Outpost-Route"] == "local", r.text
+    assert r.json()["object"] == "response"
+    assert central_responses() == before + 3
+
+
 @pytest.mark.parametrize("threshold,escalates", [(0.0, True), (-1000.0, False)])
 def test_confidence_cascade(pair, threshold, escalates):
     """Local answers first; a mean token log-probability below the threshold
