@@ -85,8 +85,8 @@ TEST(RelayScan, AResponsesBodyAndStreamReportTheirUsageAndEnd) {
   open.Feed(stream.substr(0, stream.find("event: response.completed")));
   EXPECT_FALSE(open.saw_done());  // cut before its last event
   EXPECT_EQ(open.usage().prompt_tokens, 0);
-  for (const char* last :
-       {"event: response.incomplete\n", "event: response.failed\n", "event: error\n"}) {
+  for (const char* last : {"event: response.incomplete\n", "event: response.failed\n",
+                           "event: error\n", "event:response.completed\n"}) {
     SseScan scan;
     scan.Feed(last);
     EXPECT_TRUE(scan.saw_done()) << last;

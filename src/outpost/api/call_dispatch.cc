@@ -58,6 +58,7 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
     router::CompletionCall call, const HttpRequest& req, HttpResponse& res,
     const std::function<Status(Status)>& error_for_endpoint) {
   const bool chat = call.request.endpoint != router::Endpoint::kCompletion;
+  const bool responses = call.request.endpoint == router::Endpoint::kResponses;
   const std::string path = router::EndpointPath(call.request.endpoint);
   const std::string key = PresentedKey(req.header("Authorization"));
   auto sink = std::make_shared<HttpSink>(req.client_gone);
@@ -121,7 +122,6 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
   st->sink = sink;
   st->in_flight = std::move(in_flight);
   const ApiStats stats = stats_;
-  const bool responses = path == router::EndpointPath(router::Endpoint::kResponses);
   res.set_stream(
       "text/event-stream",
       [st, stats, path, responses](ChunkWriter& out) {

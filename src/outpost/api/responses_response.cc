@@ -155,9 +155,8 @@ std::string ResponseEvents::Open(Item item) {
 }
 
 std::string ResponseEvents::CloseOpen(const char* status) {
-  if (items_.empty() || items_.back().done) return {};
+  if (items_.empty() || !items_.back().open()) return {};
   Item& item = items_.back();
-  item.done = true;
   item.status = status;
   const int64_t index = static_cast<int64_t>(items_.size()) - 1;
   std::string out;
@@ -187,7 +186,7 @@ std::string ResponseEvents::CloseOpen(const char* status) {
 std::string ResponseEvents::Delta(const Choice& delta) {
   std::string out;
   if (!delta.text.empty()) {
-    if (items_.empty() || items_.back().done || items_.back().call) {
+    if (items_.empty() || !items_.back().open() || items_.back().call) {
       out += CloseOpen("completed");
       Item message;
       message.id = NewId("msg_", *random_);

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "outpost/api/openai_response.h"
@@ -75,8 +76,8 @@ class ResponseEvents {
     std::string text;  // message text, or a call's arguments
     std::string call_id, name;
     std::vector<scheduler::TokenInfo> logprobs;
-    bool done = false;
-    const char* status = "in_progress";  // once done: "completed" or "incomplete"
+    const char* status = "in_progress";  // once closed: "completed" or "incomplete"
+    bool open() const { return std::string_view(status) == "in_progress"; }
   };
   // One SSE event: `fields` plus type and the next sequence_number.
   std::string Event(const char* type, nlohmann::json fields);
@@ -88,7 +89,7 @@ class ResponseEvents {
   ResponseInfo info_;
   util::Random* random_;
   int64_t seq_ = 0;
-  std::vector<Item> items_;  // the last one may be open (!done)
+  std::vector<Item> items_;  // the last one may be open
   bool logprobs_ = false;
 };
 

@@ -114,9 +114,13 @@ void SseScan::Feed(std::string_view chunk) {
 void SseScan::Line(std::string_view line) {
   // A chat or completions stream ends with [DONE]; a Responses stream with
   // its last event (response.completed, .incomplete, .failed, or error).
-  if (line.rfind("data: [DONE]", 0) == 0 || line == "event: response.completed" ||
-      line == "event: response.incomplete" || line == "event: response.failed" ||
-      line == "event: error") {
+  std::string_view event;
+  if (line.rfind("event:", 0) == 0) {
+    event = line.substr(6);
+    if (!event.empty() && event.front() == ' ') event.remove_prefix(1);  // SSE: one optional space
+  }
+  if (line.rfind("data: [DONE]", 0) == 0 || event == "response.completed" ||
+      event == "response.incomplete" || event == "response.failed" || event == "error") {
     saw_done_ = true;
   } else if (line.rfind("data: {", 0) == 0 && line.find("\"usage\"") != std::string_view::npos) {
     ScanUsage(line.substr(6), &usage_);
