@@ -5,6 +5,7 @@ through their conftest.py). Uses httpx, which the openai client depends on.
 """
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import subprocess
@@ -74,7 +75,8 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None
     """Runs `outpost serve --model M... --port P *flags` until the block ends;
     `models` (--model values) defaults to [MODEL]; `env` adds to the environment;
     `threads` None leaves --threads to its default; `wrap` goes in front of
-    the command (e.g. taskset -c 0).
+    the command (e.g. taskset -c 0). Its state directory is a new temporary
+    one unless `flags` has --state-dir.
     At the end: SIGTERM (the server drains requests in flight), and a second
     SIGTERM after 5 s cuts a drain short."""
     port = port or free_port()
@@ -82,8 +84,11 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None
     model_flags = [a for m in (models or [MODEL]) for a in ("--model", m)]
     thread_flags = ("--threads", threads) if threads is not None else ()
     cmd = [*wrap, BIN, "serve", *model_flags, "--port", str(port), *thread_flags, *flags]
+    # Its own state (batches, stored responses, spool) unless a test names
+    # one: servers running side by side never contend for one store.
+    state_home = tempfile.mkdtemp(prefix="outpost-state-")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **(env or {})})
+                            env={**os.environ, "XDG_STATE_HOME": state_home, **(env or {})})
     server = Server(proc, port, log.name)
     try:
         if wait_ready:
@@ -121,6 +126,7 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None
         server.final_log = server.log()
         report = sanitizer_report(server.final_log) if os.environ.get("OUTPOST_SANITIZED") else None
         os.unlink(log.name)
+        shutil.rmtree(state_home, ignore_errors=True)
         # A sanitized build (make asan) must have run clean, leaks included.
         assert report is None, report
 

@@ -41,7 +41,10 @@ TEST(ParseResponsesRequest, AStringInputWithInstructionsIsASystemAndAUserMessage
   EXPECT_EQ(echo["tools"], json::array());
   EXPECT_EQ(echo["text"]["format"]["type"], "text");
   EXPECT_EQ(echo["parallel_tool_calls"], true);
-  EXPECT_EQ(echo["store"], false);  // never stored
+  EXPECT_EQ(echo["store"], false);  // no store given: nothing is kept
+  EXPECT_EQ(echo["previous_response_id"], nullptr);
+  EXPECT_FALSE(r->store);
+  EXPECT_TRUE(r->expanded_body.empty());
   EXPECT_EQ(echo["truncation"], "disabled");
   EXPECT_EQ(echo["user"], "u7");
 }
@@ -157,13 +160,18 @@ TEST(ParseResponsesRequest, BadBodiesNameTheField) {
       {R"({"input": [{"type": "function_call_output", "call_id": "c"}]})", "input[0].output",
        "is required"},
       {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type",
-       "keeps no responses"},
+       "send the item itself"},
       {R"({"input": [{"type": "web_search_call", "id": "ws_1"}]})", "input[0].type",
        "not supported"},
       {R"({"input": [{"type": "reasoning", "summary": []}]})", "input", "holds no message"},
       {R"({"input": "hi", "previous_response_id": "resp_1"})", "previous_response_id",
-       "keeps no responses"},
-      {R"({"input": "hi", "conversation": "conv_1"})", "conversation", "keeps no responses"},
+       "stores no responses (responses_retention: 0)"},
+      {R"({"input": "hi", "previous_response_id": 5})", "previous_response_id", "a string"},
+      {R"({"input": "hi", "previous_response_id": ""})", "previous_response_id",
+       "must not be empty"},
+      {R"({"input": "hi", "conversation": "conv_1"})", "conversation", "keeps no conversations"},
+      {R"({"instructions": "Be brief.", "input": [{"type": "reasoning", "summary": []}]})", "input",
+       "holds no message"},
       {R"({"input": "hi", "background": true})", "background", "not supported"},
       {R"({"input": "hi", "store": "yes"})", "store", "a boolean"},
       {R"({"input": "hi", "instructions": 5})", "instructions", "a string"},
@@ -205,6 +213,123 @@ TEST(ParseResponsesRequest, BadBodiesNameTheField) {
     EXPECT_EQ(r.status().message().find("response_format"), std::string::npos) << c.body;
     EXPECT_EQ(r.status().message().find("messages"), std::string::npos) << c.body;
   }
+}
+
+// A store holding one earlier turn: a user message and the answer's output.
+ResponsesParseOptions WithStored(int* lookups) {
+  ResponsesParseOptions o;
+  o.previous = [lookups](const std::string& id) -> StatusOr<std::string> {
+    ++*lookups;
+    if (id != "resp_1") {
+      return Status::NotFound("no stored response with id '" + id + "'", "previous_response_id");
+    }
+    return std::string(R"([{"type": "message", "role": "user", "content": "My name is Ada."},
+      {"type": "message", "id": "msg_a", "status": "completed", "role": "assistant",
+       "content": [{"type": "output_text", "text": "Hello Ada!", "annotations": []}]}])");
+  };
+  return o;
+}
+
+TEST(ParseResponsesRequest, APreviousResponsesItemsComeAfterTheInstructionsAndBeforeTheInput) {
+  int lookups = 0;
+  auto r = ParseResponsesRequest(R"({"instructions": "Be brief.", "previous_response_id":
+    "resp_1", "input": "What is my name?", "store": true})",
+                                 WithStored(&lookups));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(lookups, 1);
+  const auto& m = r->chat.messages;
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].role, "system");
+  EXPECT_EQ(m[0].content, "Be brief.");
+  EXPECT_EQ(m[1].role, "user");
+  EXPECT_EQ(m[1].content, "My name is Ada.");
+  EXPECT_EQ(m[2].role, "assistant");
+  EXPECT_EQ(m[2].content, "Hello Ada!");
+  EXPECT_EQ(m[3].role, "user");
+  EXPECT_EQ(m[3].content, "What is my name?");
+  EXPECT_TRUE(r->store);
+  EXPECT_EQ(r->previous_response_id, "resp_1");
+  const json echo = json::parse(r->echo);
+  EXPECT_EQ(echo["previous_response_id"], "resp_1");
+  EXPECT_EQ(echo["store"], true);
+
+  // The context: the earlier items, then this input (no instructions).
+  const json context = json::parse(r->context);
+  ASSERT_EQ(context.size(), 3u);
+  EXPECT_EQ(context[0]["content"], "My name is Ada.");
+  EXPECT_EQ(context[1]["id"], "msg_a");
+  EXPECT_EQ(context[2]["content"], "What is my name?");
+  // An upstream gets the same conversation without the id it never stored.
+  const json expanded = json::parse(r->expanded_body);
+  EXPECT_FALSE(expanded.contains("previous_response_id"));
+  EXPECT_EQ(expanded["input"], context);
+  EXPECT_EQ(expanded["instructions"], "Be brief.");
+  auto again = ParseResponsesRequest(r->expanded_body);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->chat.messages.size(), 4u);
+  EXPECT_EQ(again->chat.messages[2].content, "Hello Ada!");
+
+  // input_items: this request's input only, as parts with an id.
+  const json listed = json::parse(r->input_items);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["type"], "message");
+  EXPECT_EQ(listed[0]["role"], "user");
+  EXPECT_EQ(listed[0]["status"], "completed");
+  EXPECT_EQ(listed[0]["content"],
+            json::parse(R"([{"type": "input_text", "text": "What is my name?"}])"));
+  EXPECT_EQ(listed[0]["id"].get<std::string>().rfind("msg_", 0), 0u);
+}
+
+TEST(ParseResponsesRequest, StoreIsTheRequestsChoiceWhenTheServerStores) {
+  int lookups = 0;
+  auto kept = ParseResponsesRequest(R"({"input": "hi"})", WithStored(&lookups));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->store);  // OpenAI's default
+  EXPECT_EQ(json::parse(kept->echo)["store"], true);
+  auto not_kept = ParseResponsesRequest(R"({"input": "hi", "store": false})", WithStored(&lookups));
+  ASSERT_TRUE(not_kept.ok());
+  EXPECT_FALSE(not_kept->store);
+  EXPECT_EQ(json::parse(not_kept->echo)["store"], false);
+  EXPECT_EQ(lookups, 0);
+}
+
+TEST(ParseResponsesRequest, ListedInputItemsKeepTheirIdsAndGetTheirTypesPrefixes) {
+  auto r = ParseResponsesRequest(R"({"input": [
+    {"role": "developer", "content": "Use tools."},
+    {"type": "message", "id": "msg_mine", "role": "user",
+     "content": [{"type": "input_text", "text": "Weather?"}]},
+    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    {"type": "message", "role": "assistant", "content": "It is sunny."}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json items = json::parse(r->input_items);
+  ASSERT_EQ(items.size(), 5u);
+  EXPECT_EQ(items[0]["type"], "message");
+  EXPECT_EQ(items[0]["content"][0]["type"], "input_text");
+  EXPECT_EQ(items[1]["id"], "msg_mine");
+  EXPECT_EQ(items[2]["id"].get<std::string>().rfind("fc_", 0), 0u);
+  EXPECT_EQ(items[3]["id"].get<std::string>().rfind("fco_", 0), 0u);
+  EXPECT_EQ(items[4]["content"][0]["type"], "output_text");
+  EXPECT_EQ(items[4]["content"][0]["text"], "It is sunny.");
+  // The context keeps the items as they came, typed.
+  EXPECT_EQ(json::parse(r->context)[0], json::parse(R"({"type": "message", "role": "developer",
+    "content": "Use tools."})"));
+}
+
+TEST(ParseResponsesRequest, AnUnknownPreviousResponseIsTheLookupsNotFound) {
+  int lookups = 0;
+  auto r = ParseResponsesRequest(R"({"input": "hi", "previous_response_id": "resp_2"})",
+                                 WithStored(&lookups));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.status().param(), "previous_response_id");
+  EXPECT_NE(r.status().message().find("resp_2"), std::string::npos);
+  // A bad input next to a good id still names the input.
+  auto bad = ParseResponsesRequest(R"({"input": [{"role": "user"}], "previous_response_id":
+    "resp_1"})",
+                                   WithStored(&lookups));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().param(), "input[0].content");
 }
 
 }  // namespace

@@ -165,6 +165,37 @@ TEST(ResponseEvents, ATextStreamInOrderWithConsecutiveSequenceNumbers) {
   EXPECT_EQ(done["output"][0]["id"], item_id);
   EXPECT_EQ(done["output"][0]["content"][0]["text"], "Paris.");
   EXPECT_EQ(done["usage"]["output_tokens"], 5);
+  // What is stored: the object the last event carried, and what a relay of
+  // this stream finds in it.
+  EXPECT_EQ(json::parse(events.final_response()), done);
+  EXPECT_EQ(json::parse(FinalResponseOfStream(sse)), done);
+}
+
+TEST(FinalResponseOfStream, IsTheLastCompletedOrIncompleteObjectAndNothingElse) {
+  testing::SeededRandom random(1);
+  ResponseEvents cut(Info(), &random);
+  Choice d;
+  d.text = "response.completed is a name";  // text that mentions it is not an event
+  std::string sse = cut.Start() + cut.Delta(d);
+  EXPECT_EQ(FinalResponseOfStream(sse), "");
+  EXPECT_EQ(cut.final_response(), "");
+  sse += cut.Finish(FinishReason::kLength, Usage(), 1003);
+  const json r = json::parse(FinalResponseOfStream(sse));
+  EXPECT_EQ(r["status"], "incomplete");
+  EXPECT_EQ(r["output"][0]["content"][0]["text"], "response.completed is a name");
+
+  // Another server's spacing, and CRLF line ends.
+  const std::string other =
+      "event: response.created\r\ndata: {\"type\": \"response.created\", \"response\": "
+      "{\"id\": \"resp_x\", \"status\": \"in_progress\"}}\r\n\r\n"
+      "event: response.completed\r\ndata: {\"type\": \"response.completed\", "
+      "\"response\": {\"id\": \"resp_x\", \"status\": \"completed\"}}\r\n\r\n";
+  EXPECT_EQ(json::parse(FinalResponseOfStream(other))["status"], "completed");
+
+  ResponseEvents failed(Info(), &random);
+  const std::string f = failed.Start() + failed.Fail(Status::Internal("x"));
+  EXPECT_EQ(FinalResponseOfStream(f), "");
+  EXPECT_EQ(failed.final_response(), "");
 }
 
 TEST(ResponseEvents, TextThenCallsCloseEachItemBeforeTheNext) {

@@ -21,7 +21,7 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   const auto path = WriteTemp(
       "model: /m.gguf\nport: 9000\nparallel: 4\nmemory_budget: 2GiB\nheadroom: 25%\n"
       "kv_type: q8_0\nqueue_wait: 5s\npriority_aging: 250ms\nmax_body_size: 1MiB\nctx_size: "
-      "2048\nbatch_yield: 750ms\nbatch_busy_tokens: 3\n");
+      "2048\nbatch_yield: 750ms\nbatch_busy_tokens: 3\nresponses_retention: 12h\n");
   ASSERT_TRUE(LoadConfigFile(path, &c).ok());
   EXPECT_EQ(c.model, "/m.gguf");
   EXPECT_EQ(c.port, 9000);
@@ -35,6 +35,8 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   EXPECT_EQ(c.ctx_size, 2048);
   EXPECT_EQ(c.batch_yield_ms, 750);
   EXPECT_EQ(c.batch_busy_tokens, 3);
+  EXPECT_EQ(c.responses_retention_ms, 12LL * 3600000);
+  EXPECT_EQ(ServeConfig().responses_retention_ms, 30LL * 86400000);  // OpenAI's 30 days
 }
 
 TEST(Config, UplinkKeysAndTheStateDirectory) {
@@ -107,6 +109,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"speculative_max_batch: 0\n", "speculative_max_batch", "between 1"},
         BadConfig{"batch_yield: 2h\n", "batch_yield", "at most 3600000ms"},
         BadConfig{"batch_yield: -1s\n", "batch_yield", "negative"},
+        BadConfig{"responses_retention: forever\n", "responses_retention", "not a duration"},
+        BadConfig{"responses_retention: 11y\n", "responses_retention", "unknown duration unit"},
+        BadConfig{"responses_retention: 4000d\n", "responses_retention", "at most"},
         BadConfig{"batch_busy_tokens: 0\n", "batch_busy_tokens", "between 1"},
         BadConfig{"ctx_size: 4\n", "ctx_size", "between 16"},
         BadConfig{"log_level: loud\n", "log_level", "one of trace"},

@@ -1,8 +1,9 @@
 """Outpost in front of a real llama.cpp server as "central" (llama-server built
 by scripts/bootstrap from the same pinned source), driven by the official
 openai client: the alias routes there, non-streamed and streamed answers come
-back intact, the proxied usage is counted, and pooled keep-alive connections
-to llama-server keep working across pauses."""
+back intact, the proxied usage is counted, relayed Responses are stored here
+and continued through llama-server, and pooled keep-alive connections to
+llama-server keep working across pauses."""
 import os
 import subprocess
 import tempfile
@@ -138,3 +139,32 @@ def test_responses_api_relayed_to_llama_server(client, edge):
     assert text.strip() and events[-1].response.usage.output_tokens > 0
     # Ended by its last event, not cut short: no error event after it, and counted.
     assert proxied_completion_tokens(edge) - before == events[-1].response.usage.output_tokens
+
+
+def test_a_relayed_response_is_stored_here_and_continued_through_llama_server(client, edge):
+    """llama-server keeps no responses: Outpost keeps the relayed one (body or
+    stream) and sends the next turn with the earlier items in its input."""
+    r1 = client.responses.create(model="large", input="My name is Ada. Say hi.", temperature=0,
+                                 max_output_tokens=16)
+    got = client.responses.retrieve(r1.id)
+    assert got.id == r1.id and got.output_text == r1.output_text
+    raw = client.responses.with_raw_response.create(
+        model="large", previous_response_id=r1.id, input="What is my name?", temperature=0,
+        max_output_tokens=16)
+    assert raw.headers["x-outpost-route"] == "central:hq"
+    r2 = raw.parse()
+    assert r2.status == "completed" and r2.output_text
+    # The same as sending the whole conversation.
+    whole = client.responses.create(
+        model="large", temperature=0, max_output_tokens=16,
+        input=[{"type": "message", "role": "user", "content": "My name is Ada. Say hi."},
+               {"type": "message", "role": "assistant", "content": r1.output_text},
+               {"type": "message", "role": "user", "content": "What is my name?"}])
+    assert r2.output_text == whole.output_text
+    assert r2.usage.input_tokens == whole.usage.input_tokens
+
+    events = list(client.responses.create(model="large", previous_response_id=r2.id, stream=True,
+                                          input="Thanks.", temperature=0, max_output_tokens=8))
+    assert events[-1].type == "response.completed"
+    kept = client.responses.retrieve(events[-1].response.id)
+    assert kept.output_text == events[-1].response.output_text

@@ -2,7 +2,9 @@
 openai client against a live outpost serve on the default model — the same
 answer as the chat endpoint gives, streamed event by event, cut at
 max_output_tokens, function calls and their results, structured output,
-logprobs, and bad inputs named by their Responses field."""
+logprobs, bad inputs named by their Responses field, and stored responses:
+continued with previous_response_id, retrieved, listed, deleted, kept per API
+key and across a restart, and not kept when the server is told so."""
 import json
 from typing import Literal
 
@@ -10,6 +12,7 @@ import httpx
 import openai
 import pydantic
 import pytest
+from outpost_harness import serve
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +153,7 @@ def test_logprobs(client, model_id):
 
 
 @pytest.mark.parametrize("kw,param", [
-    (dict(input="hi", previous_response_id="resp_123"), "previous_response_id"),
+    (dict(input="hi", previous_response_id=7), "previous_response_id"),
     (dict(input="hi", tools=[{"type": "web_search"}]), "tools[0].type"),
     (dict(input=[{"role": "user", "content": [{"type": "input_image", "image_url": "http://x/y.png"}]}]),
      "input[0].content[0].type"),
@@ -168,10 +171,160 @@ def test_bad_inputs_name_the_responses_field(client, model_id, kw, param):
     assert client.responses.create(model=model_id, input="Hi", max_output_tokens=3).output_text
 
 
-def test_responses_are_not_stored(client, server, model_id):
-    r = client.responses.create(model=model_id, input="Hi", max_output_tokens=3, store=True)
-    assert r.store is False  # said, not pretended
+CODE = "Remember this code word: PELICAN."
+ASK_CODE = "What was the code word?"
+
+
+def test_a_stored_response_is_continued_by_previous_response_id(client, model_id):
+    r1 = client.responses.create(model=model_id, instructions=BRIEF, input=CODE, temperature=0,
+                                 max_output_tokens=40)
+    assert r1.store is True and r1.previous_response_id is None  # OpenAI's default: stored
+    r2 = client.responses.create(model=model_id, instructions=BRIEF, previous_response_id=r1.id,
+                                 input=ASK_CODE, temperature=0, max_output_tokens=40)
+    assert r2.previous_response_id == r1.id and r2.store is True
+    # Exactly the answer to the whole conversation sent as chat messages
+    # (this request's instructions first: the earlier ones are not carried).
+    chat = client.chat.completions.create(
+        model=model_id, temperature=0, max_tokens=40, messages=[
+            {"role": "system", "content": BRIEF}, {"role": "user", "content": CODE},
+            {"role": "assistant", "content": r1.output_text}, {"role": "user", "content": ASK_CODE}])
+    assert r2.output_text == chat.choices[0].message.content
+    assert r2.usage.input_tokens == chat.usage.prompt_tokens
+    # ... and it makes sense: the model read the earlier turn, which it could
+    # not have guessed (asked alone, it names no such word).
+    assert "PELICAN" in r2.output_text, r2.output_text
+    alone = client.responses.create(model=model_id, instructions=BRIEF, input=ASK_CODE, temperature=0,
+                                    max_output_tokens=40)
+    assert "PELICAN" not in alone.output_text, alone.output_text
+    # A third turn continues the second, which holds the first.
+    r3 = client.responses.create(model=model_id, previous_response_id=r2.id, input="Thank you.",
+                                 temperature=0, max_output_tokens=10)
+    whole = client.responses.create(
+        model=model_id, temperature=0, max_output_tokens=10,
+        input=[{"role": "user", "content": CODE}, {"role": "assistant", "content": r1.output_text},
+               {"role": "user", "content": ASK_CODE}, {"role": "assistant", "content": r2.output_text},
+               {"role": "user", "content": "Thank you."}])
+    assert r3.output_text == whole.output_text
+    assert r3.usage.input_tokens == whole.usage.input_tokens
+
+
+def test_retrieve_list_input_items_and_delete(client, model_id):
+    r1 = client.responses.create(model=model_id, instructions=BRIEF, input="Say hello", temperature=0,
+                                 max_output_tokens=10, metadata={"ticket": "T-9"})
+    got = client.responses.retrieve(r1.id)
+    assert got.id == r1.id and got.output_text == r1.output_text and got.status == r1.status
+    assert got.usage.output_tokens == r1.usage.output_tokens and got.metadata == {"ticket": "T-9"}
+    assert got.instructions == BRIEF
+    # This request's input: one user message, as parts, with an id.
+    items = client.responses.input_items.list(r1.id)
+    (item,) = items.data
+    assert item.type == "message" and item.role == "user" and item.id.startswith("msg_")
+    assert item.content[0].type == "input_text" and item.content[0].text == "Say hello"
+    r2 = client.responses.create(model=model_id, previous_response_id=r1.id, max_output_tokens=5,
+                                 input=[{"role": "user", "content": "Once more."},
+                                        {"role": "user", "content": "Shorter."}])
+    newest_first = client.responses.input_items.list(r2.id, limit=1)
+    assert [i.content[0].text for i in newest_first.data] == ["Shorter."] and newest_first.has_more
+    oldest_first = client.responses.input_items.list(r2.id, order="asc")
+    assert [i.content[0].text for i in oldest_first.data] == ["Once more.", "Shorter."]
+    assert not oldest_first.has_more
+    after = client.responses.input_items.list(r2.id, order="asc", after=oldest_first.data[0].id)
+    assert [i.content[0].text for i in after.data] == ["Shorter."]
+
+    deleted = client.responses.with_raw_response.delete(r1.id)
+    assert deleted.http_request.method == "DELETE" and deleted.status_code == 200
+    assert json.loads(deleted.text) == {"id": r1.id, "object": "response", "deleted": True}
     with pytest.raises(openai.NotFoundError) as e:
+        client.responses.retrieve(r1.id)
+    assert e.value.body["param"] == "response_id" and r1.id in e.value.body["message"]
+    with pytest.raises(openai.NotFoundError) as e:
+        client.responses.create(model=model_id, previous_response_id=r1.id, input="hi")
+    assert e.value.body["param"] == "previous_response_id"
+    # r2 holds the whole conversation: it continues without r1.
+    assert client.responses.create(model=model_id, previous_response_id=r2.id, input="Bye",
+                                   max_output_tokens=5).status in ("completed", "incomplete")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.cancel(r2.id)
+    assert "background" in e.value.body["message"]
+
+
+def test_store_false_keeps_nothing(client, server, model_id):
+    r = client.responses.create(model=model_id, input="Hi", max_output_tokens=3, store=False)
+    assert r.store is False
+    with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(r.id)
-    assert "keeps no responses" in str(e.value)
-    assert httpx.get(server.base + "/v1/responses", timeout=10).status_code == 405
+    stream = list(client.responses.create(model=model_id, input="Hi", max_output_tokens=3,
+                                          store=False, stream=True))
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(stream[-1].response.id)
+    assert server.metric("outpost_responses_stored") >= 1  # the other tests' answers are kept
+
+
+def test_a_streamed_answer_is_stored_before_its_last_event(client, model_id):
+    events = client.responses.create(model=model_id, instructions=BRIEF, input=CODE, temperature=0,
+                                     max_output_tokens=40, stream=True)
+    for e in events:
+        if e.type == "response.completed":
+            # Continued at once, from inside the stream.
+            got = client.responses.retrieve(e.response.id)
+            assert got.output_text == e.response.output_text and got.store is True
+    follow = client.responses.create(model=model_id, instructions=BRIEF, previous_response_id=got.id,
+                                     input=ASK_CODE, temperature=0, max_output_tokens=40)
+    assert "PELICAN" in follow.output_text, follow.output_text
+
+
+def test_a_function_call_continued_with_its_output_only(client, model_id):
+    # The Agents SDK pattern: the call's response id, then only the result.
+    r = client.responses.create(model=model_id, input="What is the weather in Paris?", tools=[WEATHER],
+                                tool_choice="required", parallel_tool_calls=False, max_output_tokens=100)
+    (call,) = r.output
+    assert call.type == "function_call"
+    r2 = client.responses.create(
+        model=model_id, previous_response_id=r.id, tools=[WEATHER], tool_choice="none",
+        max_output_tokens=40, temperature=0,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 24 C"}])
+    assert r2.output_text and all(o.type == "message" for o in r2.output)
+    whole = client.responses.create(
+        model=model_id, tools=[WEATHER], tool_choice="none", max_output_tokens=40, temperature=0,
+        input=[{"role": "user", "content": "What is the weather in Paris?"},
+               call.model_dump(exclude_none=True),
+               {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 24 C"}])
+    assert r2.output_text == whole.output_text
+    assert r2.usage.input_tokens == whole.usage.input_tokens
+
+
+def test_stored_responses_belong_to_their_key_and_outlive_a_restart(tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text("key-of-a\nkey-of-b\n")
+    flags = ("--api-key-file", str(keys), "--state-dir", str(tmp_path / "state"), "--ctx-size", "1024")
+
+    def clients(s):
+        return [openai.OpenAI(base_url=s.base + "/v1", api_key=k, max_retries=0)
+                for k in ("key-of-a", "key-of-b")]
+    with serve(*flags) as s:
+        a, b = clients(s)
+        model = a.models.list().data[0].id
+        r = a.responses.create(model=model, input=CODE, max_output_tokens=10)
+        assert a.responses.retrieve(r.id).id == r.id
+        with pytest.raises(openai.NotFoundError):
+            b.responses.retrieve(r.id)
+        with pytest.raises(openai.NotFoundError) as e:
+            b.responses.create(model=model, previous_response_id=r.id, input=ASK_CODE)
+        assert e.value.body["param"] == "previous_response_id"
+        with pytest.raises(openai.NotFoundError):
+            b.responses.delete(r.id)
+    with serve(*flags) as s:
+        a, _ = clients(s)
+        assert a.responses.retrieve(r.id).output_text == r.output_text
+        assert a.responses.create(model=model, previous_response_id=r.id, input="Thanks",
+                                  max_output_tokens=5).previous_response_id == r.id
+    # Told to keep nothing: store is answered false, and a continuation says why.
+    with serve(*flags, "--responses-retention", "0") as s:
+        a, _ = clients(s)
+        assert a.responses.create(model=model, input="Hi", max_output_tokens=3).store is False
+        with pytest.raises(openai.BadRequestError) as e:
+            a.responses.create(model=model, previous_response_id=r.id, input="Hi")
+        assert "responses_retention: 0" in e.value.body["message"]
+        with pytest.raises(openai.NotFoundError) as e:
+            a.responses.retrieve(r.id)
+        assert "stores no responses" in e.value.body["message"]

@@ -10,11 +10,21 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
-  // The first byte picks the endpoint (bit 2: the Responses API) and the
-  // vocabulary bound.
+  // The first byte picks the endpoint (bit 2: the Responses API; bit 3 with
+  // it: a server that stores responses, every id naming one earlier turn)
+  // and the vocabulary bound.
   const uint8_t sel = size > 0 ? data[0] : 0;
   if (sel & 4) {
-    auto responses = outpost::api::ParseResponsesRequest(in.substr(1));
+    outpost::api::ResponsesParseOptions options;
+    if (sel & 8) {
+      options.previous = [](const std::string& id) -> outpost::StatusOr<std::string> {
+        if (id.size() % 2 == 1)
+          return outpost::Status::NotFound("no " + id, "previous_response_id");
+        return std::string(R"([{"role": "user", "content": "hi"}, {"type": "function_call",
+          "call_id": "c", "name": "f", "arguments": "{}"}])");
+      };
+    }
+    auto responses = outpost::api::ParseResponsesRequest(in.substr(1), options);
     if (!responses.ok()) (void)outpost::api::ForResponses(responses.status());
     return 0;
   }

@@ -29,6 +29,7 @@ TEST(ParseDurationMs, Units) {
   EXPECT_EQ(*ParseDurationMs("30"), 30000);
   EXPECT_EQ(*ParseDurationMs("2m"), 120000);
   EXPECT_EQ(*ParseDurationMs("1h"), 3600000);
+  EXPECT_EQ(*ParseDurationMs("30d"), 30LL * 86400000);
   EXPECT_FALSE(ParseDurationMs("soon").ok());
   EXPECT_FALSE(ParseDurationMs("5 fortnights").ok());
 }

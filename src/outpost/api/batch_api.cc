@@ -6,6 +6,7 @@
 
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
+#include "outpost/api/json_fields.h"
 #include "outpost/api/multipart.h"
 #include "outpost/batch/batch_input.h"
 
@@ -50,27 +51,6 @@ json FileJson(const batch::FileObject& f) {
           {"purpose", f.purpose},
           {"status", "processed"},
           {"status_details", nullptr}};
-}
-
-json ListJson(json data, bool has_more) {
-  json j = {{"object", "list"}, {"data", data}, {"has_more", has_more}};
-  j["first_id"] = data.empty() ? json(nullptr) : data.front()["id"];
-  j["last_id"] = data.empty() ? json(nullptr) : data.back()["id"];
-  return j;
-}
-
-// A limit query parameter within [1, max]; `fallback` when absent.
-StatusOr<int64_t> Limit(const HttpRequest& req, int64_t fallback, int64_t max) {
-  const auto v = QueryParam(req.query, "limit");
-  if (!v) return fallback;
-  char* end = nullptr;
-  const long long n = std::strtoll(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || n < 1 || n > max) {
-    return Status::InvalidArgument(
-        "limit must be an integer from 1 to " + std::to_string(max) + ", got '" + *v + "'",
-        "limit");
-  }
-  return static_cast<int64_t>(n);
 }
 
 Status CheckMetadata(const json& m) {
@@ -253,7 +233,7 @@ void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::
 
 void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
   store_->DeleteExpiredFiles(clock_->UnixSeconds());
-  auto limit = Limit(req, 10000, 10000);
+  auto limit = QueryLimit(req.query, 10000, 10000);
   if (!limit.ok()) return Send(res, limit.status());
   batch::FileQuery q;
   q.limit = *limit;
@@ -342,7 +322,7 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
 }
 
 void BatchApi::ListBatches(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
-  auto limit = Limit(req, 20, 100);
+  auto limit = QueryLimit(req.query, 20, 100);
   if (!limit.ok()) return Send(res, limit.status());
   batch::Page page;
   json data = json::array();

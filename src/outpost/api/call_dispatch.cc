@@ -24,7 +24,13 @@ struct Relay {
   std::shared_ptr<HttpSink> sink;
   std::unique_ptr<router::InFlight> in_flight;  // the relay thread, cancelled and joined at the end
   bool finished = false;
+  // What the stream carried, for on_relayed_response (cleared past
+  // kMaxKeptStream: such an answer is not kept).
+  std::string seen;
+  bool overflow = false;
 };
+
+constexpr size_t kMaxKeptStream = 16u << 20;
 
 }  // namespace
 
@@ -56,7 +62,8 @@ Status HttpServer::ReadCallHeaders(const HttpRequest& req, router::CompletionCal
 
 std::shared_ptr<HttpSink> HttpServer::DispatchCall(
     router::CompletionCall call, const HttpRequest& req, HttpResponse& res,
-    const std::function<Status(Status)>& error_for_endpoint) {
+    const std::function<Status(Status)>& error_for_endpoint,
+    const std::function<void(const std::string&)>& on_relayed_response) {
   const bool chat = call.request.endpoint != router::Endpoint::kCompletion;
   const bool responses = call.request.endpoint == router::Endpoint::kResponses;
   const std::string path = router::EndpointPath(call.request.endpoint);
@@ -114,6 +121,9 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
     std::string body;
     for (bool ended = false; !ended;) body += sink->Take(&ended);
     sink->Cancel();
+    if (on_relayed_response && res.status == 200 && sink->relay_error().ok()) {
+      on_relayed_response(body);
+    }
     res.set_content(body, sink->relay_content_type());
     return nullptr;
   }
@@ -124,10 +134,20 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
   const ApiStats stats = stats_;
   res.set_stream(
       "text/event-stream",
-      [st, stats, path, responses](ChunkWriter& out) {
+      [st, stats, path, responses, on_relayed_response](ChunkWriter& out) {
         if (st->finished) return false;
         bool ended = false;
         const std::string data = st->sink->Take(&ended);
+        if (on_relayed_response && !st->overflow) {
+          st->seen += data;
+          st->overflow = st->seen.size() > kMaxKeptStream;
+          if (st->overflow) std::string().swap(st->seen);
+        }
+        if (ended && on_relayed_response && !st->overflow && st->sink->relay_error().ok()) {
+          // Kept before the last event goes out: a client that continues
+          // the response at once finds it.
+          if (std::string r = FinalResponseOfStream(st->seen); !r.empty()) on_relayed_response(r);
+        }
         if (!data.empty() && !out.Write(data)) return false;
         if (!ended) return true;
         st->finished = true;

@@ -2,6 +2,8 @@
 
 #include <strings.h>
 
+#include <cstdlib>
+
 namespace outpost::api {
 
 bool HeaderNameEquals(const std::string& a, const std::string& b) {
@@ -74,6 +76,19 @@ std::optional<std::string> QueryParam(const std::string& query, const std::strin
     return eq == std::string::npos ? std::string() : PercentDecode(item.substr(eq + 1));
   }
   return std::nullopt;
+}
+
+StatusOr<int64_t> QueryLimit(const std::string& query, int64_t fallback, int64_t max) {
+  const auto v = QueryParam(query, "limit");
+  if (!v) return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < 1 || n > max) {
+    return Status::InvalidArgument(
+        "limit must be an integer from 1 to " + std::to_string(max) + ", got '" + *v + "'",
+        "limit");
+  }
+  return static_cast<int64_t>(n);
 }
 
 }  // namespace outpost::api

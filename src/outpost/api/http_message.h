@@ -7,12 +7,15 @@
 // compare case-insensitively.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "outpost/util/status.h"
 
 namespace outpost::api {
 
@@ -25,6 +28,9 @@ std::string PercentDecode(const std::string& s);
 // The first value of `key` in a query string ("a=1&b=2"), %-decoded and '+'
 // read as a space; nullopt when absent.
 std::optional<std::string> QueryParam(const std::string& query, const std::string& key);
+// The `limit` query parameter, an integer within [1, max]; `fallback` when
+// absent. Errors: InvalidArgument (param "limit") naming the range.
+StatusOr<int64_t> QueryLimit(const std::string& query, int64_t fallback, int64_t max);
 
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...

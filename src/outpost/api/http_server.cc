@@ -153,6 +153,11 @@ void HttpServer::Stop() {
   front_->Stop();
 }
 
+std::string HttpServer::OwnerOf(const HttpRequest& req) const {
+  if (!options_.api_keys.required()) return "";
+  return ApiKeyId(PresentedKey(req.header("Authorization")));
+}
+
 void HttpServer::SendError(HttpResponse& res, const Status& st) {
   res.status = HttpStatusFor(st.code());
   if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
@@ -186,8 +191,7 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   }
   if (batch_ != nullptr && BatchApi::Owns(path)) {
     // Files and batches belong to the key that made them.
-    const std::string key = PresentedKey(req.header("Authorization"));
-    return batch_->Handle(req, res, options_.api_keys.required() ? ApiKeyId(key) : "");
+    return batch_->Handle(req, res, OwnerOf(req));
   }
   const bool get = req.method == "GET" || req.method == "HEAD";  // HEAD: the front drops the body
   const bool post = req.method == "POST";
@@ -205,17 +209,12 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   if (path == "/v1/responses") {
     if (post) return HandleResponses(req, res);
     SendError(res, Status::InvalidArgument("method " + req.method + " is not allowed on " + path +
-                                           "; use POST (Outpost keeps no responses to GET)"));
+                                           "; use POST (GET /v1/responses/{id} retrieves one)"));
     res.status = 405;
     res.set_header("Allow", "POST");
     return;
   }
-  if (path.rfind("/v1/responses/", 0) == 0) {
-    return SendError(
-        res, Status::NotFound("no response '" + path.substr(14, 100) +
-                              "': Outpost keeps no responses (store is not supported); send the "
-                              "conversation in 'input'"));
-  }
+  if (path.rfind("/v1/responses/", 0) == 0) return HandleStoredResponse(req, res);
   if (post && path == "/v1/embeddings") return HandleEmbeddings(req, res);
   if (get && path == "/v1/models") return HandleModels("", res);
   if (get && path.size() > 11 && path.rfind("/v1/models/", 0) == 0) {

@@ -44,6 +44,7 @@ namespace outpost::api {
 
 class AdminApi;
 class BatchApi;
+class ResponseStore;
 class HttpSink;
 
 struct HttpOptions {
@@ -105,6 +106,13 @@ class HttpServer {
   // /v1/files and /v1/batches (null: those paths are 404s); set before
   // Run(); must outlive the server.
   void SetBatchApi(BatchApi* batch) { batch_ = batch; }
+  // Stored Responses API answers (store, previous_response_id, GET/DELETE
+  // /v1/responses/{id}), each kept `retention_s` (null: none are stored);
+  // set before Run(); must outlive the server.
+  void SetResponseStore(ResponseStore* store, int64_t retention_s) {
+    responses_ = store;
+    responses_retention_s_ = retention_s;
+  }
   // One request served in-process exactly as one that came over HTTP (keys,
   // routing, audit, metrics): how the batch runner runs a line. Blocks until
   // the response is whole, or is a stream's provider (never for a batch
@@ -128,9 +136,18 @@ class HttpServer {
   // (passed through error_for_endpoint, which names the endpoint's fields)
   // or a relayed answer is written to `res` here and null is returned; a
   // local answer returns its sink, started, with the route headers set.
-  std::shared_ptr<HttpSink> DispatchCall(router::CompletionCall call, const HttpRequest& req,
-                                         HttpResponse& res,
-                                         const std::function<Status(Status)>& error_for_endpoint);
+  // on_relayed_response, if set, gets a relayed Responses answer's Response
+  // object (a 200 body, or the object a stream ended with) before the
+  // client has all of it.
+  std::shared_ptr<HttpSink> DispatchCall(
+      router::CompletionCall call, const HttpRequest& req, HttpResponse& res,
+      const std::function<Status(Status)>& error_for_endpoint,
+      const std::function<void(const std::string&)>& on_relayed_response = nullptr);
+  // GET / DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel.
+  void HandleStoredResponse(const HttpRequest& req, HttpResponse& res);
+  // Whose files, batches and stored responses a request sees: its API key's
+  // id when keys are required, else "" (everyone's).
+  std::string OwnerOf(const HttpRequest& req) const;
   // The error envelope with the status's HTTP code (and Retry-After).
   static void SendError(HttpResponse& res, const Status& st);
   void HandleReady(HttpResponse& res);
@@ -152,6 +169,8 @@ class HttpServer {
   audit::AuditLog* audit_ = nullptr;
   AdminApi* admin_ = nullptr;
   BatchApi* batch_ = nullptr;
+  ResponseStore* responses_ = nullptr;
+  int64_t responses_retention_s_ = 0;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

@@ -28,4 +28,11 @@ json ByteArray(const std::string& s) {
   return b;
 }
 
+json ListJson(json data, bool has_more) {
+  json j = {{"object", "list"}, {"data", data}, {"has_more", has_more}};
+  j["first_id"] = data.empty() ? json(nullptr) : data.front()["id"];
+  j["last_id"] = data.empty() ? json(nullptr) : data.back()["id"];
+  return j;
+}
+
 }  // namespace outpost::api

@@ -1,6 +1,7 @@
 // Small JSON helpers the OpenAI request parsers and response renderers share:
-// a field's wrong type named the same way everywhere, and model text put on
-// the wire without failing on a token that is part of a UTF-8 character.
+// a field's wrong type named the same way everywhere, model text put on the
+// wire without failing on a token that is part of a UTF-8 character, and the
+// list object every listing answers with.
 // Pure; thread-safe.
 #pragma once
 
@@ -21,5 +22,9 @@ Status WrongType(const std::string& field, const char* want, const nlohmann::jso
 std::string DumpLossy(const nlohmann::json& j);
 // A string's bytes as an array of numbers (OpenAI's logprob `bytes`).
 nlohmann::json ByteArray(const std::string& s);
+
+// OpenAI's list object: {"object": "list", data, first_id, last_id,
+// has_more}, the ids taken from data's first and last entries.
+nlohmann::json ListJson(nlohmann::json data, bool has_more);
 
 }  // namespace outpost::api

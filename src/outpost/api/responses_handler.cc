@@ -1,15 +1,27 @@
 // HttpServer::HandleResponses — POST /v1/responses, OpenAI's Responses API:
-// the body becomes the chat call it means (responses_request.h), dispatched
-// like any completion (call_dispatch.cc: headers, audit, routing; an
-// upstream gets the body as it came, at its /v1/responses), and a local
-// answer is written as a Response object or its event stream
-// (responses_response.h). Responses are not stored.
+// the body becomes the chat call it means (responses_request.h; a
+// previous_response_id's stored items in front), dispatched like any
+// completion (call_dispatch.cc: headers, audit, routing; an upstream gets
+// the body as it came, or with the stored items in place of the id, at its
+// /v1/responses), and a local answer is written as a Response object or its
+// event stream (responses_response.h). With `store` (the default) and a
+// response store, the answer — local or relayed — is kept before its last
+// byte is sent, so the next turn can continue it at once.
+//
+// HttpServer::HandleStoredResponse — the stored ones: GET and DELETE
+// /v1/responses/{id}, GET /v1/responses/{id}/input_items.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <climits>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
+#include "outpost/api/json_fields.h"
+#include "outpost/api/response_store.h"
 #include "outpost/api/responses_request.h"
 #include "outpost/api/responses_response.h"
 #include "outpost/api/tool_answer.h"
@@ -17,7 +29,44 @@
 namespace outpost::api {
 namespace {
 
+using nlohmann::json;
 using scheduler::FinishReason;
+
+// Keeps an answered Response: its output items join the conversation so far.
+struct Keeper {
+  ResponseStore* store = nullptr;  // null: nothing is kept
+  std::string owner, input_items, context;
+  int64_t retention_s = 0;
+  const util::Clock* clock = nullptr;
+
+  void operator()(const std::string& response) const {
+    if (store == nullptr) return;
+    json r = json::parse(response, nullptr, false);
+    const json status = r.is_object() ? r.value("status", json()) : json();
+    if (!r.is_object() || !r["id"].is_string() ||
+        (status != "completed" && status != "incomplete")) {
+      return;  // not a whole answer: nothing to continue
+    }
+    json items = json::parse(context, nullptr, false);
+    if (!items.is_array()) return;
+    if (r["output"].is_array()) {
+      for (const json& item : r["output"]) items.push_back(item);
+    }
+    StoredResponse rec;
+    rec.id = r["id"].get<std::string>();
+    rec.owner = owner;
+    const int64_t now = clock->UnixSeconds();
+    const json created = r.value("created_at", json());
+    rec.created_at = created.is_number_integer() ? created.get<int64_t>() : now;
+    rec.expires_at = now + retention_s;
+    rec.response = response;
+    rec.input_items = input_items;
+    rec.context = DumpLossy(items);
+    if (Status st = store->Put(rec, now); !st.ok()) {
+      spdlog::warn("responses: {} not stored: {}", rec.id, st.message());
+    }
+  }
+};
 
 struct ResponseStream {
   std::shared_ptr<HttpSink> sink;
@@ -35,11 +84,31 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
-  auto parsed = ParseResponsesRequest(req.body);
+  Keeper keep;
+  keep.owner = OwnerOf(req);
+  keep.clock = clock_;
+  keep.retention_s = responses_retention_s_;
+  ResponsesParseOptions po;
+  po.random = random_;
+  if (responses_ != nullptr) {
+    po.previous = [this, &keep](const std::string& id) -> StatusOr<std::string> {
+      auto r = responses_->Get(keep.owner, id, clock_->UnixSeconds(), "previous_response_id");
+      if (!r.ok()) return r.status();
+      return std::move(r->context);
+    };
+  }
+  auto parsed = ParseResponsesRequest(req.body, po);
   if (!parsed.ok()) return fail(parsed.status());
+  if (parsed->store) {
+    keep.store = responses_;
+    keep.input_items = std::move(parsed->input_items);
+    keep.context = std::move(parsed->context);
+  }
   router::CompletionCall call;
   call.request = std::move(parsed->chat);
   if (Status st = ReadCallHeaders(req, &call); !st.ok()) return fail(st);
+  // An upstream never stored the earlier turns: it gets them in the input.
+  if (!parsed->expanded_body.empty()) call.body = std::move(parsed->expanded_body);
   call.id = NewId("resp_", *random_);
   ResponseInfo info;
   info.id = call.id;
@@ -50,7 +119,9 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   const bool tools = call.request.tools.active();
   const bool logprobs = call.request.top_logprobs >= 0;
 
-  const std::shared_ptr<HttpSink> sink = DispatchCall(std::move(call), req, res, ForResponses);
+  const std::shared_ptr<HttpSink> sink =
+      DispatchCall(std::move(call), req, res, ForResponses,
+                   keep.store != nullptr ? std::function<void(const std::string&)>(keep) : nullptr);
   if (sink == nullptr) return;  // an error, or a relayed answer: written
   info.model = sink->meta().model;
   const auto& parser = sink->meta().tool_parser;
@@ -71,7 +142,9 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
     answer.finish = r.finish;
     if (tools && parser) ApplyToolAnswer(&answer, *parser, *random_);
     info.completed_at = clock_->UnixSeconds();
-    res.set_content(ResponseBody(info, answer, r.usage, *random_), "application/json");
+    std::string body = ResponseBody(info, answer, r.usage, *random_);
+    keep(body);
+    res.set_content(std::move(body), "application/json");
     return;
   }
 
@@ -85,7 +158,7 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   res.set_header("X-Accel-Buffering", "no");
   res.set_stream(
       "text/event-stream",
-      [st, stats, path, clock](ChunkWriter& out) {
+      [st, stats, path, clock, keep](ChunkWriter& out) {
         if (st->finished) return false;
         std::string events;
         if (!st->started) {
@@ -116,11 +189,92 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
         }
         if (st->tools) events += st->events->Delta(st->tools->Finish());
         events += st->events->Finish(r.finish, r.usage, clock->UnixSeconds());
+        keep(st->events->final_response());
         stats.requests.With({path, "200"}).Add();
         out.Write(events);
         return false;
       },
       [st](bool) { st->sink->Cancel(); });
+}
+
+void HttpServer::HandleStoredResponse(const HttpRequest& req, HttpResponse& res) {
+  // /v1/responses/{id}[/input_items | /cancel]
+  const std::string rest = req.path.substr(std::string_view("/v1/responses/").size());
+  const size_t slash = rest.find('/');
+  const std::string id = rest.substr(0, slash);
+  const std::string sub = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  auto not_allowed = [&](const char* allow) {
+    SendError(res, Status::InvalidArgument("method " + req.method + " is not allowed on " +
+                                           req.path + "; use " + allow));
+    res.status = 405;
+    res.set_header("Allow", allow);
+  };
+  if (id == "input_tokens" && sub.empty()) {
+    return SendError(res, Status::NotFound("POST /v1/responses/input_tokens is not supported"));
+  }
+  if (id.empty() || (!sub.empty() && sub != "input_items" && sub != "cancel")) {
+    return SendError(res, Status::NotFound("no route for " + req.method + " " + req.path));
+  }
+  if (sub.empty() && !get && req.method != "DELETE") return not_allowed("GET, DELETE");
+  if (sub == "input_items" && !get) return not_allowed("GET");
+  if (sub == "cancel" && req.method != "POST") return not_allowed("POST");
+  if (responses_ == nullptr) {
+    return SendError(res, Status::NotFound("no stored response with id '" + id +
+                                               "': this server stores no responses "
+                                               "(responses_retention: 0)",
+                                           "response_id"));
+  }
+  const std::string owner = OwnerOf(req);
+  const int64_t now = clock_->UnixSeconds();
+  if (req.method == "DELETE") {
+    if (Status st = responses_->Delete(owner, id, now); !st.ok()) return SendError(res, st);
+    return res.set_content(json{{"id", id}, {"object", "response"}, {"deleted", true}}.dump(),
+                           "application/json");
+  }
+  auto stored = responses_->Get(owner, id, now);
+  if (!stored.ok()) return SendError(res, stored.status());
+  if (sub == "cancel") {
+    return SendError(res, Status::InvalidArgument("only a background response can be cancelled, "
+                                                  "and Outpost runs none; '" +
+                                                  id + "' has finished"));
+  }
+  if (sub.empty()) {
+    if (QueryParam(req.query, "stream").value_or("false") != "false") {
+      return SendError(
+          res, Status::InvalidArgument("stream: a stored response is retrieved whole (only a "
+                                       "background response streams again, and Outpost runs none)",
+                                       "stream"));
+    }
+    return res.set_content(stored->response, "application/json");
+  }
+  // input_items: newest first unless order=asc; `after` an item id.
+  auto limit = QueryLimit(req.query, 20, 100);
+  if (!limit.ok()) return SendError(res, limit.status());
+  const std::string order = QueryParam(req.query, "order").value_or("desc");
+  if (order != "asc" && order != "desc") {
+    return SendError(
+        res, Status::InvalidArgument("order must be asc or desc, got '" + order + "'", "order"));
+  }
+  json items = json::parse(stored->input_items, nullptr, false);
+  if (!items.is_array()) items = json::array();
+  if (order == "desc") std::reverse(items.begin(), items.end());
+  size_t start = 0;
+  if (const auto after = QueryParam(req.query, "after")) {
+    auto it = std::find_if(items.begin(), items.end(),
+                           [&](const json& item) { return item.value("id", json()) == *after; });
+    if (it == items.end()) {
+      return SendError(
+          res, Status::NotFound("no input item with id '" + *after + "' in '" + id + "'", "after"));
+    }
+    start = static_cast<size_t>(it - items.begin()) + 1;
+  }
+  json page = json::array();
+  for (size_t i = start; i < items.size() && page.size() < static_cast<size_t>(*limit); ++i) {
+    page.push_back(items[i]);
+  }
+  const bool more = start + page.size() < items.size();
+  res.set_content(DumpLossy(ListJson(std::move(page), more)), "application/json");
 }
 
 }  // namespace outpost::api

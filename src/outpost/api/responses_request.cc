@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/api/json_fields.h"
+#include "outpost/api/openai_response.h"
 
 #include "outpost/util/status_macros.h"
 
@@ -69,25 +70,12 @@ Status ContentText(const json& content, const std::string& field, std::string* o
   return Status::Ok();
 }
 
-// input: the conversation as chat messages. Function calls join the
+// Items as chat messages, appended to `messages`. Function calls join the
 // assistant message before them (or start one), as one assistant turn.
-Status InputMessages(const json& body, json* messages) {
-  auto it = body.find("input");
-  if (it == body.end() || it->is_null()) {
-    return Status::InvalidArgument("'input' is required", "input");
-  }
-  const json& input = *it;
-  if (input.is_string()) {
-    if (input.get<std::string>().empty()) {
-      return Status::InvalidArgument("'input' must not be empty", "input");
-    }
-    messages->push_back({{"role", "user"}, {"content", input}});
-    return Status::Ok();
-  }
-  if (!input.is_array()) return WrongType("input", "a string or an array of input items", input);
-  if (input.empty()) return Status::InvalidArgument("'input' must not be empty", "input");
+// `field` names the array in errors ("input").
+Status ItemMessages(const json& input, const std::string& field, json* messages) {
   for (size_t i = 0; i < input.size(); ++i) {
-    const std::string f = "input[" + std::to_string(i) + "]";
+    const std::string f = field + "[" + std::to_string(i) + "]";
     const json& item = input[i];
     if (!item.is_object()) return WrongType(f, "an object", item);
     std::string type = "message";
@@ -139,8 +127,8 @@ Status InputMessages(const json& body, json* messages) {
       continue;  // an earlier answer's reasoning: nothing this model reads
     } else if (type == "item_reference") {
       return Unsupported(f + ".type",
-                         "item_reference is not supported: Outpost keeps no responses; send "
-                         "the item itself");
+                         "item_reference is not supported; send the item itself, or continue "
+                         "a stored response with previous_response_id");
     } else {
       return Status::InvalidArgument("'" + f + ".type' '" + type +
                                          "' is not supported (message, function_call, "
@@ -148,10 +136,53 @@ Status InputMessages(const json& body, json* messages) {
                                      f + ".type");
     }
   }
-  if (messages->empty()) {
-    return Status::InvalidArgument("'input' holds no message (only reasoning items)", "input");
-  }
   return Status::Ok();
+}
+
+// input: a string (one user message) or an array of items, as items.
+StatusOr<json> InputItems(const json& body) {
+  auto it = body.find("input");
+  if (it == body.end() || it->is_null()) {
+    return Status::InvalidArgument("'input' is required", "input");
+  }
+  const json& input = *it;
+  if (input.is_string()) {
+    if (input.get<std::string>().empty()) {
+      return Status::InvalidArgument("'input' must not be empty", "input");
+    }
+    return json::array({{{"type", "message"}, {"role", "user"}, {"content", input}}});
+  }
+  if (!input.is_array()) return WrongType("input", "a string or an array of input items", input);
+  if (input.empty()) return Status::InvalidArgument("'input' must not be empty", "input");
+  return input;
+}
+
+// This request's items as input_items lists them: a type, content as
+// parts, and an id each.
+json ListedItems(const json& items, util::Random& random) {
+  json out = json::array();
+  for (json item : items) {
+    const auto t = item.find("type");
+    const std::string type =
+        t != item.end() && t->is_string() ? t->get<std::string>() : std::string("message");
+    item["type"] = type;
+    if (type == "message") {
+      if (auto c = item.find("content"); c != item.end() && c->is_string()) {
+        const bool answer = item["role"] == "assistant";
+        *c = json::array({{{"type", answer ? "output_text" : "input_text"}, {"text", *c}}});
+      }
+      if (!item.contains("status")) item["status"] = "completed";
+    }
+    if (!item.contains("id") || !item["id"].is_string()) {
+      const char* prefix = type == "function_call"          ? "fc_"
+                           : type == "function_call_output" ? "fco_"
+                           : type == "reasoning"            ? "rs_"
+                                                            : "msg_";
+      item["id"] = NewId(prefix, random);
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
 }
 
 // tools: Responses' flat function tools become chat's nested ones.
@@ -255,25 +286,43 @@ Status ForResponses(Status st) {
   return out;
 }
 
-StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
+StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
+                                                 const ResponsesParseOptions& options) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
 
-  // Stored state: Outpost keeps no responses.
-  for (const char* key : {"previous_response_id", "conversation", "prompt"}) {
+  // Stored state beyond stored responses: none.
+  for (const char* key : {"conversation", "prompt"}) {
     if (Given(j, key)) {
-      return Unsupported(key, std::string("is not supported: Outpost keeps no responses or ") +
-                                  "prompts; send the whole conversation in 'input'");
+      return Unsupported(key, std::string("is not supported: Outpost keeps no conversations or ") +
+                                  "prompts; continue a stored response with previous_response_id, "
+                                  "or send the whole conversation in 'input'");
     }
   }
   if (j.value("background", json()) == true) {
     return Unsupported("background",
-                       "background responses are not supported (Outpost keeps no "
-                       "responses); use the Batch API (/v1/batches) for deferred work");
+                       "background responses are not supported; use the Batch API "
+                       "(/v1/batches) for deferred work");
   }
-  if (auto it = j.find("store"); it != j.end() && !it->is_null() && !it->is_boolean()) {
-    return WrongType("store", "a boolean", *it);
+  bool store = true;
+  if (auto it = j.find("store"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return WrongType("store", "a boolean", *it);
+    store = it->get<bool>();
+  }
+  std::string previous_id;
+  if (auto it = j.find("previous_response_id"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("previous_response_id", "a string", *it);
+    previous_id = it->get<std::string>();
+    if (previous_id.empty()) {
+      return Status::InvalidArgument("'previous_response_id' must not be empty",
+                                     "previous_response_id");
+    }
+    if (!options.previous) {
+      return Unsupported("previous_response_id",
+                         "this server stores no responses (responses_retention: 0); send "
+                         "the whole conversation in 'input'");
+    }
   }
 
   json chat = json::object();
@@ -282,7 +331,27 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
     if (!it->is_string()) return WrongType("instructions", "a string", *it);
     messages.push_back({{"role", "system"}, {"content", *it}});
   }
-  OUTPOST_RETURN_IF_ERROR(InputMessages(j, &messages));
+  json context = json::array();  // the earlier turns' items, then this input
+  if (!previous_id.empty()) {
+    std::string earlier;
+    OUTPOST_ASSIGN_OR_RETURN(earlier, options.previous(previous_id));
+    context = json::parse(earlier, nullptr, false);
+    if (!context.is_array()) {
+      return Status::Internal("the stored response '" + previous_id + "' is damaged");
+    }
+    OUTPOST_RETURN_IF_ERROR(ItemMessages(context, "previous_response_id", &messages));
+  }
+  json input;
+  OUTPOST_ASSIGN_OR_RETURN(input, InputItems(j));
+  OUTPOST_RETURN_IF_ERROR(ItemMessages(input, "input", &messages));
+  if (messages.empty() || (messages.size() == 1 && Given(j, "instructions"))) {
+    return Status::InvalidArgument("'input' holds no message (only reasoning items)", "input");
+  }
+  for (json item : input) {
+    // Typed, as every upstream reads items (llama-server needs the type).
+    if (!item.contains("type") || item["type"].is_null()) item["type"] = "message";
+    context.push_back(std::move(item));
+  }
   chat["messages"] = std::move(messages);
   // Settings with the same meaning in both APIs, and llama.cpp-style extensions.
   for (const char* key :
@@ -331,6 +400,17 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   ResponsesRequest out;
   out.chat = std::move(parsed).value();
   out.chat.endpoint = Endpoint::kResponses;
+  out.store = store && options.previous != nullptr;
+  out.previous_response_id = previous_id;
+  util::Random& random = options.random != nullptr ? *options.random : util::RealRandom();
+  out.input_items = ListedItems(input, random).dump();
+  if (!previous_id.empty()) {
+    json expanded = j;
+    expanded.erase("previous_response_id");
+    expanded["input"] = context;
+    out.expanded_body = DumpLossy(expanded);
+  }
+  out.context = DumpLossy(context);
 
   auto value = [&](const char* key, json fallback) {
     auto it = j.find(key);
@@ -341,9 +421,9 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
       {"max_output_tokens", value("max_output_tokens", nullptr)},
       {"metadata", value("metadata", json::object())},
       {"parallel_tool_calls", value("parallel_tool_calls", true)},
-      {"previous_response_id", nullptr},
+      {"previous_response_id", previous_id.empty() ? json(nullptr) : json(previous_id)},
       {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
-      {"store", false},  // never stored, whatever was asked
+      {"store", store && options.previous != nullptr},
       {"temperature", value("temperature", 1.0)},
       {"text", {{"format", {{"type", "text"}}}}},
       {"tool_choice", value("tool_choice", "auto")},

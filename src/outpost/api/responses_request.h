@@ -10,16 +10,22 @@
 // the Responses fields (max_tokens → max_output_tokens, response_format →
 // text.format, messages → input). What Outpost cannot do is refused by name,
 // never ignored: hosted tools (web_search, file_search, …), images, files
-// and audio, and stored state (previous_response_id, conversation,
-// background, item_reference) — Outpost keeps no responses. Reasoning items
-// from an earlier answer are skipped (a model that does not reason ignores
-// them). Pure; thread-safe.
+// and audio, conversations, stored prompts, background responses and
+// item_reference. Reasoning items from an earlier answer are skipped (a
+// model that does not reason ignores them).
+//
+// previous_response_id continues a stored response (response_store.h): its
+// items come before this input, after this request's instructions (the
+// earlier instructions are not carried over, as in OpenAI's API). Pure but
+// for the lookup it is given; thread-safe if that is.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "outpost/api/openai_request.h"
+#include "outpost/util/random.h"
 #include "outpost/util/status.h"
 
 namespace outpost::api {
@@ -28,14 +34,36 @@ struct ResponsesRequest {
   ParsedRequest chat;  // endpoint kResponses; messages, sampling, tools, format
   // A JSON object: the request's settings as the Response object states them
   // (instructions, max_output_tokens, metadata, parallel_tool_calls,
-  // temperature, text, tool_choice, tools, top_logprobs, top_p, truncation,
-  // user, …), defaults filled in.
+  // previous_response_id, store, temperature, text, tool_choice, tools,
+  // top_logprobs, top_p, truncation, user, …), defaults filled in.
   std::string echo;
+  bool store = false;                // `store` (default true), and the server stores responses
+  std::string previous_response_id;  // "" = none
+  // This request's input as items (JSON array), each with a type, its content
+  // as parts and an id: what GET /v1/responses/{id}/input_items lists.
+  std::string input_items;
+  // The conversation before the answer as items (JSON array): the earlier
+  // response's, then this input as it came. A stored answer appends its
+  // output items to it.
+  std::string context;
+  // With previous_response_id: the body with `context` as its input and no
+  // previous_response_id — what an upstream is sent (it never stored the
+  // earlier turns). Else "".
+  std::string expanded_body;
+};
+
+struct ResponsesParseOptions {
+  // The items (JSON array) of the stored response an id names, or NotFound
+  // (param previous_response_id). Null: the server stores no responses, so
+  // previous_response_id is refused and `store` is answered false.
+  std::function<StatusOr<std::string>(const std::string& id)> previous;
+  util::Random* random = nullptr;  // input item ids; null: util::RealRandom()
 };
 
 // Errors: InvalidArgument naming the field (param) and, for a value out of
-// range, the limit.
-StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body);
+// range, the limit; the lookup's NotFound.
+StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
+                                                 const ResponsesParseOptions& options = {});
 
 // A chat rule's error (from here, or from the model's checks after the
 // parse: a tool's parameters, a schema the grammar cannot enforce, a prompt

@@ -110,6 +110,29 @@ std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number) {
                     {"sequence_number", sequence_number}});
 }
 
+std::string FinalResponseOfStream(std::string_view sse) {
+  std::string last;
+  size_t at = 0;
+  while (at < sse.size()) {
+    size_t end = sse.find('\n', at);
+    if (end == std::string_view::npos) end = sse.size();
+    std::string_view line = sse.substr(at, end - at);
+    at = end + 1;
+    if (line.rfind("data:", 0) != 0) continue;
+    if (line.find("response.completed") == std::string_view::npos &&
+        line.find("response.incomplete") == std::string_view::npos) {
+      continue;
+    }
+    const json e = json::parse(line.substr(5), nullptr, false);
+    if (!e.is_object() || !e.contains("response") || !e["response"].is_object()) continue;
+    const json type = e.value("type", json());
+    if (type == "response.completed" || type == "response.incomplete") {
+      last = DumpLossy(e["response"]);
+    }
+  }
+  return last;
+}
+
 std::string ResponseEvents::Event(const char* type, json fields) {
   fields["type"] = type;
   fields["sequence_number"] = seq_++;
@@ -126,6 +149,8 @@ std::string ResponseEvents::Lifecycle(const char* type, const char* status, cons
   }
   json r = ResponseJson(info_, status, std::move(output), nullptr);
   for (const auto& [k, v] : extra.items()) r[k] = v;
+  const std::string_view t = type;
+  if (t == "response.completed" || t == "response.incomplete") final_ = DumpLossy(r);
   return Event(type, {{"response", std::move(r)}});
 }
 

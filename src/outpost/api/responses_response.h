@@ -49,6 +49,11 @@ std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
 // failed where no Response can follow (a relay cut short).
 std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number = 0);
 
+// The Response object (JSON) that a Responses event stream ended with — its
+// response.completed or response.incomplete event's — or "" when it has
+// none (cut short, failed). For a relayed stream, whose events are not ours.
+std::string FinalResponseOfStream(std::string_view sse);
+
 // A streamed Response, event by event (already SSE-framed).
 class ResponseEvents {
  public:
@@ -68,6 +73,8 @@ class ResponseEvents {
   // The answer failed after the stream began: response.failed, with the
   // items so far.
   std::string Fail(const Status& error);
+  // After Finish(): the whole Response object (JSON) it sent; "" before.
+  const std::string& final_response() const { return final_; }
 
  private:
   struct Item {
@@ -91,6 +98,7 @@ class ResponseEvents {
   int64_t seq_ = 0;
   std::vector<Item> items_;  // the last one may be open
   bool logprobs_ = false;
+  std::string final_;
 };
 
 }  // namespace outpost::api

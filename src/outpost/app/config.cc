@@ -192,6 +192,8 @@ const std::map<std::string, Setter>& Setters() {
                   {"queue_wait", DurationField(&ServeConfig::queue_wait_ms)},
                   {"priority_aging", DurationField(&ServeConfig::priority_aging_ms)},
                   {"batch_parallel", IntField(&ServeConfig::batch_parallel, 0, 1024)},
+                  {"responses_retention",
+                   DurationField(&ServeConfig::responses_retention_ms, 3650LL * 86'400'000)},
                   {"batch_yield", DurationField(&ServeConfig::batch_yield_ms, 3'600'000)},
                   {"batch_busy_tokens", IntField(&ServeConfig::batch_busy_tokens, 1, 8192)},
                   {"speculative_draft", IntField(&ServeConfig::speculative_draft, 0, 16)},
@@ -393,6 +395,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"batch_parallel",
        "batch lines (/v1/batches) run at once, at the lowest priority; 0 = Batch API off "
        "(default 4)"},
+      {"responses_retention",
+       "how long a Responses API answer stays stored for previous_response_id and GET "
+       "/v1/responses/{id}, e.g. 30d, 12h; 0 = none are stored (default 30d)"},
       {"batch_yield",
        "while a request above the batch class ran within this, batch work is rationed to "
        "batch_busy_tokens per step, e.g. 5s; 0 = never (default 5s)"},

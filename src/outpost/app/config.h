@@ -55,6 +55,9 @@ struct ServeConfig {
   // The Batch API (/v1/files, /v1/batches; <state_dir>/batches.db): lines
   // run at once in the background; 0 turns the API off.
   int batch_parallel = 4;
+  // Stored Responses API answers (<state_dir>/responses.db): how long each
+  // is kept for previous_response_id and GET; 0 = none are stored.
+  int64_t responses_retention_ms = 30LL * 24 * 3600 * 1000;
   // Batch work beside users (scheduler::SchedulerOptions): while a request
   // above the batch class ran within batch_yield_ms, a step carries at most
   // batch_busy_tokens batch tokens; 0 ms = off.

@@ -18,6 +18,7 @@
 
 #include "outpost/api/batch_api.h"
 #include "outpost/api/http_server.h"
+#include "outpost/api/response_store.h"
 #include "outpost/app/serve_models.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/batch/batch_runner.h"
@@ -287,6 +288,33 @@ int RunServe(ServeConfig cfg) {
     lines.ComputedWith({"refused"},
                        [runner] { return static_cast<double>(runner->counts().refused); });
     spdlog::info("batch: {}/batches.db ({} line(s) at once)", StateDir(cfg), cfg.batch_parallel);
+  }
+
+  // Stored Responses API answers (store, previous_response_id).
+  std::unique_ptr<api::ResponseStore> response_store;
+  if (cfg.responses_retention_ms > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(StateDir(cfg), ec);
+    auto opened = api::ResponseStore::Open(StateDir(cfg) + "/responses.db");
+    if (opened.ok()) {
+      response_store = std::move(opened).value();
+      http.SetResponseStore(response_store.get(),
+                            std::max<int64_t>(1, cfg.responses_retention_ms / 1000));
+      const api::ResponseStore* rs = response_store.get();
+      stats
+          .Register({"outpost_responses_stored",
+                     "Responses API answers held for previous_response_id and GET "
+                     "/v1/responses/{id} (expired ones until the next store).",
+                     telemetry::StatType::kGauge,
+                     {},
+                     {}})
+          .ComputedWith({}, [rs] { return static_cast<double>(rs->Count()); });
+      spdlog::info("responses: {}/responses.db (each kept {} s)", StateDir(cfg),
+                   cfg.responses_retention_ms / 1000);
+    } else {
+      spdlog::warn("responses: {}; answers are not stored (store: false)",
+                   opened.status().message());
+    }
   }
 
   if (Status st = http.Bind(); !st.ok()) {

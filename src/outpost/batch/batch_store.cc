@@ -1,9 +1,5 @@
 #include "outpost/batch/batch_store.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 namespace outpost::batch {
@@ -123,20 +119,9 @@ bool IsTerminal(BatchStatus s) {
 }
 
 StatusOr<std::unique_ptr<BatchStore>> BatchStore::Open(const std::string& path) {
-  const int lock_fd = open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-  if (lock_fd < 0) return Status::Unavailable("batch store " + path + ": cannot write there");
-  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    close(lock_fd);
-    return Status::Unavailable("batch store " + path +
-                               ": another outpost process is using it (give each its own "
-                               "state_dir)");
-  }
-  auto db = util::SqliteDb::Open(path, "batch store");
-  if (!db.ok()) {
-    close(lock_fd);
-    return db.status();
-  }
-  std::unique_ptr<BatchStore> s(new BatchStore(std::move(db).value(), lock_fd));
+  auto db = util::SqliteDb::Open(path, "batch store", /*exclusive=*/true);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<BatchStore> s(new BatchStore(std::move(db).value()));
   std::lock_guard<std::mutex> lock(s->mu_);
   for (const char* sql : kSchema) {
     if (Status st = s->db_->Exec(sql); !st.ok()) {
@@ -147,11 +132,8 @@ StatusOr<std::unique_ptr<BatchStore>> BatchStore::Open(const std::string& path) 
 }
 
 BatchStore::~BatchStore() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    db_.reset();
-  }
-  close(lock_fd_);  // releases the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  db_.reset();  // releases the file lock
 }
 
 // --- files -----------------------------------------------------------------

@@ -97,12 +97,10 @@ class BatchStore {
   Status Finalize(const std::string& batch_id, const Final& f);
 
  private:
-  BatchStore(std::unique_ptr<util::SqliteDb> db, int lock_fd)
-      : lock_fd_(lock_fd), db_(std::move(db)) {}
+  explicit BatchStore(std::unique_ptr<util::SqliteDb> db) : db_(std::move(db)) {}
   RequestCounts CountsLocked(const std::string& batch_id) OUTPOST_REQUIRES(mu_);
   std::string OutputLinesLocked(const std::string& batch_id, bool ok) OUTPOST_REQUIRES(mu_);
 
-  const int lock_fd_;
   std::mutex mu_;
   std::unique_ptr<util::SqliteDb> db_ OUTPOST_GUARDED_BY(mu_);
 };

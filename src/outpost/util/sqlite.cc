@@ -1,5 +1,9 @@
 #include "outpost/util/sqlite.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 namespace outpost::util {
 namespace {
 
@@ -11,17 +15,29 @@ Status FromCode(sqlite3* db, int rc) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
-                                                   const std::string& what) {
+StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const std::string& what,
+                                                   bool exclusive) {
+  int lock_fd = -1;
+  if (exclusive) {
+    lock_fd = open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (lock_fd < 0) return Status::Unavailable(what + " " + path + ": cannot write there");
+    if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      close(lock_fd);
+      return Status::Unavailable(what + " " + path +
+                                 ": another outpost process is using it (give each its own "
+                                 "state_dir)");
+    }
+  }
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
+    if (lock_fd >= 0) close(lock_fd);
     return Status::Unavailable(what + " " + path + ": " + msg);
   }
   sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<SqliteDb> d(new SqliteDb(db));
+  std::unique_ptr<SqliteDb> d(new SqliteDb(db, lock_fd));
   for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
     if (Status st = d->Exec(sql); !st.ok()) {
       return Status::Unavailable(what + " " + path + ": " + st.message());
@@ -32,6 +48,7 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path,
 
 SqliteDb::~SqliteDb() {
   sqlite3_close(db_);
+  if (lock_fd_ >= 0) close(lock_fd_);  // releases the lock
 }
 
 Status SqliteDb::Exec(const std::string& sql) {

@@ -20,8 +20,11 @@ class SqliteDb {
  public:
   // Opens (creating) the file: WAL keeps readers and the writer apart and
   // synchronous=FULL makes every commit durable before it returns.
-  // Errors: Unavailable naming `what` and the path.
-  static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& what);
+  // `exclusive`: one process at a time — the database holds a lock on
+  // `path`.lock while open. Errors: Unavailable naming `what` and the path
+  // (and, when another process holds the lock, saying so).
+  static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& what,
+                                                  bool exclusive = false);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
@@ -34,8 +37,9 @@ class SqliteDb {
   int Changes() { return sqlite3_changes(db_); }
 
  private:
-  explicit SqliteDb(sqlite3* db) : db_(db) {}
+  SqliteDb(sqlite3* db, int lock_fd) : db_(db), lock_fd_(lock_fd) {}
   sqlite3* db_;
+  int lock_fd_;  // -1: not exclusive
 };
 
 // A prepared statement, finalized on scope exit. Bind indexes start at 1,

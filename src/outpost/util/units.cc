@@ -81,9 +81,11 @@ StatusOr<int64_t> ParseDurationMs(std::string_view text) {
     mult = 60'000;
   else if (suf == "h")
     mult = 3'600'000;
+  else if (suf == "d")
+    mult = 86'400'000;
   else {
     return Status::InvalidArgument("unknown duration unit '" + suf + "' in '" + std::string(text) +
-                                   "' (use ms, s, m, h)");
+                                   "' (use ms, s, m, h, d)");
   }
   return static_cast<int64_t>(std::llround(n * mult));
 }

@@ -13,7 +13,7 @@ namespace outpost::util {
 // "1024", "64KiB", "1.5GiB", "512MB", "2G" (G = GiB, as in free(1)). Errors name the input.
 StatusOr<uint64_t> ParseBytes(std::string_view text);
 
-// "250ms", "30s", "5m", "1h", bare number = seconds. Returns milliseconds.
+// "250ms", "30s", "5m", "1h", "30d", bare number = seconds. Returns milliseconds.
 StatusOr<int64_t> ParseDurationMs(std::string_view text);
 
 // The same for command-line flags: a positive value, or InvalidArgument

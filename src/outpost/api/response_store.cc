@@ -1,0 +1,94 @@
+#include "outpost/api/response_store.h"
+
+#include "outpost/util/status_macros.h"
+
+namespace outpost::api {
+namespace {
+
+using util::Stmt;
+
+constexpr const char* kSchema[] = {
+    "CREATE TABLE IF NOT EXISTS responses(id TEXT PRIMARY KEY, owner TEXT NOT NULL, created_at "
+    "INTEGER NOT NULL, expires_at INTEGER NOT NULL, response TEXT NOT NULL, input_items TEXT NOT "
+    "NULL, context TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS responses_by_expiry ON responses(expires_at)",
+};
+
+Status NoSuchResponse(const std::string& id, const std::string& param) {
+  return Status::NotFound("no stored response with id '" + id +
+                              "' (never stored, store: false, expired, deleted, or another key's)",
+                          param);
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& path) {
+  auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<ResponseStore> s(new ResponseStore(std::move(db).value()));
+  std::lock_guard<std::mutex> lock(s->mu_);
+  for (const char* sql : kSchema) {
+    if (Status st = s->db_->Exec(sql); !st.ok()) {
+      return Status::Unavailable("response store " + path + ": " + st.message());
+    }
+  }
+  return s;
+}
+
+Status ResponseStore::Put(const StoredResponse& r, int64_t now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt purge(db_->get(), "DELETE FROM responses WHERE expires_at <= ?");
+  purge.Bind(1, now);
+  OUTPOST_RETURN_IF_ERROR(purge.Run());
+  Stmt s(db_->get(),
+         "INSERT OR REPLACE INTO responses(id, owner, created_at, expires_at, response, "
+         "input_items, context) VALUES(?,?,?,?,?,?,?)");
+  s.Bind(1, r.id);
+  s.Bind(2, r.owner);
+  s.Bind(3, r.created_at);
+  s.Bind(4, r.expires_at);
+  s.Bind(5, r.response);
+  s.Bind(6, r.input_items);
+  s.Bind(7, r.context);
+  return s.Run();
+}
+
+StatusOr<StoredResponse> ResponseStore::Get(const std::string& owner, const std::string& id,
+                                            int64_t now, const std::string& param) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT created_at, expires_at, response, input_items, context FROM responses WHERE id "
+         "= ? AND owner = ? AND expires_at > ?");
+  s.Bind(1, id);
+  s.Bind(2, owner);
+  s.Bind(3, now);
+  if (s.Step() != SQLITE_ROW) return NoSuchResponse(id, param);
+  StoredResponse r;
+  r.id = id;
+  r.owner = owner;
+  r.created_at = s.Int(0);
+  r.expires_at = s.Int(1);
+  r.response = s.Text(2);
+  r.input_items = s.Text(3);
+  r.context = s.Text(4);
+  return r;
+}
+
+Status ResponseStore::Delete(const std::string& owner, const std::string& id, int64_t now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_->get(), "DELETE FROM responses WHERE id = ? AND owner = ? AND expires_at > ?");
+  s.Bind(1, id);
+  s.Bind(2, owner);
+  s.Bind(3, now);
+  OUTPOST_RETURN_IF_ERROR(s.Run());
+  if (db_->Changes() == 0) return NoSuchResponse(id, "response_id");
+  return Status::Ok();
+}
+
+int64_t ResponseStore::Count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_->get(), "SELECT COUNT(*) FROM responses");
+  return s.Step() == SQLITE_ROW ? s.Int(0) : 0;
+}
+
+}  // namespace outpost::api

@@ -1,0 +1,64 @@
+// ResponseStore — the Responses API's stored responses in one SQLite file
+// (<state_dir>/responses.db; WAL, synchronous=FULL), so that a later request
+// can continue one (previous_response_id) and a client can retrieve, list
+// the input of, or delete it.
+//
+// Each record keeps what the next turn needs whole: `context`, every item
+// of the conversation so far (the earlier turns' items, this request's
+// input, this answer's output), so continuing a response never walks a
+// chain whose older links may have expired. Instructions are not items:
+// they are not carried over, as OpenAI's API defines it.
+//
+// Records belong to an owner (the API key's id, "" without keys); another
+// owner's ids are NotFound. A record lives until expires_at, then reads as
+// NotFound and is deleted by the next Put().
+//
+// Thread-safety: all methods lock one mutex; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "outpost/util/sqlite.h"
+#include "outpost/util/status.h"
+#include "outpost/util/thread_annotations.h"
+
+namespace outpost::api {
+
+struct StoredResponse {
+  std::string id;  // the Response's id ("resp_...")
+  std::string owner;
+  int64_t created_at = 0;
+  int64_t expires_at = 0;
+  std::string response;     // the Response object (JSON)
+  std::string input_items;  // this request's input items, each with an id (JSON array)
+  std::string context;      // every item so far, output included (JSON array)
+};
+
+class ResponseStore {
+ public:
+  // One process at a time (a lock beside the file). Errors: Unavailable
+  // naming the path.
+  static StatusOr<std::unique_ptr<ResponseStore>> Open(const std::string& path);
+
+  // Adds or replaces r.id, and deletes what expired before `now`.
+  // ResourceExhausted on a full disk.
+  Status Put(const StoredResponse& r, int64_t now);
+  // NotFound (param `param`) for an unknown, expired or other owner's id.
+  StatusOr<StoredResponse> Get(const std::string& owner, const std::string& id, int64_t now,
+                               const std::string& param = "response_id");
+  // NotFound as Get().
+  Status Delete(const std::string& owner, const std::string& id, int64_t now);
+  // Records held (expired ones not yet deleted included).
+  int64_t Count() const;
+
+ private:
+  explicit ResponseStore(std::unique_ptr<util::SqliteDb> db) : db_(std::move(db)) {}
+
+  mutable std::mutex mu_;
+  std::unique_ptr<util::SqliteDb> db_ OUTPOST_GUARDED_BY(mu_);
+};
+
+}  // namespace outpost::api

@@ -1,0 +1,97 @@
+#include "outpost/api/response_store.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "mocks/temp_file.h"
+
+namespace outpost::api {
+namespace {
+
+std::string NewDbPath() {
+  const std::string path = testing::TempFile("", ".db");
+  std::filesystem::remove(path);
+  return path;
+}
+
+StoredResponse Record(const std::string& id, const std::string& owner, int64_t expires_at) {
+  StoredResponse r;
+  r.id = id;
+  r.owner = owner;
+  r.created_at = 100;
+  r.expires_at = expires_at;
+  r.response = R"({"id":")" + id + R"(","object":"response"})";
+  r.input_items = R"([{"id":"msg_1"}])";
+  r.context = R"([{"role":"user","content":"hi"}])";
+  return r;
+}
+
+TEST(ResponseStore, KeepsARecordForItsOwnerUntilItExpires) {
+  auto s = ResponseStore::Open(NewDbPath());
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ResponseStore& store = **s;
+  ASSERT_TRUE(store.Put(Record("resp_a", "k1", 1000), 100).ok());
+  auto got = store.Get("k1", "resp_a", 500);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->response, R"({"id":"resp_a","object":"response"})");
+  EXPECT_EQ(got->input_items, R"([{"id":"msg_1"}])");
+  EXPECT_EQ(got->context, R"([{"role":"user","content":"hi"}])");
+  EXPECT_EQ(got->created_at, 100);
+  EXPECT_EQ(got->expires_at, 1000);
+
+  // Another owner's id is unknown, and so is an expired one.
+  auto other = store.Get("k2", "resp_a", 500);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(other.status().param(), "response_id");
+  EXPECT_FALSE(store.Get("k1", "resp_a", 1000).ok());
+  auto named = store.Get("k1", "resp_zz", 500, "previous_response_id");
+  EXPECT_EQ(named.status().param(), "previous_response_id");
+  EXPECT_NE(named.status().message().find("resp_zz"), std::string::npos);
+
+  // The next Put deletes what expired.
+  EXPECT_EQ(store.Count(), 1);
+  ASSERT_TRUE(store.Put(Record("resp_b", "k1", 5000), 2000).ok());
+  EXPECT_EQ(store.Count(), 1);
+  EXPECT_TRUE(store.Get("k1", "resp_b", 2000).ok());
+}
+
+TEST(ResponseStore, DeletesOnlyTheOwnersLiveRecords) {
+  auto s = ResponseStore::Open(NewDbPath());
+  ASSERT_TRUE(s.ok());
+  ResponseStore& store = **s;
+  ASSERT_TRUE(store.Put(Record("resp_a", "k1", 1000), 100).ok());
+  EXPECT_EQ(store.Delete("k2", "resp_a", 100).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store.Get("k1", "resp_a", 100).ok());
+  EXPECT_TRUE(store.Delete("k1", "resp_a", 100).ok());
+  EXPECT_FALSE(store.Get("k1", "resp_a", 100).ok());
+  EXPECT_EQ(store.Delete("k1", "resp_a", 100).code(), StatusCode::kNotFound);
+}
+
+TEST(ResponseStore, ARecordOutlivesTheProcessAndOneProcessHoldsTheFile) {
+  const std::string path = NewDbPath();
+  {
+    auto s = ResponseStore::Open(path);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Put(Record("resp_a", "", 1000), 100).ok());
+    auto second = ResponseStore::Open(path);
+    ASSERT_FALSE(second.ok());
+    EXPECT_NE(second.status().message().find("another outpost process"), std::string::npos);
+  }
+  auto s = ResponseStore::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto got = (*s)->Get("", "resp_a", 200);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->context, R"([{"role":"user","content":"hi"}])");
+}
+
+TEST(ResponseStore, AnUnwritablePlaceIsUnavailableNamingThePath) {
+  auto s = ResponseStore::Open("/nonexistent-dir/x/responses.db");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.status().message().find("/nonexistent-dir/x/responses.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace outpost::api
