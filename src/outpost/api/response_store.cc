@@ -23,16 +23,9 @@ Status NoSuchResponse(const std::string& id, const std::string& param) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& path) {
-  auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true);
+  auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true, kSchema);
   if (!db.ok()) return db.status();
-  std::unique_ptr<ResponseStore> s(new ResponseStore(std::move(db).value()));
-  std::lock_guard<std::mutex> lock(s->mu_);
-  for (const char* sql : kSchema) {
-    if (Status st = s->db_->Exec(sql); !st.ok()) {
-      return Status::Unavailable("response store " + path + ": " + st.message());
-    }
-  }
-  return s;
+  return std::unique_ptr<ResponseStore>(new ResponseStore(std::move(db).value()));
 }
 
 Status ResponseStore::Put(const StoredResponse& r, int64_t now) {

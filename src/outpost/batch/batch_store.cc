@@ -119,16 +119,9 @@ bool IsTerminal(BatchStatus s) {
 }
 
 StatusOr<std::unique_ptr<BatchStore>> BatchStore::Open(const std::string& path) {
-  auto db = util::SqliteDb::Open(path, "batch store", /*exclusive=*/true);
+  auto db = util::SqliteDb::Open(path, "batch store", /*exclusive=*/true, kSchema);
   if (!db.ok()) return db.status();
-  std::unique_ptr<BatchStore> s(new BatchStore(std::move(db).value()));
-  std::lock_guard<std::mutex> lock(s->mu_);
-  for (const char* sql : kSchema) {
-    if (Status st = s->db_->Exec(sql); !st.ok()) {
-      return Status::Unavailable("batch store " + path + ": " + st.message());
-    }
-  }
-  return s;
+  return std::unique_ptr<BatchStore>(new BatchStore(std::move(db).value()));
 }
 
 BatchStore::~BatchStore() {

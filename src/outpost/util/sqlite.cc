@@ -16,7 +16,8 @@ Status FromCode(sqlite3* db, int rc) {
 }  // namespace
 
 StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const std::string& what,
-                                                   bool exclusive) {
+                                                   bool exclusive,
+                                                   std::span<const char* const> schema) {
   int lock_fd = -1;
   if (exclusive) {
     lock_fd = open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
@@ -39,6 +40,11 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<SqliteDb> d(new SqliteDb(db, lock_fd));
   for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+    if (Status st = d->Exec(sql); !st.ok()) {
+      return Status::Unavailable(what + " " + path + ": " + st.message());
+    }
+  }
+  for (const char* sql : schema) {
     if (Status st = d->Exec(sql); !st.ok()) {
       return Status::Unavailable(what + " " + path + ": " + st.message());
     }

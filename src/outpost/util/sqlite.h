@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "outpost/util/status.h"
@@ -21,10 +22,12 @@ class SqliteDb {
   // Opens (creating) the file: WAL keeps readers and the writer apart and
   // synchronous=FULL makes every commit durable before it returns.
   // `exclusive`: one process at a time — the database holds a lock on
-  // `path`.lock while open. Errors: Unavailable naming `what` and the path
-  // (and, when another process holds the lock, saying so).
+  // `path`.lock while open. `schema`: statements run once open (CREATE …
+  // IF NOT EXISTS). Errors: Unavailable naming `what` and the path (and,
+  // when another process holds the lock, saying so).
   static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& what,
-                                                  bool exclusive = false);
+                                                  bool exclusive = false,
+                                                  std::span<const char* const> schema = {});
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
