@@ -248,6 +248,22 @@ def test_retrieve_list_input_items_and_delete(client, model_id):
     assert "background" in e.value.body["message"]
 
 
+def test_input_tokens_are_counted_as_a_generation_would_count_them(client, model_id):
+    kw = dict(model=model_id, instructions=BRIEF, input=ASK)
+    counted = client.responses.input_tokens.count(**kw)
+    assert counted.object == "response.input_tokens"
+    r = client.responses.create(**kw, max_output_tokens=3)
+    assert counted.input_tokens == r.usage.input_tokens > 10
+    # Tools are part of the prompt; so is a stored conversation.
+    with_tools = client.responses.input_tokens.count(**kw, tools=[WEATHER])
+    assert with_tools.input_tokens > counted.input_tokens
+    follow = client.responses.input_tokens.count(model=model_id, previous_response_id=r.id,
+                                                 input="And of Spain?")
+    r2 = client.responses.create(model=model_id, previous_response_id=r.id, input="And of Spain?",
+                                 max_output_tokens=3)
+    assert follow.input_tokens == r2.usage.input_tokens > counted.input_tokens
+
+
 def test_store_false_keeps_nothing(client, server, model_id):
     r = client.responses.create(model=model_id, input="Hi", max_output_tokens=3, store=False)
     assert r.store is False

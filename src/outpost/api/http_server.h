@@ -143,8 +143,10 @@ class HttpServer {
       router::CompletionCall call, const HttpRequest& req, HttpResponse& res,
       const std::function<Status(Status)>& error_for_endpoint,
       const std::function<void(const std::string&)>& on_relayed_response = nullptr);
-  // GET / DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel.
+  // GET / DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel,
+  // and POST /v1/responses/input_tokens.
   void HandleStoredResponse(const HttpRequest& req, HttpResponse& res);
+  void HandleInputTokens(const HttpRequest& req, HttpResponse& res);
   // Whose files, batches and stored responses a request sees: its API key's
   // id when keys are required, else "" (everyone's).
   std::string OwnerOf(const HttpRequest& req) const;

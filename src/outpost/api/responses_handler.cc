@@ -10,6 +10,9 @@
 //
 // HttpServer::HandleStoredResponse — the stored ones: GET and DELETE
 // /v1/responses/{id}, GET /v1/responses/{id}/input_items.
+//
+// HttpServer::HandleInputTokens — POST /v1/responses/input_tokens: how many
+// tokens the body's prompt is, with a served model's template and tokenizer.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include "outpost/api/responses_request.h"
 #include "outpost/api/responses_response.h"
 #include "outpost/api/tool_answer.h"
+#include "outpost/router/local_target.h"
 
 namespace outpost::api {
 namespace {
@@ -76,6 +80,22 @@ struct ResponseStream {
   bool finished = false;
 };
 
+// A body read with the owner's stored responses behind previous_response_id.
+StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
+                                 const std::string& owner, const util::Clock* clock,
+                                 util::Random* random) {
+  ResponsesParseOptions po;
+  po.random = random;
+  if (store != nullptr) {
+    po.previous = [&](const std::string& id) -> StatusOr<std::string> {
+      auto r = store->Get(owner, id, clock->UnixSeconds(), "previous_response_id");
+      if (!r.ok()) return r.status();
+      return std::move(r->context);
+    };
+  }
+  return ParseResponsesRequest(body, po);
+}
+
 }  // namespace
 
 void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
@@ -88,16 +108,7 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   keep.owner = OwnerOf(req);
   keep.clock = clock_;
   keep.retention_s = responses_retention_s_;
-  ResponsesParseOptions po;
-  po.random = random_;
-  if (responses_ != nullptr) {
-    po.previous = [this, &keep](const std::string& id) -> StatusOr<std::string> {
-      auto r = responses_->Get(keep.owner, id, clock_->UnixSeconds(), "previous_response_id");
-      if (!r.ok()) return r.status();
-      return std::move(r->context);
-    };
-  }
-  auto parsed = ParseResponsesRequest(req.body, po);
+  auto parsed = Parse(req.body, responses_, keep.owner, clock_, random_);
   if (!parsed.ok()) return fail(parsed.status());
   if (parsed->store) {
     keep.store = responses_;
@@ -211,7 +222,8 @@ void HttpServer::HandleStoredResponse(const HttpRequest& req, HttpResponse& res)
     res.set_header("Allow", allow);
   };
   if (id == "input_tokens" && sub.empty()) {
-    return SendError(res, Status::NotFound("POST /v1/responses/input_tokens is not supported"));
+    if (req.method != "POST") return not_allowed("POST");
+    return HandleInputTokens(req, res);
   }
   if (id.empty() || (!sub.empty() && sub != "input_items" && sub != "cancel")) {
     return SendError(res, Status::NotFound("no route for " + req.method + " " + req.path));
@@ -275,6 +287,32 @@ void HttpServer::HandleStoredResponse(const HttpRequest& req, HttpResponse& res)
   }
   const bool more = start + page.size() < items.size();
   res.set_content(DumpLossy(ListJson(std::move(page), more)), "application/json");
+}
+
+void HttpServer::HandleInputTokens(const HttpRequest& req, HttpResponse& res) {
+  if (!serving_->ready()) {
+    return SendError(res, Status::Unavailable("the model is still loading").WithRetryAfter(1));
+  }
+  auto parsed = Parse(req.body, responses_, OwnerOf(req), clock_, random_);
+  if (!parsed.ok()) return SendError(res, parsed.status());
+  router::CompletionCall call;
+  call.request = std::move(parsed->chat);
+  const auto model = serving_->Find(call.request.model);
+  if (model == nullptr) {
+    return SendError(res, Status::NotFound("the model '" + call.request.model +
+                                               "' is not served here; input tokens are counted "
+                                               "with a served model's tokenizer (GET /v1/models)",
+                                           "model"));
+  }
+  // The prompt exactly as a generation would build it: template, tools, tokens.
+  scheduler::GenerationRequest gen;
+  if (Status st = router::LocalTarget::Prepare(*model, call, &gen); !st.ok()) {
+    return SendError(res, ForResponses(st));
+  }
+  res.set_content(json{{"object", "response.input_tokens"},
+                       {"input_tokens", static_cast<int64_t>(gen.prompt.size())}}
+                      .dump(),
+                  "application/json");
 }
 
 }  // namespace outpost::api
