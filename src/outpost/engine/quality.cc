@@ -97,27 +97,38 @@ StatusOr<QualityReport> CompareQuality(const Model& base, const Model& candidate
   return r;
 }
 
+ContextOptions GreedyContextOptions(int32_t prompt_tokens, int32_t max_tokens, int32_t n_threads) {
+  ContextOptions co;
+  co.sessions = 1;
+  co.ctx_per_session = prompt_tokens + max_tokens + 8;
+  co.batch_size = 64;  // the prompt goes in chunks of it
+  co.n_threads = n_threads;
+  return co;
+}
+
 StatusOr<GreedyAnswer> AnswerGreedily(const Model& model, const std::string& user_message,
                                       int32_t max_tokens, int32_t n_threads) {
   ChatPrompt prompt;
   OUTPOST_ASSIGN_OR_RETURN(prompt, model.ApplyChatTemplate({ChatMessage("user", user_message)}));
   const std::vector<Token> in = model.Tokenize(prompt.text, /*add_special=*/true, true);
-  ContextOptions co;
-  co.sessions = 1;
-  co.ctx_per_session = static_cast<int32_t>(in.size()) + max_tokens + 8;
-  co.batch_size = std::max<int32_t>(64, static_cast<int32_t>(in.size()));
-  co.n_threads = n_threads;
+  const ContextOptions co =
+      GreedyContextOptions(static_cast<int32_t>(in.size()), max_tokens, n_threads);
   std::unique_ptr<Context> ctx;
   OUTPOST_ASSIGN_OR_RETURN(ctx, Context::Create(model, co));
   GreedyAnswer a;
   a.prompt_tokens = static_cast<int32_t>(in.size());
   const auto t0 = Clock::now();
-  ctx->ClearBatch();
+  // The prompt in chunks of the context's batch: its memory does not grow
+  // with the prompt (GreedyContextOptions).
   int32_t idx = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    idx = ctx->Add(in[i], static_cast<int32_t>(i), 0, i + 1 == in.size());
+  for (size_t start = 0; start < in.size(); start += static_cast<size_t>(co.batch_size)) {
+    ctx->ClearBatch();
+    const size_t end = std::min(in.size(), start + static_cast<size_t>(co.batch_size));
+    for (size_t i = start; i < end; ++i) {
+      idx = ctx->Add(in[i], static_cast<int32_t>(i), 0, i + 1 == in.size());
+    }
+    OUTPOST_RETURN_IF_ERROR(ctx->Decode());
   }
-  OUTPOST_RETURN_IF_ERROR(ctx->Decode());
   std::vector<float> lp;
   Clock::time_point first_token;
   int32_t pos = static_cast<int32_t>(in.size());

@@ -50,6 +50,12 @@ ContextOptions QualityContextOptions(const QualityOptions& options);
 StatusOr<QualityReport> CompareQuality(const Model& base, const Model& candidate,
                                        const std::string& text, const QualityOptions& options);
 
+// The context AnswerGreedily makes for a prompt of `prompt_tokens` and an
+// answer of up to `max_tokens`: one sequence of both, with room to spare,
+// and a batch of 64 tokens (the prompt goes in chunks of it, so the compute
+// scratch does not grow with the prompt). For sizing its memory beforehand.
+ContextOptions GreedyContextOptions(int32_t prompt_tokens, int32_t max_tokens, int32_t n_threads);
+
 struct GreedyAnswer {
   std::string text;
   int32_t prompt_tokens = 0, completion_tokens = 0;

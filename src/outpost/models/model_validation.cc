@@ -258,13 +258,11 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
 }
 
 StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
-                                           const std::string& base_path) {
-  uint64_t total = 0;
-  const engine::ContextOptions co = engine::QualityContextOptions(engine::QualityOptions{});
-  for (const std::string& path : {candidate_path, base_path}) {
-    if (path.empty()) continue;
-    engine::ModelInfo info;
-    OUTPOST_ASSIGN_OR_RETURN(info, engine::ReadModelInfo(path));
+                                           const std::string& base_path,
+                                           const ValidationSuite& suite) {
+  // One context of `path`'s model: KV, compute scratch, logits rows, allowance.
+  auto context_bytes = [](const std::string& path, const engine::ModelInfo& info,
+                          const engine::ContextOptions& co) {
     uint64_t kv = engine::KvBytesPerToken(info.n_layers, info.n_kv_heads, info.head_dim_k,
                                           info.head_dim_v, engine::KvBytesPerElement(co.kv_type)) *
                   static_cast<uint64_t>(co.ctx_per_session);
@@ -273,9 +271,27 @@ StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
       kv = dry->context_bytes;
       compute = dry->compute_bytes;
     }
-    total += info.weight_bytes + kv +
-             engine::EstimateOverheadBytes(info, co.batch_size, co.max_outputs, co.ctx_per_session,
-                                           compute);
+    return kv + engine::EstimateOverheadBytes(info, co.batch_size, co.max_outputs,
+                                              co.ctx_per_session, compute);
+  };
+  const engine::ContextOptions quality = engine::QualityContextOptions(engine::QualityOptions{});
+  uint64_t total = 0;
+  for (const std::string& path : {candidate_path, base_path}) {
+    if (path.empty()) continue;
+    engine::ModelInfo info;
+    OUTPOST_ASSIGN_OR_RETURN(info, engine::ReadModelInfo(path));
+    // The quality comparison runs only against a base.
+    uint64_t peak = base_path.empty() ? 0 : context_bytes(path, info, quality);
+    if (path == candidate_path) {
+      // The smoke prompts run first, one context at a time.
+      for (const auto& sm : suite.smoke) {
+        const int32_t prompt = static_cast<int32_t>(sm.prompt.size()) + kSmokeTemplateTokens;
+        peak = std::max(
+            peak,
+            context_bytes(path, info, engine::GreedyContextOptions(prompt, sm.max_tokens, 0)));
+      }
+    }
+    total += info.weight_bytes + peak;
   }
   return total;
 }
@@ -301,7 +317,7 @@ StatusOr<nlohmann::json> ValidateVersion(ModelStore* store, const ValidateReques
   std::unique_ptr<MemoryReservation> reservation;
   uint64_t need = 0;
   if (request.ledger != nullptr) {
-    OUTPOST_ASSIGN_OR_RETURN(need, EstimateValidationBytes(path, base_path));
+    OUTPOST_ASSIGN_OR_RETURN(need, EstimateValidationBytes(path, base_path, request.suite));
     auto r = request.ledger->Reserve("validation of " + request.ref, need);
     if (!r.ok()) {
       return Status::ResourceExhausted(

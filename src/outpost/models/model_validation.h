@@ -69,16 +69,23 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
 // The text quality is scored on (pinned_text.cc).
 const char* PinnedText();
 
-// What ValidateModel holds at its peak — the quality comparison, both models
-// loaded with a context each (engine::QualityContextOptions) — by the
-// serving plan's math: per model (the candidate, and the base when given) its
-// weights, the context's KV and compute scratch as llama.cpp's dry run sizes
-// them (estimated from the shapes if it fails), a logits row per position,
-// and the runtime allowance (engine::EstimateOverheadBytes). Conservative:
-// the base's weights are counted although a serving box has them mapped
-// already. Errors: as engine::ReadModelInfo.
+// What ValidateModel holds at its peak, by the serving plan's math: the
+// candidate's weights with the larger of its contexts — the largest smoke
+// prompt's (engine::GreedyContextOptions, the prompt counted as one token per
+// byte plus the template's kSmokeTemplateTokens) or, when a base is given,
+// the quality comparison's (engine::QualityContextOptions) — and the base's
+// weights with a quality context too. A context is its KV and
+// compute scratch as llama.cpp's dry run sizes them (estimated from the
+// shapes if it fails), its logits rows, and the runtime allowance
+// (engine::EstimateOverheadBytes). Conservative: the base's weights are
+// counted although a serving box has them mapped already. Errors: as
+// engine::ReadModelInfo.
 StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
-                                           const std::string& base_path);
+                                           const std::string& base_path,
+                                           const ValidationSuite& suite = {});
+// Tokens a chat template may add around a smoke prompt (role markers, a
+// default system message), counted in its context.
+inline constexpr int32_t kSmokeTemplateTokens = 256;
 
 class ModelStore;
 class MemoryLedger;
