@@ -26,13 +26,6 @@ void Send(HttpResponse& res, const Status& st) {
   res.set_content(ErrorBody(st), "application/json");
 }
 
-void NotAllowed(HttpResponse& res, const HttpRequest& req, const char* allow) {
-  Send(res, Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path +
-                                    "; use " + allow));
-  res.status = 405;
-  res.set_header("Allow", allow);
-}
-
 json OrNull(int64_t v) {
   return v > 0 ? json(v) : json(nullptr);
 }
@@ -120,12 +113,12 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
   if (path == "/v1/files") {
     if (post) return UploadFile(req, res, owner);
     if (get) return ListFiles(req, res, owner);
-    return NotAllowed(res, req, "GET, POST");
+    return SendNotAllowed(res, req, "GET, POST");
   }
   if (path == "/v1/batches") {
     if (post) return CreateBatch(req, res, owner);
     if (get) return ListBatches(req, res, owner);
-    return NotAllowed(res, req, "GET, POST");
+    return SendNotAllowed(res, req, "GET, POST");
   }
   if (path.rfind("/v1/files/", 0) == 0) {
     std::string id = path.substr(10);
@@ -135,7 +128,7 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
       return Send(res, Status::NotFound("no route for " + req.method + " " + path));
     }
     if (content) {
-      if (!get) return NotAllowed(res, req, "GET");
+      if (!get) return SendNotAllowed(res, req, "GET");
       auto f = store_->GetFile(owner, id);
       if (!f.ok()) return Send(res, f.status());
       auto bytes = store_->FileContent(owner, id);
@@ -153,7 +146,7 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
       return res.set_content(json{{"id", id}, {"object", "file"}, {"deleted", true}}.dump(),
                              "application/json");
     }
-    return NotAllowed(res, req, "GET, DELETE");
+    return SendNotAllowed(res, req, "GET, DELETE");
   }
   // /v1/batches/{id}[/cancel]
   std::string id = path.substr(12);
@@ -163,13 +156,13 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
     return Send(res, Status::NotFound("no route for " + req.method + " " + path));
   }
   if (cancel) {
-    if (!post) return NotAllowed(res, req, "POST");
+    if (!post) return SendNotAllowed(res, req, "POST");
     auto b = store_->Cancel(owner, id, clock_->UnixSeconds());
     if (!b.ok()) return Send(res, b.status());
     if (runner_ != nullptr) runner_->Wake();
     return res.set_content(BatchJson(*b).dump(), "application/json");
   }
-  if (!get) return NotAllowed(res, req, "GET");
+  if (!get) return SendNotAllowed(res, req, "GET");
   auto b = store_->GetBatch(owner, id);
   if (!b.ok()) return Send(res, b.status());
   res.set_content(BatchJson(*b).dump(), "application/json");

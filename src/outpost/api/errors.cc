@@ -78,4 +78,14 @@ std::string ErrorBody(const Status& status) {
                                              nlohmann::json::error_handler_t::replace);
 }
 
+void SendNotAllowed(HttpResponse& res, const HttpRequest& req, const std::string& allow,
+                    const std::string& hint) {
+  res.status = 405;
+  res.set_header("Allow", allow);
+  res.set_content(
+      ErrorBody(Status::InvalidArgument("method " + req.method + " is not allowed on " + req.path +
+                                        "; use " + allow + (hint.empty() ? "" : " " + hint))),
+      "application/json");
+}
+
 }  // namespace outpost::api

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "outpost/api/http_message.h"
 #include "outpost/util/status.h"
 
 namespace outpost::api {
@@ -14,5 +15,10 @@ int HttpStatusFor(StatusCode code);
 
 // The JSON body for a failed request.
 std::string ErrorBody(const Status& status);
+
+// 405 for a method `req.path` does not take: the error body naming the
+// methods it does (`allow`, also the Allow header), then `hint` if any.
+void SendNotAllowed(HttpResponse& res, const HttpRequest& req, const std::string& allow,
+                    const std::string& hint = "");
 
 }  // namespace outpost::api

@@ -200,19 +200,11 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
       return HandleCompletion(
           path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletion, req, res);
     }
-    SendError(res, Status::InvalidArgument("method " + req.method + " is not allowed on " + path +
-                                           "; use POST"));
-    res.status = 405;
-    res.set_header("Allow", "POST");
-    return;
+    return SendNotAllowed(res, req, "POST");
   }
   if (path == "/v1/responses") {
     if (post) return HandleResponses(req, res);
-    SendError(res, Status::InvalidArgument("method " + req.method + " is not allowed on " + path +
-                                           "; use POST (GET /v1/responses/{id} retrieves one)"));
-    res.status = 405;
-    res.set_header("Allow", "POST");
-    return;
+    return SendNotAllowed(res, req, "POST", "(GET /v1/responses/{id} retrieves one)");
   }
   if (path.rfind("/v1/responses/", 0) == 0) return HandleStoredResponse(req, res);
   if (post && path == "/v1/embeddings") return HandleEmbeddings(req, res);

@@ -215,22 +215,16 @@ void HttpServer::HandleStoredResponse(const HttpRequest& req, HttpResponse& res)
   const std::string id = rest.substr(0, slash);
   const std::string sub = slash == std::string::npos ? "" : rest.substr(slash + 1);
   const bool get = req.method == "GET" || req.method == "HEAD";
-  auto not_allowed = [&](const char* allow) {
-    SendError(res, Status::InvalidArgument("method " + req.method + " is not allowed on " +
-                                           req.path + "; use " + allow));
-    res.status = 405;
-    res.set_header("Allow", allow);
-  };
   if (id == "input_tokens" && sub.empty()) {
-    if (req.method != "POST") return not_allowed("POST");
+    if (req.method != "POST") return SendNotAllowed(res, req, "POST");
     return HandleInputTokens(req, res);
   }
   if (id.empty() || (!sub.empty() && sub != "input_items" && sub != "cancel")) {
     return SendError(res, Status::NotFound("no route for " + req.method + " " + req.path));
   }
-  if (sub.empty() && !get && req.method != "DELETE") return not_allowed("GET, DELETE");
-  if (sub == "input_items" && !get) return not_allowed("GET");
-  if (sub == "cancel" && req.method != "POST") return not_allowed("POST");
+  if (sub.empty() && !get && req.method != "DELETE") return SendNotAllowed(res, req, "GET, DELETE");
+  if (sub == "input_items" && !get) return SendNotAllowed(res, req, "GET");
+  if (sub == "cancel" && req.method != "POST") return SendNotAllowed(res, req, "POST");
   if (responses_ == nullptr) {
     return SendError(res, Status::NotFound("no stored response with id '" + id +
                                                "': this server stores no responses "
