@@ -216,7 +216,7 @@ TEST_F(BatchApiTest, BadRequestsGetTheirStatusAndNameTheirField) {
       {"metadata a list", "POST", "/v1/batches", with("metadata", json::array()), "", 400,
        "metadata"},
       {"metadata value a number", "POST", "/v1/batches", with("metadata", {{"a", 1}}), "", 400,
-       "metadata"},
+       "metadata.a"},
       {"batches limit 101", "GET", "/v1/batches?limit=101", "", "", 400, "limit"},
       {"unknown batch", "GET", "/v1/batches/batch_nope", "", "", 404, "batch_id"},
       {"cancel by GET", "GET", "/v1/batches/batch_nope/cancel", "", "", 405, ""},

@@ -170,6 +170,12 @@ TEST(ParseResponsesRequest, BadBodiesNameTheField) {
       {R"({"input": "hi", "previous_response_id": ""})", "previous_response_id",
        "must not be empty"},
       {R"({"input": "hi", "conversation": "conv_1"})", "conversation", "keeps no conversations"},
+      {R"({"input": "hi", "conversation": 5})", "conversation", "a string or an object"},
+      {R"({"input": "hi", "conversation": {}})", "conversation.id", "is required"},
+      {R"({"input": "hi", "conversation": {"id": 5}})", "conversation.id", "a string"},
+      {R"({"input": "hi", "conversation": ""})", "conversation", "must not be empty"},
+      {R"({"input": "hi", "prompt": {"id": "pmpt_1"}})", "prompt", "stored prompts"},
+      {R"({"input": "hi", "metadata": [1]})", "metadata", "an object"},
       {R"({"instructions": "Be brief.", "input": [{"type": "reasoning", "summary": []}]})", "input",
        "holds no message"},
       {R"({"input": "hi", "background": true})", "background", "not supported"},
@@ -330,6 +336,92 @@ TEST(ParseResponsesRequest, AnUnknownPreviousResponseIsTheLookupsNotFound) {
                                    WithStored(&lookups));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().param(), "input[0].content");
+}
+
+// A conversation holding one earlier exchange.
+ResponsesParseOptions WithConversation(int* lookups) {
+  ResponsesParseOptions o;
+  o.previous = [](const std::string& id) -> StatusOr<std::string> { return std::string("[]"); };
+  o.conversation = [lookups](const std::string& id) -> StatusOr<std::string> {
+    ++*lookups;
+    if (id != "conv_1")
+      return Status::NotFound("no conversation with id '" + id + "'", "conversation");
+    return std::string(R"([{"type": "message", "id": "msg_u", "role": "user", "status":
+      "completed", "content": [{"type": "input_text", "text": "Pump 3 is loud."}]},
+      {"type": "message", "id": "msg_a", "status": "completed", "role": "assistant",
+       "content": [{"type": "output_text", "text": "Check its bearing.", "annotations": []}]}])");
+  };
+  return o;
+}
+
+TEST(ParseResponsesRequest, AConversationsItemsComeAfterTheInstructionsAndBeforeTheInput) {
+  int lookups = 0;
+  for (const char* conversation : {R"("conv_1")", R"({"id": "conv_1"})"}) {
+    auto r = ParseResponsesRequest(std::string(R"({"instructions": "Be brief.", "input":
+      "Which pump?", "conversation": )") +
+                                       conversation + "}",
+                                   WithConversation(&lookups));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const auto& m = r->chat.messages;
+    ASSERT_EQ(m.size(), 4u);
+    EXPECT_EQ(m[0].content, "Be brief.");
+    EXPECT_EQ(m[1].content, "Pump 3 is loud.");
+    EXPECT_EQ(m[2].role, "assistant");
+    EXPECT_EQ(m[2].content, "Check its bearing.");
+    EXPECT_EQ(m[3].content, "Which pump?");
+    EXPECT_EQ(r->conversation_id, "conv_1");
+    EXPECT_TRUE(r->previous_response_id.empty());
+    EXPECT_EQ(json::parse(r->echo)["conversation"], json({{"id", "conv_1"}}));
+    // input_items: this input only; the context: the conversation, then it.
+    EXPECT_EQ(json::parse(r->input_items).size(), 1u);
+    const json context = json::parse(r->context);
+    ASSERT_EQ(context.size(), 3u);
+    EXPECT_EQ(context[1]["id"], "msg_a");
+    // An upstream gets the items, not an id it never saw.
+    const json expanded = json::parse(r->expanded_body);
+    EXPECT_FALSE(expanded.contains("conversation"));
+    EXPECT_EQ(expanded["input"], context);
+  }
+  EXPECT_EQ(lookups, 2);
+  // A response outside a conversation says nothing of one.
+  auto plain = ParseResponsesRequest(R"({"input": "hi"})", WithConversation(&lookups));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(json::parse(plain->echo).contains("conversation"));
+}
+
+TEST(ParseResponsesRequest, AConversationIsNotAlsoAPreviousResponseAndMustExist) {
+  int lookups = 0;
+  auto both = ParseResponsesRequest(
+      R"({"input": "hi", "conversation": "conv_1", "previous_response_id": "resp_1"})",
+      WithConversation(&lookups));
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(both.status().param(), "conversation");
+  EXPECT_NE(both.status().message().find("mutually exclusive"), std::string::npos);
+  auto unknown = ParseResponsesRequest(R"({"input": "hi", "conversation": "conv_2"})",
+                                       WithConversation(&lookups));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(unknown.status().param(), "conversation");
+  EXPECT_EQ(lookups, 1);
+}
+
+TEST(ListedInputItems, ChecksEachItemAndGivesItAnId) {
+  util::Random& random = util::RealRandom();
+  auto ok = ListedInputItems(json::parse(R"([{"role": "user", "content": "hi"},
+    {"type": "function_call_output", "call_id": "c1", "output": "42", "id": "fco_mine"}])"),
+                             "items", random);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->size(), 2u);
+  EXPECT_EQ((*ok)[0]["type"], "message");
+  EXPECT_EQ((*ok)[0]["content"][0], json({{"type", "input_text"}, {"text", "hi"}}));
+  EXPECT_EQ((*ok)[1]["id"], "fco_mine");
+  auto bad = ListedInputItems(json::parse(R"([{"role": "user", "content": "hi"},
+    {"type": "function_call", "name": "f"}])"),
+                              "items", random);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().param(), "items[1].call_id");
+  EXPECT_EQ(ListedInputItems(json("hi"), "items", random).status().param(), "items");
 }
 
 }  // namespace

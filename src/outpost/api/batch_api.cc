@@ -19,12 +19,6 @@ constexpr const char* kEndpoints[] = {"/v1/chat/completions", "/v1/completions",
                                       "/v1/embeddings"};
 constexpr int64_t kMinFileExpiry = 3600;
 constexpr int64_t kMaxFileExpiry = 30 * 24 * 3600;
-constexpr size_t kMaxMetadataPairs = 16;
-
-void Send(HttpResponse& res, const Status& st) {
-  res.status = HttpStatusFor(st.code());
-  res.set_content(ErrorBody(st), "application/json");
-}
 
 json OrNull(int64_t v) {
   return v > 0 ? json(v) : json(nullptr);
@@ -44,24 +38,6 @@ json FileJson(const batch::FileObject& f) {
           {"purpose", f.purpose},
           {"status", "processed"},
           {"status_details", nullptr}};
-}
-
-Status CheckMetadata(const json& m) {
-  if (m.is_null()) return Status::Ok();
-  if (!m.is_object()) return Status::InvalidArgument("metadata must be an object", "metadata");
-  if (m.size() > kMaxMetadataPairs) {
-    return Status::InvalidArgument("metadata holds at most 16 pairs", "metadata");
-  }
-  for (const auto& [k, v] : m.items()) {
-    if (k.size() > 64) {
-      return Status::InvalidArgument("metadata keys are at most 64 characters", "metadata");
-    }
-    if (!v.is_string() || v.get_ref<const std::string&>().size() > 512) {
-      return Status::InvalidArgument(
-          "metadata value '" + k + "' must be a string of at most 512 characters", "metadata");
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -125,24 +101,24 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
     const bool content = id.size() > 8 && id.compare(id.size() - 8, 8, "/content") == 0;
     if (content) id.resize(id.size() - 8);
     if (id.empty() || id.find('/') != std::string::npos) {
-      return Send(res, Status::NotFound("no route for " + req.method + " " + path));
+      return SendError(res, Status::NotFound("no route for " + req.method + " " + path));
     }
     if (content) {
       if (!get) return SendNotAllowed(res, req, "GET");
       auto f = store_->GetFile(owner, id);
-      if (!f.ok()) return Send(res, f.status());
+      if (!f.ok()) return SendError(res, f.status());
       auto bytes = store_->FileContent(owner, id);
-      if (!bytes.ok()) return Send(res, bytes.status());
+      if (!bytes.ok()) return SendError(res, bytes.status());
       res.set_header("Content-Disposition", "attachment; filename=\"" + f->filename + "\"");
       return res.set_content(std::move(bytes).value(), "application/octet-stream");
     }
     if (get) {
       auto f = store_->GetFile(owner, id);
-      if (!f.ok()) return Send(res, f.status());
+      if (!f.ok()) return SendError(res, f.status());
       return res.set_content(FileJson(*f).dump(), "application/json");
     }
     if (req.method == "DELETE") {
-      if (Status st = store_->DeleteFile(owner, id); !st.ok()) return Send(res, st);
+      if (Status st = store_->DeleteFile(owner, id); !st.ok()) return SendError(res, st);
       return res.set_content(json{{"id", id}, {"object", "file"}, {"deleted", true}}.dump(),
                              "application/json");
     }
@@ -153,24 +129,24 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
   const bool cancel = id.size() > 7 && id.compare(id.size() - 7, 7, "/cancel") == 0;
   if (cancel) id.resize(id.size() - 7);
   if (id.empty() || id.find('/') != std::string::npos) {
-    return Send(res, Status::NotFound("no route for " + req.method + " " + path));
+    return SendError(res, Status::NotFound("no route for " + req.method + " " + path));
   }
   if (cancel) {
     if (!post) return SendNotAllowed(res, req, "POST");
     auto b = store_->Cancel(owner, id, clock_->UnixSeconds());
-    if (!b.ok()) return Send(res, b.status());
+    if (!b.ok()) return SendError(res, b.status());
     if (runner_ != nullptr) runner_->Wake();
     return res.set_content(BatchJson(*b).dump(), "application/json");
   }
   if (!get) return SendNotAllowed(res, req, "GET");
   auto b = store_->GetBatch(owner, id);
-  if (!b.ok()) return Send(res, b.status());
+  if (!b.ok()) return SendError(res, b.status());
   res.set_content(BatchJson(*b).dump(), "application/json");
 }
 
 void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
   auto parts = ParseMultipart(req.header("Content-Type"), req.body);
-  if (!parts.ok()) return Send(res, parts.status());
+  if (!parts.ok()) return SendError(res, parts.status());
   const MultipartPart* file = nullptr;
   std::string purpose;
   bool has_purpose = false;
@@ -186,16 +162,16 @@ void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::
     if (p.name == "expires_after[seconds]") seconds = p.data;
   }
   if (file == nullptr) {
-    return Send(res, Status::InvalidArgument("the form has no 'file' part", "file"));
+    return SendError(res, Status::InvalidArgument("the form has no 'file' part", "file"));
   }
   if (!has_purpose) {
-    return Send(res, Status::InvalidArgument("the form has no 'purpose' part", "purpose"));
+    return SendError(res, Status::InvalidArgument("the form has no 'purpose' part", "purpose"));
   }
   if (purpose != "batch") {
-    return Send(res, Status::InvalidArgument(
-                         "purpose must be 'batch' (files here are batch inputs), got '" +
-                             purpose.substr(0, 64) + "'",
-                         "purpose"));
+    return SendError(res, Status::InvalidArgument(
+                              "purpose must be 'batch' (files here are batch inputs), got '" +
+                                  purpose.substr(0, 64) + "'",
+                              "purpose"));
   }
   const int64_t now = clock_->UnixSeconds();
   batch::FileObject f;
@@ -207,34 +183,34 @@ void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::
   f.created_at = now;
   if (!anchor.empty() || !seconds.empty()) {
     if (anchor != "created_at") {
-      return Send(res, Status::InvalidArgument("expires_after[anchor] must be 'created_at'",
-                                               "expires_after.anchor"));
+      return SendError(res, Status::InvalidArgument("expires_after[anchor] must be 'created_at'",
+                                                    "expires_after.anchor"));
     }
     char* end = nullptr;
     const long long s = std::strtoll(seconds.c_str(), &end, 10);
     if (seconds.empty() || *end != '\0' || s < kMinFileExpiry || s > kMaxFileExpiry) {
-      return Send(res, Status::InvalidArgument(
-                           "expires_after[seconds] must be from 3600 to 2592000, got '" +
-                               seconds.substr(0, 32) + "'",
-                           "expires_after.seconds"));
+      return SendError(res, Status::InvalidArgument(
+                                "expires_after[seconds] must be from 3600 to 2592000, got '" +
+                                    seconds.substr(0, 32) + "'",
+                                "expires_after.seconds"));
     }
     f.expires_at = now + s;
   }
-  if (Status st = store_->AddFile(f, file->data); !st.ok()) return Send(res, st);
+  if (Status st = store_->AddFile(f, file->data); !st.ok()) return SendError(res, st);
   res.set_content(FileJson(f).dump(), "application/json");
 }
 
 void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
   store_->DeleteExpiredFiles(clock_->UnixSeconds());
   auto limit = QueryLimit(req.query, 10000, 10000);
-  if (!limit.ok()) return Send(res, limit.status());
+  if (!limit.ok()) return SendError(res, limit.status());
   batch::FileQuery q;
   q.limit = *limit;
   q.purpose = QueryParam(req.query, "purpose").value_or("");
   q.after = QueryParam(req.query, "after").value_or("");
   const std::string order = QueryParam(req.query, "order").value_or("desc");
   if (order != "asc" && order != "desc") {
-    return Send(res, Status::InvalidArgument("order must be 'asc' or 'desc'", "order"));
+    return SendError(res, Status::InvalidArgument("order must be 'asc' or 'desc'", "order"));
   }
   q.ascending = order == "asc";
   batch::Page page;
@@ -246,7 +222,7 @@ void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::s
 void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) {
-    return Send(res, Status::InvalidArgument("the request body must be a JSON object"));
+    return SendError(res, Status::InvalidArgument("the request body must be a JSON object"));
   }
   auto str = [&](const char* key, std::string* out) -> Status {
     const auto it = body.find(key);
@@ -261,30 +237,30 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
        {std::pair<const char*, std::string*>{"input_file_id", &b.input_file_id},
         {"endpoint", &b.endpoint},
         {"completion_window", &b.completion_window}}) {
-    if (Status st = str(key, out); !st.ok()) return Send(res, st);
+    if (Status st = str(key, out); !st.ok()) return SendError(res, st);
   }
   bool supported = false;
   for (const char* e : kEndpoints) supported = supported || b.endpoint == e;
   if (!supported) {
-    return Send(res,
-                Status::InvalidArgument("endpoint must be /v1/chat/completions, /v1/completions, "
-                                        "/v1/responses or /v1/embeddings, got '" +
-                                            b.endpoint.substr(0, 100) + "'",
-                                        "endpoint"));
+    return SendError(
+        res, Status::InvalidArgument("endpoint must be /v1/chat/completions, /v1/completions, "
+                                     "/v1/responses or /v1/embeddings, got '" +
+                                         b.endpoint.substr(0, 100) + "'",
+                                     "endpoint"));
   }
   auto window = ParseCompletionWindow(b.completion_window, options_.max_window_s);
-  if (!window.ok()) return Send(res, window.status());
+  if (!window.ok()) return SendError(res, window.status());
   const json metadata = body.value("metadata", json(nullptr));
-  if (Status st = CheckMetadata(metadata); !st.ok()) return Send(res, st);
+  if (Status st = CheckMetadata(metadata); !st.ok()) return SendError(res, st);
   auto input = store_->GetFile(owner, b.input_file_id);
-  if (!input.ok()) return Send(res, input.status().WithParam("input_file_id"));
+  if (!input.ok()) return SendError(res, input.status().WithParam("input_file_id"));
   if (input->purpose != "batch") {
-    return Send(res, Status::InvalidArgument("file '" + b.input_file_id + "' has purpose '" +
-                                                 input->purpose + "', not 'batch'",
-                                             "input_file_id"));
+    return SendError(res, Status::InvalidArgument("file '" + b.input_file_id + "' has purpose '" +
+                                                      input->purpose + "', not 'batch'",
+                                                  "input_file_id"));
   }
   auto content = store_->FileContent(owner, b.input_file_id);
-  if (!content.ok()) return Send(res, content.status().WithParam("input_file_id"));
+  if (!content.ok()) return SendError(res, content.status().WithParam("input_file_id"));
 
   const int64_t now = clock_->UnixSeconds();
   b.id = util::RandomId("batch_", *random_);
@@ -307,16 +283,16 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
     b.status = batch::BatchStatus::kInProgress;
     b.in_progress_at = now;
   }
-  if (Status st = store_->CreateBatch(b, parsed.lines); !st.ok()) return Send(res, st);
+  if (Status st = store_->CreateBatch(b, parsed.lines); !st.ok()) return SendError(res, st);
   if (runner_ != nullptr) runner_->Wake();
   auto stored = store_->GetBatch(owner, b.id);
-  if (!stored.ok()) return Send(res, stored.status());
+  if (!stored.ok()) return SendError(res, stored.status());
   res.set_content(BatchJson(*stored).dump(), "application/json");
 }
 
 void BatchApi::ListBatches(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
   auto limit = QueryLimit(req.query, 20, 100);
-  if (!limit.ok()) return Send(res, limit.status());
+  if (!limit.ok()) return SendError(res, limit.status());
   batch::Page page;
   json data = json::array();
   for (const auto& b :

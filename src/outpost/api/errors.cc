@@ -78,6 +78,12 @@ std::string ErrorBody(const Status& status) {
                                              nlohmann::json::error_handler_t::replace);
 }
 
+void SendError(HttpResponse& res, const Status& st) {
+  res.status = HttpStatusFor(st.code());
+  if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
+  res.set_content(ErrorBody(st), "application/json");
+}
+
 void SendNotAllowed(HttpResponse& res, const HttpRequest& req, const std::string& allow,
                     const std::string& hint) {
   res.status = 405;

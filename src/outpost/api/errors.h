@@ -16,6 +16,9 @@ int HttpStatusFor(StatusCode code);
 // The JSON body for a failed request.
 std::string ErrorBody(const Status& status);
 
+// The error envelope with the status's HTTP code (and Retry-After).
+void SendError(HttpResponse& res, const Status& st);
+
 // 405 for a method `req.path` does not take: the error body naming the
 // methods it does (`allow`, also the Allow header), then `hint` if any.
 void SendNotAllowed(HttpResponse& res, const HttpRequest& req, const std::string& allow,

@@ -7,6 +7,7 @@
 #include "outpost/api/admin_api.h"
 #include "outpost/api/audit_sink.h"
 #include "outpost/api/batch_api.h"
+#include "outpost/api/conversations_api.h"
 #include "outpost/api/dashboard.h"
 #include "outpost/api/errors.h"
 #include "outpost/telemetry/prometheus_text.h"
@@ -55,6 +56,7 @@ std::string RouteLabel(const std::string& path) {
                                         "/v1/embeddings",
                                         "/v1/files",
                                         "/v1/batches",
+                                        "/v1/conversations",
                                         "/v1/models",
                                         "/health",
                                         "/ready",
@@ -66,6 +68,7 @@ std::string RouteLabel(const std::string& path) {
   if (path.rfind("/v1/files/", 0) == 0) return "/v1/files/{id}";
   if (path.rfind("/v1/batches/", 0) == 0) return "/v1/batches/{id}";
   if (path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
+  if (path.rfind("/v1/conversations/", 0) == 0) return "/v1/conversations/{id}";
   if (AdminApi::Owns(path)) return AdminRouteLabel(path);
   return "other";
 }
@@ -158,12 +161,6 @@ std::string HttpServer::OwnerOf(const HttpRequest& req) const {
   return ApiKeyId(PresentedKey(req.header("Authorization")));
 }
 
-void HttpServer::SendError(HttpResponse& res, const Status& st) {
-  res.status = HttpStatusFor(st.code());
-  if (st.retry_after_s() > 0) res.set_header("Retry-After", std::to_string(st.retry_after_s()));
-  res.set_content(ErrorBody(st), "application/json");
-}
-
 void HttpServer::Serve(const HttpRequest& req, HttpResponse& res) {
   Route(req, res);
   // Streamed generation responses are counted when the stream ends.
@@ -192,6 +189,9 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   if (batch_ != nullptr && BatchApi::Owns(path)) {
     // Files and batches belong to the key that made them.
     return batch_->Handle(req, res, OwnerOf(req));
+  }
+  if (IsConversationsPath(path)) {
+    return ServeConversations(conversations_, req, res, OwnerOf(req), *clock_, *random_);
   }
   const bool get = req.method == "GET" || req.method == "HEAD";  // HEAD: the front drops the body
   const bool post = req.method == "POST";

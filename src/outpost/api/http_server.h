@@ -45,6 +45,7 @@ namespace outpost::api {
 class AdminApi;
 class BatchApi;
 class ResponseStore;
+class ConversationStore;
 class HttpSink;
 
 struct HttpOptions {
@@ -113,6 +114,10 @@ class HttpServer {
     responses_ = store;
     responses_retention_s_ = retention_s;
   }
+  // The Conversations API (/v1/conversations and a Responses request's
+  // `conversation`; null: those are refused); set before Run(); must
+  // outlive the server.
+  void SetConversationStore(ConversationStore* store) { conversations_ = store; }
   // One request served in-process exactly as one that came over HTTP (keys,
   // routing, audit, metrics): how the batch runner runs a line. Blocks until
   // the response is whole, or is a stream's provider (never for a batch
@@ -150,8 +155,6 @@ class HttpServer {
   // Whose files, batches and stored responses a request sees: its API key's
   // id when keys are required, else "" (everyone's).
   std::string OwnerOf(const HttpRequest& req) const;
-  // The error envelope with the status's HTTP code (and Retry-After).
-  static void SendError(HttpResponse& res, const Status& st);
   void HandleReady(HttpResponse& res);
   // id empty: the list.
   void HandleModels(const std::string& id, HttpResponse& res);
@@ -173,6 +176,7 @@ class HttpServer {
   BatchApi* batch_ = nullptr;
   ResponseStore* responses_ = nullptr;
   int64_t responses_retention_s_ = 0;
+  ConversationStore* conversations_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;
   util::Random* const random_;  // request ids

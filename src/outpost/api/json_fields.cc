@@ -1,5 +1,9 @@
 #include "outpost/api/json_fields.h"
 
+#include <algorithm>
+
+#include "outpost/api/http_message.h"
+
 namespace outpost::api {
 
 using nlohmann::json;
@@ -33,6 +37,54 @@ json ListJson(json data, bool has_more) {
   j["first_id"] = data.empty() ? json(nullptr) : data.front()["id"];
   j["last_id"] = data.empty() ? json(nullptr) : data.back()["id"];
   return j;
+}
+
+StatusOr<json> ItemPage(json items, const std::string& query, const std::string& container) {
+  auto limit = QueryLimit(query, 20, 100);
+  if (!limit.ok()) return limit.status();
+  const std::string order = QueryParam(query, "order").value_or("desc");
+  if (order != "asc" && order != "desc") {
+    return Status::InvalidArgument("order must be asc or desc, got '" + order + "'", "order");
+  }
+  if (!items.is_array()) items = json::array();
+  if (order == "desc") std::reverse(items.begin(), items.end());
+  size_t start = 0;
+  if (const auto after = QueryParam(query, "after")) {
+    auto it = std::find_if(items.begin(), items.end(),
+                           [&](const json& item) { return item.value("id", json()) == *after; });
+    if (it == items.end()) {
+      return Status::NotFound("no item with id '" + *after + "' in '" + container + "'", "after");
+    }
+    start = static_cast<size_t>(it - items.begin()) + 1;
+  }
+  json page = json::array();
+  for (size_t i = start; i < items.size() && page.size() < static_cast<size_t>(*limit); ++i) {
+    page.push_back(std::move(items[i]));
+  }
+  const bool more = start + page.size() < items.size();
+  return ListJson(std::move(page), more);
+}
+
+Status CheckMetadata(const nlohmann::json& m, const std::string& field) {
+  if (m.is_null()) return Status::Ok();
+  if (!m.is_object()) return WrongType(field, "an object of strings", m);
+  if (m.size() > 16) {
+    return Status::InvalidArgument(
+        "'" + field + "' may hold at most 16 keys, got " + std::to_string(m.size()), field);
+  }
+  for (const auto& [k, v] : m.items()) {
+    if (k.size() > 64) {
+      return Status::InvalidArgument(
+          "'" + field + "' keys are at most 64 characters, got " + std::to_string(k.size()), field);
+    }
+    if (!v.is_string()) return WrongType(field + "." + k, "a string", v);
+    if (v.get_ref<const std::string&>().size() > 512) {
+      return Status::InvalidArgument("'" + field + "." + k + "' is at most 512 characters, got " +
+                                         std::to_string(v.get_ref<const std::string&>().size()),
+                                     field + "." + k);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace outpost::api

@@ -23,8 +23,21 @@ std::string DumpLossy(const nlohmann::json& j);
 // A string's bytes as an array of numbers (OpenAI's logprob `bytes`).
 nlohmann::json ByteArray(const std::string& s);
 
+// OpenAI's metadata: null, or an object of at most 16 pairs whose keys are
+// at most 64 characters and values strings of at most 512. Errors:
+// InvalidArgument naming `field` (a value: field.key) and the limit.
+Status CheckMetadata(const nlohmann::json& m, const std::string& field = "metadata");
+
 // OpenAI's list object: {"object": "list", data, first_id, last_id,
 // has_more}, the ids taken from data's first and last entries.
 nlohmann::json ListJson(nlohmann::json data, bool has_more);
+
+// One page of `items` (a JSON array of objects with ids, oldest first) as
+// the list object, by a listing's query: order (desc, the default, or asc),
+// limit (1–100, default 20) and after (an item id; NotFound naming `after`
+// and `container` if no item has it). Errors: InvalidArgument naming the
+// parameter.
+StatusOr<nlohmann::json> ItemPage(nlohmann::json items, const std::string& query,
+                                  const std::string& container);
 
 }  // namespace outpost::api

@@ -6,7 +6,8 @@
 // /v1/responses), and a local answer is written as a Response object or its
 // event stream (responses_response.h). With `store` (the default) and a
 // response store, the answer — local or relayed — is kept before its last
-// byte is sent, so the next turn can continue it at once.
+// byte is sent, so the next turn can continue it at once; with a
+// `conversation`, this input and the answer's output are added to it then.
 //
 // HttpServer::HandleStoredResponse — the stored ones: GET and DELETE
 // /v1/responses/{id}, GET /v1/responses/{id}/input_items.
@@ -19,7 +20,9 @@
 #include <climits>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "outpost/api/conversation_store.h"
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
@@ -36,26 +39,31 @@ namespace {
 using nlohmann::json;
 using scheduler::FinishReason;
 
-// Keeps an answered Response: its output items join the conversation so far.
+// Keeps an answered Response: stored, its output items joining the
+// conversation so far; and in its conversation, after this input.
 struct Keeper {
-  ResponseStore* store = nullptr;  // null: nothing is kept
-  std::string owner, input_items, context;
+  ResponseStore* store = nullptr;              // null: the response is not stored
+  ConversationStore* conversations = nullptr;  // null: no conversation
+  std::string owner, input_items, context, conversation_id;
   int64_t retention_s = 0;
   const util::Clock* clock = nullptr;
 
+  bool active() const { return store != nullptr || conversations != nullptr; }
+
   void operator()(const std::string& response) const {
-    if (store == nullptr) return;
+    if (!active()) return;
     json r = json::parse(response, nullptr, false);
     const json status = r.is_object() ? r.value("status", json()) : json();
     if (!r.is_object() || !r["id"].is_string() ||
         (status != "completed" && status != "incomplete")) {
       return;  // not a whole answer: nothing to continue
     }
+    const json output = r["output"].is_array() ? r["output"] : json::array();
+    if (conversations != nullptr) AddToConversation(output);
+    if (store == nullptr) return;
     json items = json::parse(context, nullptr, false);
     if (!items.is_array()) return;
-    if (r["output"].is_array()) {
-      for (const json& item : r["output"]) items.push_back(item);
-    }
+    for (const json& item : output) items.push_back(item);
     StoredResponse rec;
     rec.id = r["id"].get<std::string>();
     rec.owner = owner;
@@ -70,6 +78,22 @@ struct Keeper {
       spdlog::warn("responses: {} not stored: {}", rec.id, st.message());
     }
   }
+
+  void AddToConversation(const json& output) const {
+    std::vector<ConversationItem> added;
+    json input = json::parse(input_items, nullptr, false);
+    for (const json* items : std::initializer_list<const json*>{&input, &output}) {
+      if (!items->is_array()) continue;
+      for (const json& item : *items) {
+        const json id = item.value("id", json());
+        added.push_back({id.is_string() ? id.get<std::string>() : std::string(), DumpLossy(item)});
+      }
+    }
+    if (Status st = conversations->Append(owner, conversation_id, added, clock->UnixSeconds());
+        !st.ok()) {
+      spdlog::warn("responses: the answer was not added to {}: {}", conversation_id, st.message());
+    }
+  }
 };
 
 struct ResponseStream {
@@ -80,10 +104,11 @@ struct ResponseStream {
   bool finished = false;
 };
 
-// A body read with the owner's stored responses behind previous_response_id.
+// A body read with the owner's stored responses behind previous_response_id
+// and conversations behind conversation.
 StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
-                                 const std::string& owner, const util::Clock* clock,
-                                 util::Random* random) {
+                                 ConversationStore* conversations, const std::string& owner,
+                                 const util::Clock* clock, util::Random* random) {
   ResponsesParseOptions po;
   po.random = random;
   if (store != nullptr) {
@@ -91,6 +116,18 @@ StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
       auto r = store->Get(owner, id, clock->UnixSeconds(), "previous_response_id");
       if (!r.ok()) return r.status();
       return std::move(r->context);
+    };
+  }
+  if (conversations != nullptr) {
+    po.conversation = [&](const std::string& id) -> StatusOr<std::string> {
+      auto items = conversations->Items(owner, id, clock->UnixSeconds(), "conversation");
+      if (!items.ok()) return items.status();
+      std::string out = "[";
+      for (const ConversationItem& item : *items) {
+        if (out.size() > 1) out += ",";
+        out += item.item;
+      }
+      return out + "]";
     };
   }
   return ParseResponsesRequest(body, po);
@@ -108,10 +145,14 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   keep.owner = OwnerOf(req);
   keep.clock = clock_;
   keep.retention_s = responses_retention_s_;
-  auto parsed = Parse(req.body, responses_, keep.owner, clock_, random_);
+  auto parsed = Parse(req.body, responses_, conversations_, keep.owner, clock_, random_);
   if (!parsed.ok()) return fail(parsed.status());
-  if (parsed->store) {
-    keep.store = responses_;
+  if (parsed->store) keep.store = responses_;
+  if (!parsed->conversation_id.empty()) {
+    keep.conversations = conversations_;
+    keep.conversation_id = std::move(parsed->conversation_id);
+  }
+  if (keep.active()) {
     keep.input_items = std::move(parsed->input_items);
     keep.context = std::move(parsed->context);
   }
@@ -132,7 +173,7 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
 
   const std::shared_ptr<HttpSink> sink =
       DispatchCall(std::move(call), req, res, ForResponses,
-                   keep.store != nullptr ? std::function<void(const std::string&)>(keep) : nullptr);
+                   keep.active() ? std::function<void(const std::string&)>(keep) : nullptr);
   if (sink == nullptr) return;  // an error, or a relayed answer: written
   info.model = sink->meta().model;
   const auto& parser = sink->meta().tool_parser;
@@ -255,39 +296,16 @@ void HttpServer::HandleStoredResponse(const HttpRequest& req, HttpResponse& res)
     return res.set_content(stored->response, "application/json");
   }
   // input_items: newest first unless order=asc; `after` an item id.
-  auto limit = QueryLimit(req.query, 20, 100);
-  if (!limit.ok()) return SendError(res, limit.status());
-  const std::string order = QueryParam(req.query, "order").value_or("desc");
-  if (order != "asc" && order != "desc") {
-    return SendError(
-        res, Status::InvalidArgument("order must be asc or desc, got '" + order + "'", "order"));
-  }
-  json items = json::parse(stored->input_items, nullptr, false);
-  if (!items.is_array()) items = json::array();
-  if (order == "desc") std::reverse(items.begin(), items.end());
-  size_t start = 0;
-  if (const auto after = QueryParam(req.query, "after")) {
-    auto it = std::find_if(items.begin(), items.end(),
-                           [&](const json& item) { return item.value("id", json()) == *after; });
-    if (it == items.end()) {
-      return SendError(
-          res, Status::NotFound("no input item with id '" + *after + "' in '" + id + "'", "after"));
-    }
-    start = static_cast<size_t>(it - items.begin()) + 1;
-  }
-  json page = json::array();
-  for (size_t i = start; i < items.size() && page.size() < static_cast<size_t>(*limit); ++i) {
-    page.push_back(items[i]);
-  }
-  const bool more = start + page.size() < items.size();
-  res.set_content(DumpLossy(ListJson(std::move(page), more)), "application/json");
+  auto page = ItemPage(json::parse(stored->input_items, nullptr, false), req.query, id);
+  if (!page.ok()) return SendError(res, page.status());
+  res.set_content(DumpLossy(*page), "application/json");
 }
 
 void HttpServer::HandleInputTokens(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return SendError(res, Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
-  auto parsed = Parse(req.body, responses_, OwnerOf(req), clock_, random_);
+  auto parsed = Parse(req.body, responses_, conversations_, OwnerOf(req), clock_, random_);
   if (!parsed.ok()) return SendError(res, parsed.status());
   router::CompletionCall call;
   call.request = std::move(parsed->chat);

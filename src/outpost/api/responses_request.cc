@@ -185,6 +185,27 @@ json ListedItems(const json& items, util::Random& random) {
   return out;
 }
 
+// conversation: "conv_..." or {"id": "conv_..."}.
+StatusOr<std::string> ConversationId(const json& v) {
+  const json* id = &v;
+  std::string field = "conversation";
+  if (v.is_object()) {
+    field = "conversation.id";
+    auto it = v.find("id");
+    if (it == v.end() || it->is_null()) {
+      return Status::InvalidArgument("'conversation.id' is required", field);
+    }
+    id = &*it;
+  } else if (!v.is_string()) {
+    return WrongType(field, "a string or an object with an id", v);
+  }
+  if (!id->is_string()) return WrongType(field, "a string", *id);
+  if (id->get_ref<const std::string&>().empty()) {
+    return Status::InvalidArgument("'" + field + "' must not be empty", field);
+  }
+  return id->get<std::string>();
+}
+
 // tools: Responses' flat function tools become chat's nested ones.
 Status Tools(const json& body, json* chat) {
   auto it = body.find("tools");
@@ -262,6 +283,13 @@ Status TextFormat(const json& body, json* chat) {
 
 }  // namespace
 
+StatusOr<json> ListedInputItems(const json& items, const std::string& field, util::Random& random) {
+  if (!items.is_array()) return WrongType(field, "an array of items", items);
+  json messages = json::array();
+  OUTPOST_RETURN_IF_ERROR(ItemMessages(items, field, &messages));
+  return ListedItems(items, random);
+}
+
 Status ForResponses(Status st) {
   static const std::pair<const char*, const char*> kNames[] = {
       {"max_tokens", "max_output_tokens"},
@@ -292,13 +320,10 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   if (j.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
 
-  // Stored state beyond stored responses: none.
-  for (const char* key : {"conversation", "prompt"}) {
-    if (Given(j, key)) {
-      return Unsupported(key, std::string("is not supported: Outpost keeps no conversations or ") +
-                                  "prompts; continue a stored response with previous_response_id, "
-                                  "or send the whole conversation in 'input'");
-    }
+  if (Given(j, "prompt")) {
+    return Unsupported("prompt",
+                       "stored prompts are not supported: Outpost keeps none; send the prompt's "
+                       "text in 'instructions' or 'input'");
   }
   if (j.value("background", json()) == true) {
     return Unsupported("background",
@@ -325,6 +350,22 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
     }
   }
 
+  std::string conversation_id;
+  if (auto it = j.find("conversation"); it != j.end() && !it->is_null()) {
+    OUTPOST_ASSIGN_OR_RETURN(conversation_id, ConversationId(*it));
+    if (!previous_id.empty()) {
+      return Status::InvalidArgument(
+          "'conversation' and 'previous_response_id' are mutually exclusive: continue either a "
+          "conversation or a stored response",
+          "conversation");
+    }
+    if (!options.conversation) {
+      return Unsupported("conversation",
+                         "this server keeps no conversations (responses_retention: 0); send "
+                         "the whole conversation in 'input'");
+    }
+  }
+
   json chat = json::object();
   json messages = json::array();
   if (auto it = j.find("instructions"); it != j.end() && !it->is_null()) {
@@ -340,6 +381,15 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
       return Status::Internal("the stored response '" + previous_id + "' is damaged");
     }
     OUTPOST_RETURN_IF_ERROR(ItemMessages(context, "previous_response_id", &messages));
+  }
+  if (!conversation_id.empty()) {
+    std::string earlier;
+    OUTPOST_ASSIGN_OR_RETURN(earlier, options.conversation(conversation_id));
+    context = json::parse(earlier, nullptr, false);
+    if (!context.is_array()) {
+      return Status::Internal("the conversation '" + conversation_id + "' is damaged");
+    }
+    OUTPOST_RETURN_IF_ERROR(ItemMessages(context, "conversation", &messages));
   }
   json input;
   OUTPOST_ASSIGN_OR_RETURN(input, InputItems(j));
@@ -379,16 +429,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
     logprobs = true;
   }
   if (logprobs) chat["logprobs"] = true;
-  if (auto it = j.find("metadata"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return WrongType("metadata", "an object of strings", *it);
-    if (it->size() > 16) {
-      return Status::InvalidArgument(
-          "'metadata' may hold at most 16 keys, got " + std::to_string(it->size()), "metadata");
-    }
-    for (const auto& [k, v] : it->items()) {
-      if (!v.is_string()) return WrongType("metadata." + k, "a string", v);
-    }
-  }
+  if (auto it = j.find("metadata"); it != j.end()) OUTPOST_RETURN_IF_ERROR(CheckMetadata(*it));
   if (auto it = j.find("truncation"); it != j.end() && !it->is_null()) {
     if (*it != "auto" && *it != "disabled") {
       return Status::InvalidArgument("'truncation' must be auto or disabled", "truncation");
@@ -402,11 +443,13 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   out.chat.endpoint = Endpoint::kResponses;
   out.store = store && options.previous != nullptr;
   out.previous_response_id = previous_id;
+  out.conversation_id = conversation_id;
   util::Random& random = options.random != nullptr ? *options.random : util::RealRandom();
   out.input_items = ListedItems(input, random).dump();
-  if (!previous_id.empty()) {
+  if (!previous_id.empty() || !conversation_id.empty()) {
     json expanded = j;
     expanded.erase("previous_response_id");
+    expanded.erase("conversation");
     expanded["input"] = context;
     out.expanded_body = DumpLossy(expanded);
   }
@@ -433,6 +476,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
       {"truncation", value("truncation", "disabled")},
       {"user", value("user", nullptr)},
   };
+  if (!conversation_id.empty()) echo["conversation"] = {{"id", conversation_id}};
   if (auto it = j.find("text"); it != j.end() && it->is_object()) {
     echo["text"] = *it;
     if (!it->contains("format") || (*it)["format"].is_null()) {

@@ -10,17 +10,19 @@
 // the Responses fields (max_tokens → max_output_tokens, response_format →
 // text.format, messages → input). What Outpost cannot do is refused by name,
 // never ignored: hosted tools (web_search, file_search, …), images, files
-// and audio, conversations, stored prompts, background responses and
-// item_reference. Reasoning items from an earlier answer are skipped (a
-// model that does not reason ignores them).
+// and audio, stored prompts, background responses and item_reference. Reasoning items from an
+// earlier answer are skipped (a model that does not reason ignores them).
 //
 // previous_response_id continues a stored response (response_store.h): its
 // items come before this input, after this request's instructions (the
-// earlier instructions are not carried over, as in OpenAI's API). Pure but
-// for the lookup it is given; thread-safe if that is.
+// earlier instructions are not carried over, as in OpenAI's API).
+// `conversation` (an id, or {"id": ...}; not with previous_response_id) puts
+// a conversation's items (conversation_store.h) there instead. Pure but for
+// the lookups it is given; thread-safe if they are.
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -39,16 +41,17 @@ struct ResponsesRequest {
   std::string echo;
   bool store = false;                // `store` (default true), and the server stores responses
   std::string previous_response_id;  // "" = none
+  std::string conversation_id;       // "" = none
   // This request's input as items (JSON array), each with a type, its content
   // as parts and an id: what GET /v1/responses/{id}/input_items lists.
   std::string input_items;
   // The conversation before the answer as items (JSON array): the earlier
-  // response's, then this input as it came. A stored answer appends its
-  // output items to it.
+  // response's or the conversation's, then this input as it came. A stored
+  // answer appends its output items to it.
   std::string context;
-  // With previous_response_id: the body with `context` as its input and no
-  // previous_response_id — what an upstream is sent (it never stored the
-  // earlier turns). Else "".
+  // With previous_response_id or conversation: the body with `context` as
+  // its input and neither field — what an upstream is sent (it never stored
+  // the earlier turns). Else "".
   std::string expanded_body;
 };
 
@@ -57,6 +60,9 @@ struct ResponsesParseOptions {
   // (param previous_response_id). Null: the server stores no responses, so
   // previous_response_id is refused and `store` is answered false.
   std::function<StatusOr<std::string>(const std::string& id)> previous;
+  // A conversation's items (JSON array), or NotFound (param conversation).
+  // Null: the server keeps no conversations, so `conversation` is refused.
+  std::function<StatusOr<std::string>(const std::string& id)> conversation;
   util::Random* random = nullptr;  // input item ids; null: util::RealRandom()
 };
 
@@ -64,6 +70,13 @@ struct ResponsesParseOptions {
 // range, the limit; the lookup's NotFound.
 StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
                                                  const ResponsesParseOptions& options = {});
+
+// Items a client adds to a conversation (POST /v1/conversations, .../items):
+// each checked as an input item of a Responses request (errors name
+// field[i]), returned as input_items lists them — typed, content as parts,
+// an id each (kept if the item has one).
+StatusOr<nlohmann::json> ListedInputItems(const nlohmann::json& items, const std::string& field,
+                                          util::Random& random);
 
 // A chat rule's error (from here, or from the model's checks after the
 // parse: a tool's parameters, a schema the grammar cannot enforce, a prompt

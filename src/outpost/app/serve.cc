@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "outpost/api/batch_api.h"
+#include "outpost/api/conversation_store.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/response_store.h"
 #include "outpost/app/serve_models.h"
@@ -314,6 +315,31 @@ int RunServe(ServeConfig cfg) {
     } else {
       spdlog::warn("responses: {}; answers are not stored (store: false)",
                    opened.status().message());
+    }
+  }
+  // Conversations (/v1/conversations, a Responses request's `conversation`),
+  // each kept while it is used, until idle for the same retention.
+  std::unique_ptr<api::ConversationStore> conversation_store;
+  if (cfg.responses_retention_ms > 0) {
+    auto opened =
+        api::ConversationStore::Open(StateDir(cfg) + "/conversations.db",
+                                     std::max<int64_t>(1, cfg.responses_retention_ms / 1000));
+    if (opened.ok()) {
+      conversation_store = std::move(opened).value();
+      http.SetConversationStore(conversation_store.get());
+      const api::ConversationStore* cs = conversation_store.get();
+      stats
+          .Register({"outpost_conversations_stored",
+                     "Conversations API conversations held (idle past the retention ones until "
+                     "the next create).",
+                     telemetry::StatType::kGauge,
+                     {},
+                     {}})
+          .ComputedWith({}, [cs] { return static_cast<double>(cs->Count()); });
+      spdlog::info("conversations: {}/conversations.db (each kept {} s after its last use)",
+                   StateDir(cfg), cfg.responses_retention_ms / 1000);
+    } else {
+      spdlog::warn("conversations: {}; the Conversations API is off", opened.status().message());
     }
   }
 
