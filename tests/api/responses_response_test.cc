@@ -198,6 +198,54 @@ TEST(FinalResponseOfStream, IsTheLastCompletedOrIncompleteObjectAndNothingElse) 
   EXPECT_EQ(failed.final_response(), "");
 }
 
+TEST(ResponseFieldsPatch, SetsTheServersFieldsOnEveryResponseAndNothingElse) {
+  const std::string fields =
+      R"({"store":true,"previous_response_id":null,"conversation":{"id":"conv_1"}})";
+  ResponseFieldsPatch body_patch(fields);
+  const json body = json::parse(body_patch.Body(
+      R"({"id":"resp_u","object":"response","store":false,"previous_response_id":null,"output":[]})"));
+  EXPECT_EQ(body["store"], true);
+  EXPECT_EQ(body["conversation"]["id"], "conv_1");
+  EXPECT_EQ(body["id"], "resp_u");
+  // Not a Response (an error body, text): unchanged.
+  for (const std::string& other :
+       {std::string(R"({"error":{"message":"x"}})"), std::string("oops")}) {
+    EXPECT_EQ(body_patch.Body(other), other);
+  }
+
+  // A stream in awkward chunks, with CRLF lines and a delta that mentions
+  // "response": only the lifecycle events change.
+  const std::string sse =
+      "event: response.created\r\ndata: {\"type\":\"response.created\",\"response\":{\"id\":"
+      "\"resp_u\",\"store\":false}}\r\n\r\n"
+      "event: response.output_text.delta\r\ndata: {\"type\":\"response.output_text.delta\","
+      "\"delta\":\"the \\\"response\\\" was\"}\r\n\r\n"
+      "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":"
+      "\"resp_u\",\"store\":false,\"output\":[]}}\n\n";
+  for (size_t piece : {size_t{1}, size_t{7}, sse.size()}) {
+    ResponseFieldsPatch patch(fields);
+    std::string out;
+    for (size_t at = 0; at < sse.size(); at += piece) out += patch.Feed(sse.substr(at, piece));
+    out += patch.Finish();
+    // The delta event passes byte for byte.
+    EXPECT_NE(out.find("event: response.output_text.delta\r\ndata: {\"type\":\"response.output_"
+                       "text.delta\",\"delta\":\"the \\\"response\\\" was\"}\r\n\r\n"),
+              std::string::npos)
+        << out;
+    const json final_response = json::parse(FinalResponseOfStream(out));
+    EXPECT_EQ(final_response["store"], true) << piece;
+    EXPECT_EQ(final_response["conversation"]["id"], "conv_1") << piece;
+    EXPECT_EQ(out.find("\"store\":false"), std::string::npos) << out;
+    EXPECT_NE(out.find("\r\n\r\nevent: response.completed\n"), std::string::npos) << out;
+  }
+  // A last line without its end is still written, patched.
+  ResponseFieldsPatch open_end(fields);
+  std::string out = open_end.Feed("data: {\"response\":{\"store\":false}}");
+  EXPECT_EQ(out, "");
+  out += open_end.Finish();
+  EXPECT_EQ(json::parse(out.substr(5))["response"]["store"], true);
+}
+
 TEST(ResponseEvents, TextThenCallsCloseEachItemBeforeTheNext) {
   testing::SeededRandom random(1);
   ResponseEvents events(Info(), &random);

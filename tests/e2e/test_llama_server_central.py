@@ -154,6 +154,8 @@ def test_a_relayed_response_is_stored_here_and_continued_through_llama_server(cl
     assert raw.headers["x-outpost-route"] == "central:hq"
     r2 = raw.parse()
     assert r2.status == "completed" and r2.output_text
+    # It says what Outpost did, not what llama-server (which saw no id) did.
+    assert r2.previous_response_id == r1.id and r2.store is True
     # The same as sending the whole conversation.
     whole = client.responses.create(
         model="large", temperature=0, max_output_tokens=16,
@@ -166,5 +168,33 @@ def test_a_relayed_response_is_stored_here_and_continued_through_llama_server(cl
     events = list(client.responses.create(model="large", previous_response_id=r2.id, stream=True,
                                           input="Thanks.", temperature=0, max_output_tokens=8))
     assert events[-1].type == "response.completed"
+    assert all(e.response.previous_response_id == r2.id for e in events if hasattr(e, "response"))
     kept = client.responses.retrieve(events[-1].response.id)
     assert kept.output_text == events[-1].response.output_text
+    assert kept.previous_response_id == r2.id
+
+
+def test_a_conversation_here_continued_through_llama_server(client, edge):
+    """A conversation lives here; a relayed answer reads it (its items sent in
+    the input) and is added to it, body or stream."""
+    conv = client.conversations.create(items=[{"role": "user", "content": "My name is Ada."}])
+    raw = client.responses.with_raw_response.create(
+        model="large", conversation=conv.id, input="Say hi to me by name.", temperature=0,
+        max_output_tokens=16)
+    assert raw.headers["x-outpost-route"] == "central:hq"
+    r1 = raw.parse()
+    assert r1.conversation.id == conv.id and r1.output_text
+    whole = client.responses.create(
+        model="large", temperature=0, max_output_tokens=16,
+        input=[{"type": "message", "role": "user", "content": "My name is Ada."},
+               {"type": "message", "role": "user", "content": "Say hi to me by name."}])
+    assert r1.output_text == whole.output_text
+    assert r1.usage.input_tokens == whole.usage.input_tokens
+    events = list(client.responses.create(model="large", conversation=conv.id, stream=True,
+                                          input="Thanks.", temperature=0, max_output_tokens=8))
+    assert events[-1].type == "response.completed"
+    assert events[-1].response.conversation.id == conv.id
+    items = client.conversations.items.list(conv.id, order="asc").data
+    assert [i.content[0].text for i in items] == [
+        "My name is Ada.", "Say hi to me by name.", r1.output_text, "Thanks.",
+        events[-1].response.output_text]

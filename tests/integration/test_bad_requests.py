@@ -9,6 +9,7 @@ from outpost_harness import chat_body
 CHAT = "/v1/chat/completions"
 COMP = "/v1/completions"
 RESP = "/v1/responses"
+CONV = "/v1/conversations"
 LONG = "word " * 1500  # far more than the 1024-token session context
 
 CASES = [
@@ -59,8 +60,28 @@ CASES = [
      "no stored response with id 'resp_1'"),
     ("POST", RESP, {"input": "x", "previous_response_id": 7}, {}, 400, "previous_response_id",
      "must be a string"),
-    ("POST", RESP, {"input": "x", "conversation": "conv_1"}, {}, 400, "conversation",
-     "keeps no conversations"),
+    ("POST", RESP, {"input": "x", "conversation": "conv_1"}, {}, 404, "conversation",
+     "no conversation with id 'conv_1'"),
+    ("POST", RESP, {"input": "x", "conversation": {"id": 5}}, {}, 400, "conversation.id",
+     "must be a string"),
+    ("POST", RESP, {"input": "x", "conversation": "conv_1", "previous_response_id": "resp_1"}, {},
+     400, "conversation", "mutually exclusive"),
+    ("POST", CONV, "{nope", {}, 400, None, "not valid JSON"),
+    ("POST", CONV, {"items": [{"role": "robot", "content": "x"}]}, {}, 400, "items[0].role",
+     "must be one of user"),
+    ("POST", CONV, {"items": [{"role": "user", "content": "x"}] * 21}, {}, 400, "items",
+     "at most 20"),
+    ("POST", CONV, {"metadata": {"k": 1}}, {}, 400, "metadata.k", "must be a string"),
+    ("GET", CONV, None, {}, 405, None, "use POST"),
+    ("GET", CONV + "/conv_1", None, {}, 404, "conversation_id", "no conversation with id 'conv_1'"),
+    ("POST", CONV + "/conv_1", {"metadata": {}}, {}, 404, "conversation_id", "no conversation"),
+    ("DELETE", CONV + "/conv_1", None, {}, 404, "conversation_id", "no conversation"),
+    ("GET", CONV + "/conv_1/items", None, {}, 404, "conversation_id", "no conversation"),
+    ("POST", CONV + "/conv_1/items", {"items": [{"role": "user", "content": "x"}]}, {}, 404,
+     "conversation_id", "no conversation"),
+    ("GET", CONV + "/conv_1/items/msg_1", None, {}, 404, "conversation_id", "no conversation"),
+    ("PATCH", CONV + "/conv_1", None, {}, 405, None, "use GET, POST, DELETE"),
+    ("GET", CONV + "/conv_1/turns", None, {}, 404, None, "no route"),
     ("POST", RESP, {"input": "x", "store": "yes"}, {}, 400, "store", "must be a boolean"),
     ("POST", RESP, {"input": "x"}, {"X-Outpost-Priority": "urgent"}, 400, "X-Outpost-Priority", "interactive"),
     ("GET", RESP, None, {}, 405, None, "use POST"),

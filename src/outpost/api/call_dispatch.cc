@@ -24,10 +24,12 @@ struct Relay {
   std::shared_ptr<HttpSink> sink;
   std::unique_ptr<router::InFlight> in_flight;  // the relay thread, cancelled and joined at the end
   bool finished = false;
-  // What the stream carried, for on_relayed_response (cleared past
+  // What the stream carried, for RelayedResponse::keep (cleared past
   // kMaxKeptStream: such an answer is not kept).
   std::string seen;
   bool overflow = false;
+  std::unique_ptr<ResponseFieldsPatch> patch;  // a Responses relay with fields to set
+  std::function<void(const std::string&)> keep;
 };
 
 constexpr size_t kMaxKeptStream = 16u << 20;
@@ -62,8 +64,7 @@ Status HttpServer::ReadCallHeaders(const HttpRequest& req, router::CompletionCal
 
 std::shared_ptr<HttpSink> HttpServer::DispatchCall(
     router::CompletionCall call, const HttpRequest& req, HttpResponse& res,
-    const std::function<Status(Status)>& error_for_endpoint,
-    const std::function<void(const std::string&)>& on_relayed_response) {
+    const std::function<Status(Status)>& error_for_endpoint, const RelayedResponse* relayed) {
   const bool chat = call.request.endpoint != router::Endpoint::kCompletion;
   const bool responses = call.request.endpoint == router::Endpoint::kResponses;
   const std::string path = router::EndpointPath(call.request.endpoint);
@@ -121,9 +122,11 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
     std::string body;
     for (bool ended = false; !ended;) body += sink->Take(&ended);
     sink->Cancel();
-    if (on_relayed_response && res.status == 200 && sink->relay_error().ok()) {
-      on_relayed_response(body);
+    const bool whole = res.status == 200 && sink->relay_error().ok();
+    if (whole && relayed != nullptr && !relayed->fields.empty()) {
+      body = ResponseFieldsPatch(relayed->fields).Body(body);
     }
+    if (whole && relayed != nullptr && relayed->keep) relayed->keep(body);
     res.set_content(body, sink->relay_content_type());
     return nullptr;
   }
@@ -131,22 +134,31 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
   auto st = std::make_shared<Relay>();
   st->sink = sink;
   st->in_flight = std::move(in_flight);
+  if (relayed != nullptr && res.status == 200) {
+    if (!relayed->fields.empty())
+      st->patch = std::make_unique<ResponseFieldsPatch>(relayed->fields);
+    st->keep = relayed->keep;
+  }
   const ApiStats stats = stats_;
   res.set_stream(
       "text/event-stream",
-      [st, stats, path, responses, on_relayed_response](ChunkWriter& out) {
+      [st, stats, path, responses](ChunkWriter& out) {
         if (st->finished) return false;
         bool ended = false;
-        const std::string data = st->sink->Take(&ended);
-        if (on_relayed_response && !st->overflow) {
+        std::string data = st->sink->Take(&ended);
+        if (st->patch) {
+          data = st->patch->Feed(data);
+          if (ended) data += st->patch->Finish();
+        }
+        if (st->keep && !st->overflow) {
           st->seen += data;
           st->overflow = st->seen.size() > kMaxKeptStream;
           if (st->overflow) std::string().swap(st->seen);
         }
-        if (ended && on_relayed_response && !st->overflow && st->sink->relay_error().ok()) {
+        if (ended && st->keep && !st->overflow && st->sink->relay_error().ok()) {
           // Kept before the last event goes out: a client that continues
           // the response at once finds it.
-          if (std::string r = FinalResponseOfStream(st->seen); !r.empty()) on_relayed_response(r);
+          if (std::string r = FinalResponseOfStream(st->seen); !r.empty()) st->keep(r);
         }
         if (!data.empty() && !out.Write(data)) return false;
         if (!ended) return true;

@@ -68,6 +68,17 @@ struct HttpOptions {
   bool metrics_require_key = false;  // /metrics needs a key too (/health, /ready never)
 };
 
+// What a relayed Responses answer gets here.
+struct RelayedResponse {
+  // A JSON object set on every Response object the relay carries — what
+  // this server decided (store, previous_response_id, conversation); ""
+  // sets nothing.
+  std::string fields;
+  // Gets the final Response object (with `fields`), a 200 body or the one a
+  // stream ended with, before the client has all of it; may be null.
+  std::function<void(const std::string&)> keep;
+};
+
 class HttpServer {
  public:
   // router may be null (no upstreams configured: everything is served here;
@@ -141,13 +152,12 @@ class HttpServer {
   // (passed through error_for_endpoint, which names the endpoint's fields)
   // or a relayed answer is written to `res` here and null is returned; a
   // local answer returns its sink, started, with the route headers set.
-  // on_relayed_response, if set, gets a relayed Responses answer's Response
-  // object (a 200 body, or the object a stream ended with) before the
-  // client has all of it.
-  std::shared_ptr<HttpSink> DispatchCall(
-      router::CompletionCall call, const HttpRequest& req, HttpResponse& res,
-      const std::function<Status(Status)>& error_for_endpoint,
-      const std::function<void(const std::string&)>& on_relayed_response = nullptr);
+  // `relayed` (a Responses request's; may be null): what its answer gets
+  // if an upstream writes it.
+  std::shared_ptr<HttpSink> DispatchCall(router::CompletionCall call, const HttpRequest& req,
+                                         HttpResponse& res,
+                                         const std::function<Status(Status)>& error_for_endpoint,
+                                         const RelayedResponse* relayed = nullptr);
   // GET / DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel,
   // and POST /v1/responses/input_tokens.
   void HandleStoredResponse(const HttpRequest& req, HttpResponse& res);

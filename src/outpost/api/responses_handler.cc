@@ -171,9 +171,20 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   const bool tools = call.request.tools.active();
   const bool logprobs = call.request.top_logprobs >= 0;
 
+  // A relayed answer states what this server did with the request, not
+  // what the upstream (which never saw the id or the conversation) did.
+  RelayedResponse relayed;
+  if (keep.active()) relayed.keep = keep;
+  {
+    const json echo = json::parse(info.echo, nullptr, false);
+    json fields = json::object();
+    for (const char* key : {"store", "previous_response_id", "conversation"}) {
+      if (echo.is_object() && echo.contains(key)) fields[key] = echo[key];
+    }
+    relayed.fields = fields.dump();
+  }
   const std::shared_ptr<HttpSink> sink =
-      DispatchCall(std::move(call), req, res, ForResponses,
-                   keep.active() ? std::function<void(const std::string&)>(keep) : nullptr);
+      DispatchCall(std::move(call), req, res, ForResponses, &relayed);
   if (sink == nullptr) return;  // an error, or a relayed answer: written
   info.model = sink->meta().model;
   const auto& parser = sink->meta().tool_parser;

@@ -110,6 +110,52 @@ std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number) {
                     {"sequence_number", sequence_number}});
 }
 
+ResponseFieldsPatch::ResponseFieldsPatch(std::string fields) : fields_(std::move(fields)) {}
+
+std::string ResponseFieldsPatch::Body(const std::string& body) const {
+  json r = json::parse(body, nullptr, false);
+  const json fields = json::parse(fields_, nullptr, false);
+  if (!r.is_object() || r.value("object", json()) != "response" || !fields.is_object()) {
+    return body;
+  }
+  for (const auto& [k, v] : fields.items()) r[k] = v;
+  return DumpLossy(r);
+}
+
+std::string ResponseFieldsPatch::Line(std::string_view line) const {
+  // Only an event that carries a Response is rewritten: the lifecycle ones.
+  if (line.rfind("data:", 0) != 0 || line.find("\"response\"") == std::string_view::npos) {
+    return std::string(line);
+  }
+  const bool cr = !line.empty() && line.back() == '\r';
+  json e = json::parse(line.substr(5, line.size() - 5 - (cr ? 1 : 0)), nullptr, false);
+  const json fields = json::parse(fields_, nullptr, false);
+  if (!e.is_object() || !e.contains("response") || !e["response"].is_object() ||
+      !fields.is_object()) {
+    return std::string(line);
+  }
+  for (const auto& [k, v] : fields.items()) e["response"][k] = v;
+  return "data: " + DumpLossy(e) + (cr ? "\r" : "");
+}
+
+std::string ResponseFieldsPatch::Feed(std::string_view chunk) {
+  std::string out;
+  held_.append(chunk);
+  size_t at = 0;
+  for (size_t end; (end = held_.find('\n', at)) != std::string::npos; at = end + 1) {
+    out += Line(std::string_view(held_).substr(at, end - at));
+    out += '\n';
+  }
+  held_.erase(0, at);
+  return out;
+}
+
+std::string ResponseFieldsPatch::Finish() {
+  std::string out = held_.empty() ? std::string() : Line(held_);
+  held_.clear();
+  return out;
+}
+
 std::string FinalResponseOfStream(std::string_view sse) {
   std::string last;
   size_t at = 0;

@@ -49,6 +49,29 @@ std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
 // failed where no Response can follow (a relay cut short).
 std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number = 0);
 
+// Sets `fields` (a JSON object: what this server decided for a relayed
+// request — store, previous_response_id, conversation) on every Response
+// object an upstream's answer carries: a body's, and the `response` of each
+// event in its stream. Everything else passes byte for byte. A stream is fed
+// in chunks as they come; a line is held only until its end arrives.
+// Not thread-safe (one per relay).
+class ResponseFieldsPatch {
+ public:
+  explicit ResponseFieldsPatch(std::string fields);
+  // A whole body; one that is not a Response object is returned unchanged.
+  std::string Body(const std::string& body) const;
+  // The next piece of a stream: what can go out now.
+  std::string Feed(std::string_view chunk);
+  // The stream's end: whatever was held.
+  std::string Finish();
+
+ private:
+  std::string Line(std::string_view line) const;
+
+  std::string fields_;
+  std::string held_;  // a line without its end yet
+};
+
 // The Response object (JSON) that a Responses event stream ended with — its
 // response.completed or response.incomplete event's — or "" when it has
 // none (cut short, failed). For a relayed stream, whose events are not ours.

@@ -1,0 +1,188 @@
+"""End-to-end: OpenAI's Conversations API (/v1/conversations) through the
+official openai client against a live outpost serve on the default model —
+a conversation made, read, changed and deleted; Responses requests that name
+it read its items and add their input and answer to it (body and stream);
+items added and deleted by hand change what the next answer reads; and
+conversations kept across a restart and refused when the server keeps
+nothing."""
+import openai
+import pytest
+from outpost_harness import serve
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def model_id(client):
+    return client.models.list().data[0].id
+
+
+BRIEF = "You are a helpful assistant."
+CODE = "Remember this code word: PELICAN."
+ASK_CODE = "What was the code word?"
+
+
+def texts(items):
+    return [(i.role, i.content[0].text) for i in items if i.type == "message"]
+
+
+def test_a_conversation_carries_the_earlier_turns(client, model_id):
+    conv = client.conversations.create(metadata={"site": "line-3"})
+    assert conv.object == "conversation" and conv.id.startswith("conv_")
+    assert conv.metadata == {"site": "line-3"}
+    r1 = client.responses.create(model=model_id, instructions=BRIEF, conversation=conv.id, input=CODE,
+                                 temperature=0, max_output_tokens=40)
+    assert r1.conversation.id == conv.id and r1.previous_response_id is None
+    r2 = client.responses.create(model=model_id, instructions=BRIEF, conversation={"id": conv.id},
+                                 input=ASK_CODE, temperature=0, max_output_tokens=40)
+    # The model read the earlier turn: a word it could not have guessed.
+    assert "PELICAN" in r2.output_text, r2.output_text
+    # Exactly the answer to the whole conversation sent as chat messages.
+    chat = client.chat.completions.create(
+        model=model_id, temperature=0, max_tokens=40, messages=[
+            {"role": "system", "content": BRIEF}, {"role": "user", "content": CODE},
+            {"role": "assistant", "content": r1.output_text}, {"role": "user", "content": ASK_CODE}])
+    assert r2.output_text == chat.choices[0].message.content
+    assert r2.usage.input_tokens == chat.usage.prompt_tokens
+    # The conversation holds both turns in order, the answers under their own ids.
+    items = client.conversations.items.list(conv.id, order="asc")
+    assert texts(items.data) == [("user", CODE), ("assistant", r1.output_text),
+                                 ("user", ASK_CODE), ("assistant", r2.output_text)]
+    assert items.data[1].id == r1.output[0].id and items.data[3].id == r2.output[0].id
+    assert items.data[0].content[0].type == "input_text"
+    assert items.data[1].content[0].type == "output_text"
+    newest = client.conversations.items.list(conv.id, limit=1)
+    assert [i.id for i in newest.data] == [r2.output[0].id] and newest.has_more
+    # The Response is stored too, with its conversation.
+    assert client.responses.retrieve(r2.id).conversation.id == conv.id
+
+
+def test_items_added_and_deleted_by_hand_are_what_the_next_answer_reads(client, model_id):
+    conv = client.conversations.create(items=[{"type": "message", "role": "user", "content": CODE},
+                                              {"type": "message", "role": "assistant",
+                                               "content": "Noted."}])
+    added = client.conversations.items.create(
+        conv.id, items=[{"type": "message", "role": "user", "content": "And the colour is green."},
+                        {"type": "message", "role": "assistant", "content": "Noted too."}])
+    assert [i.content[0].text for i in added.data] == ["And the colour is green.", "Noted too."]
+    every = client.conversations.items.list(conv.id, order="asc").data
+    assert len(every) == 4
+    # One item by id; then deleted (the answer is the conversation).
+    code_item = every[0]
+    assert client.conversations.items.retrieve(code_item.id, conversation_id=conv.id).id == code_item.id
+    kw = dict(model=model_id, instructions=BRIEF, input=ASK_CODE)
+    before = client.responses.input_tokens.count(**kw, conversation=conv.id).input_tokens
+    whole = client.responses.input_tokens.count(
+        model=model_id, instructions=BRIEF,
+        input=[{"role": "user", "content": CODE}, {"role": "assistant", "content": "Noted."},
+               {"role": "user", "content": "And the colour is green."},
+               {"role": "assistant", "content": "Noted too."},
+               {"role": "user", "content": ASK_CODE}]).input_tokens
+    assert before == whole
+    assert client.conversations.items.delete(code_item.id, conversation_id=conv.id).id == conv.id
+    with pytest.raises(openai.NotFoundError) as e:
+        client.conversations.items.retrieve(code_item.id, conversation_id=conv.id)
+    assert e.value.body["param"] == "item_id"
+    after = client.responses.input_tokens.count(**kw, conversation=conv.id).input_tokens
+    without = client.responses.input_tokens.count(
+        model=model_id, instructions=BRIEF,
+        input=[{"role": "assistant", "content": "Noted."},
+               {"role": "user", "content": "And the colour is green."},
+               {"role": "assistant", "content": "Noted too."},
+               {"role": "user", "content": ASK_CODE}]).input_tokens
+    assert after == without < before
+    r = client.responses.create(**kw, conversation=conv.id, temperature=0, max_output_tokens=40)
+    assert r.usage.input_tokens == after
+    assert len(client.conversations.items.list(conv.id).data) == 5
+
+
+def test_a_streamed_answer_joins_the_conversation_before_its_last_event(client, model_id):
+    conv = client.conversations.create()
+    events = client.responses.create(model=model_id, instructions=BRIEF, conversation=conv.id,
+                                     input=CODE, temperature=0, max_output_tokens=40, stream=True)
+    seen = None
+    for e in events:
+        if e.type == "response.completed":
+            assert e.response.conversation.id == conv.id
+            seen = texts(client.conversations.items.list(conv.id, order="asc").data)
+            assert seen == [("user", CODE), ("assistant", e.response.output_text)]
+    assert seen is not None
+    r = client.responses.create(model=model_id, instructions=BRIEF, conversation=conv.id,
+                                input=ASK_CODE, temperature=0, max_output_tokens=40)
+    assert "PELICAN" in r.output_text, r.output_text
+
+
+def test_store_false_still_adds_to_the_conversation(client, model_id):
+    conv = client.conversations.create()
+    r = client.responses.create(model=model_id, conversation=conv.id, input="Hi", store=False,
+                                max_output_tokens=5)
+    assert r.store is False
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(r.id)
+    assert len(client.conversations.items.list(conv.id).data) == 2
+
+
+def test_update_delete_and_bad_calls(client, server, model_id):
+    conv = client.conversations.create(metadata={"a": "1"})
+    assert client.conversations.retrieve(conv.id).metadata == {"a": "1"}
+    assert client.conversations.update(conv.id, metadata={"b": "2"}).metadata == {"b": "2"}
+    assert server.metric("outpost_conversations_stored") >= 1
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model=model_id, conversation=conv.id, previous_response_id="resp_x",
+                                input="hi")
+    assert e.value.body["param"] == "conversation"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.conversations.items.create(conv.id, items=[{"type": "message", "content": "no role"}])
+    assert e.value.body["param"] == "items[0].role"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.conversations.create(items=[{"role": "user", "content": "x"}] * 21)
+    assert e.value.body["param"] == "items"
+    deleted = client.conversations.delete(conv.id)
+    assert deleted.deleted and deleted.id == conv.id and deleted.object == "conversation.deleted"
+    for call in (lambda: client.conversations.retrieve(conv.id),
+                 lambda: client.conversations.items.list(conv.id),
+                 lambda: client.conversations.delete(conv.id)):
+        with pytest.raises(openai.NotFoundError) as e:
+            call()
+        assert e.value.body["param"] == "conversation_id"
+    with pytest.raises(openai.NotFoundError) as e:
+        client.responses.create(model=model_id, conversation=conv.id, input="hi")
+    assert e.value.body["param"] == "conversation" and conv.id in e.value.body["message"]
+    # The server keeps serving.
+    assert client.responses.create(model=model_id, input="Hi", max_output_tokens=3).output_text
+
+
+def test_conversations_belong_to_their_key_and_outlive_a_restart(tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text("key-of-a\nkey-of-b\n")
+    flags = ("--api-key-file", str(keys), "--state-dir", str(tmp_path / "state"), "--ctx-size", "1024")
+
+    def clients(s):
+        return [openai.OpenAI(base_url=s.base + "/v1", api_key=k, max_retries=0)
+                for k in ("key-of-a", "key-of-b")]
+    with serve(*flags) as s:
+        a, b = clients(s)
+        model = a.models.list().data[0].id
+        conv = a.conversations.create(items=[{"role": "user", "content": CODE}])
+        with pytest.raises(openai.NotFoundError):
+            b.conversations.retrieve(conv.id)
+        with pytest.raises(openai.NotFoundError) as e:
+            b.responses.create(model=model, conversation=conv.id, input=ASK_CODE)
+        assert e.value.body["param"] == "conversation"
+    with serve(*flags) as s:
+        a, _ = clients(s)
+        r = a.responses.create(model=model, conversation=conv.id, input=ASK_CODE, max_output_tokens=5)
+        assert r.conversation.id == conv.id
+        assert len(a.conversations.items.list(conv.id).data) == 3
+    # Told to keep nothing: no conversations, and the answer says why.
+    with serve(*flags, "--responses-retention", "0") as s:
+        a, _ = clients(s)
+        with pytest.raises(openai.NotFoundError) as e:
+            a.conversations.create()
+        assert "responses_retention: 0" in e.value.body["message"]
+        with pytest.raises(openai.BadRequestError) as e:
+            a.responses.create(model=model, conversation=conv.id, input="hi")
+        assert e.value.body["param"] == "conversation"
