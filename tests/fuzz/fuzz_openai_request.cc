@@ -11,8 +11,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   // The first byte picks the endpoint (bit 2: the Responses API; bit 3 with
-  // it: a server that stores responses, every id naming one earlier turn)
-  // and the vocabulary bound.
+  // it: a server that stores responses and conversations, every even-length
+  // id naming one earlier turn; then the body is also read as items added
+  // to a conversation) and the vocabulary bound.
   const uint8_t sel = size > 0 ? data[0] : 0;
   if (sel & 4) {
     outpost::api::ResponsesParseOptions options;
@@ -23,6 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return std::string(R"([{"role": "user", "content": "hi"}, {"type": "function_call",
           "call_id": "c", "name": "f", "arguments": "{}"}])");
       };
+      options.conversation = options.previous;
+      const auto items = nlohmann::json::parse(in.substr(1), nullptr, false);
+      if (!items.is_discarded()) {
+        (void)outpost::api::ListedInputItems(items, "items", outpost::util::RealRandom());
+      }
     }
     auto responses = outpost::api::ParseResponsesRequest(in.substr(1), options);
     if (!responses.ok()) (void)outpost::api::ForResponses(responses.status());

@@ -397,7 +397,8 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "(default 4)"},
       {"responses_retention",
        "how long a Responses API answer stays stored for previous_response_id and GET "
-       "/v1/responses/{id}, e.g. 30d, 12h; 0 = none are stored (default 30d)"},
+       "/v1/responses/{id}, and an unused conversation (/v1/conversations) is kept, e.g. 30d, "
+       "12h; 0 = none are stored (default 30d)"},
       {"batch_yield",
        "while a request above the batch class ran within this, batch work is rationed to "
        "batch_busy_tokens per step, e.g. 5s; 0 = never (default 5s)"},
