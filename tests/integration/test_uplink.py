@@ -256,7 +256,10 @@ def test_outage_and_kill9_on_both_sides_lose_nothing_and_apply_each_record_once(
 def test_a_full_disk_leaves_gap_records_and_the_box_keeps_serving(tmp_path):
     mnt = tmp_path / "small"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=384k", "tmpfs", str(mnt)], check=True)
+    # Room for the other stores in the state dir (batches, responses,
+    # conversations: ~75 KB each while open, WAL and shared memory included)
+    # and the spool's 128 KB reserve, and little more: the spool meets the end.
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=464k", "tmpfs", str(mnt)], check=True)
     rx_port = free_port()
     box = Box(str(mnt), rx_port, "--uplink-interval", "100ms")
     rx = None

@@ -36,28 +36,19 @@ SpoolRecord RowToRecord(Stmt& st) {
 
 StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path, uint64_t max_bytes,
                                              Merger merger) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return Status::Unavailable("uplink spool " + path + ": " + msg);
-  }
-  sqlite3_busy_timeout(db, 5000);
-  std::unique_ptr<Spool> spool(new Spool(db, path, max_bytes, std::move(merger)));
-  std::lock_guard<std::mutex> lock(spool->mu_);
   // WAL keeps readers and the writer apart; FULL makes every commit durable,
   // so an acknowledged position or a sequence number is never handed out twice.
-  for (const char* sql :
-       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS records(seq INTEGER PRIMARY KEY, first_seq INTEGER NOT "
-        "NULL, kind TEXT NOT NULL, boot_id TEXT NOT NULL, time_ms INTEGER NOT NULL, body TEXT "
-        "NOT NULL)"}) {
-    if (Status st = spool->Exec(sql); !st.ok()) {
-      return Status::Unavailable("uplink spool " + path + ": " + st.message());
-    }
-  }
+  static constexpr const char* kSchema[] = {
+      "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS records(seq INTEGER PRIMARY KEY, first_seq INTEGER NOT "
+      "NULL, kind TEXT NOT NULL, boot_id TEXT NOT NULL, time_ms INTEGER NOT NULL, body TEXT "
+      "NOT NULL)"};
+  auto opened = util::SqliteDb::Open(path, "uplink spool", /*exclusive=*/false, kSchema);
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<Spool> spool(
+      new Spool(std::move(opened).value(), path, max_bytes, std::move(merger)));
+  sqlite3* const db = spool->db_;
+  std::lock_guard<std::mutex> lock(spool->mu_);
   // The file may grow to about twice the records' bound (free pages, the
   // index, a merge in progress) and no further.
   Stmt ps(db, "PRAGMA page_size");
@@ -69,21 +60,18 @@ StatusOr<std::unique_ptr<Spool>> Spool::Open(const std::string& path, uint64_t m
   return spool;
 }
 
-Spool::Spool(sqlite3* db, std::string path, uint64_t max_bytes, Merger merger)
-    : db_(db), path_(std::move(path)), max_bytes_(max_bytes), merger_(std::move(merger)) {}
+Spool::Spool(std::unique_ptr<util::SqliteDb> sqlite, std::string path, uint64_t max_bytes,
+             Merger merger)
+    : sqlite_(std::move(sqlite)),
+      db_(sqlite_->get()),
+      path_(std::move(path)),
+      max_bytes_(max_bytes),
+      merger_(std::move(merger)) {}
 
-Spool::~Spool() {
-  sqlite3_close(db_);
-}
+Spool::~Spool() = default;
 
 Status Spool::Exec(const char* sql) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-  if (rc == SQLITE_OK) return Status::Ok();
-  std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
-  sqlite3_free(err);
-  if (rc == SQLITE_FULL) return Status::ResourceExhausted(msg);
-  return Status::Internal(msg);
+  return sqlite_->Exec(sql);
 }
 
 int64_t Spool::MetaInt(const char* key) {

@@ -48,6 +48,10 @@
 
 struct sqlite3;
 
+namespace outpost::util {
+class SqliteDb;
+}
+
 namespace outpost::telemetry {
 
 struct SpoolRecord {
@@ -118,7 +122,8 @@ class Spool {
   const std::string& path() const { return path_; }
 
  private:
-  Spool(sqlite3* db, std::string path, uint64_t max_bytes, Merger merger);
+  Spool(std::unique_ptr<util::SqliteDb> sqlite, std::string path, uint64_t max_bytes,
+        Merger merger);
   Status Exec(const char* sql) OUTPOST_REQUIRES(mu_);
   int64_t MetaInt(const char* key) OUTPOST_REQUIRES(mu_);
   Status SetMetaLocked(const std::string& key, const std::string& value) OUTPOST_REQUIRES(mu_);
@@ -143,7 +148,8 @@ class Spool {
       OUTPOST_REQUIRES(mu_);
 
   std::mutex mu_;
-  sqlite3* const db_;
+  const std::unique_ptr<util::SqliteDb> sqlite_;
+  sqlite3* const db_;  // sqlite_'s
   const std::string path_;
   const uint64_t max_bytes_;
   const Merger merger_;
