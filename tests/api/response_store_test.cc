@@ -93,5 +93,35 @@ TEST(ResponseStore, AnUnwritablePlaceIsUnavailableNamingThePath) {
   EXPECT_NE(s.status().message().find("/nonexistent-dir/x/responses.db"), std::string::npos);
 }
 
+TEST(ResponseStore, ItemsAreFoundByIdWhileTheirResponseLives) {
+  auto s = ResponseStore::Open(NewDbPath());
+  ASSERT_TRUE(s.ok());
+  ResponseStore& store = **s;
+  StoredResponse a = Record("resp_a", "k1", 1000);
+  a.items = {{"msg_in", R"({"id":"msg_in","role":"user"})"},
+             {"fc_1", R"({"id":"fc_1","type":"function_call"})"}};
+  ASSERT_TRUE(store.Put(a, 100).ok());
+  auto got = store.Item("k1", "fc_1", 500, "input[0].id");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, R"({"id":"fc_1","type":"function_call"})");
+  auto other = store.Item("k2", "fc_1", 500, "input[0].id");
+  EXPECT_EQ(other.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(other.status().param(), "input[0].id");
+  EXPECT_NE(other.status().message().find("fc_1"), std::string::npos);
+  // A later response bringing the same id wins; replacing a response
+  // replaces its items.
+  StoredResponse b = Record("resp_b", "k1", 3000);
+  b.items = {{"fc_1", R"({"id":"fc_1","v":2})"}};
+  ASSERT_TRUE(store.Put(b, 200).ok());
+  EXPECT_EQ(*store.Item("k1", "fc_1", 500, "p"), R"({"id":"fc_1","v":2})");
+  a.items = {};
+  ASSERT_TRUE(store.Put(a, 300).ok());
+  EXPECT_FALSE(store.Item("k1", "msg_in", 500, "p").ok());
+  // Expiry and deletion take the items with them.
+  EXPECT_FALSE(store.Item("k1", "fc_1", 3000, "p").ok());
+  ASSERT_TRUE(store.Delete("k1", "resp_b", 500).ok());
+  EXPECT_FALSE(store.Item("k1", "fc_1", 500, "p").ok());
+}
+
 }  // namespace
 }  // namespace outpost::api

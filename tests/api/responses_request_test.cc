@@ -159,8 +159,9 @@ TEST(ParseResponsesRequest, BadBodiesNameTheField) {
        "input[0].arguments", "a string"},
       {R"({"input": [{"type": "function_call_output", "call_id": "c"}]})", "input[0].output",
        "is required"},
-      {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type",
-       "send the item itself"},
+      {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type", "stores none"},
+      {R"({"input": [{"type": "item_reference"}]})", "input[0].id", "is required"},
+      {R"({"input": [{"type": "item_reference", "id": 3}]})", "input[0].id", "a string"},
       {R"({"input": [{"type": "web_search_call", "id": "ws_1"}]})", "input[0].type",
        "not supported"},
       {R"({"input": [{"type": "reasoning", "summary": []}]})", "input", "holds no message"},
@@ -422,6 +423,46 @@ TEST(ListedInputItems, ChecksEachItemAndGivesItAnId) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().param(), "items[1].call_id");
   EXPECT_EQ(ListedInputItems(json("hi"), "items", random).status().param(), "items");
+}
+
+TEST(ParseResponsesRequest, AnItemReferenceIsTheStoredItemItNames) {
+  ResponsesParseOptions o;
+  std::vector<std::string> asked;
+  o.item = [&](const std::string& id, const std::string& param) -> StatusOr<std::string> {
+    asked.push_back(id + " " + param);
+    if (id == "fc_1") {
+      return std::string(R"({"type": "function_call", "id": "fc_1", "call_id": "c1",
+        "name": "weather", "arguments": "{}", "status": "completed"})");
+    }
+    return Status::NotFound("no stored item with id '" + id + "'", param);
+  };
+  auto r = ParseResponsesRequest(R"({"input": [
+    {"role": "user", "content": "Weather?"},
+    {"type": "item_reference", "id": "fc_1"},
+    {"type": "function_call_output", "call_id": "c1", "output": "sunny"}]})",
+                                 o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->chat.messages.size(), 3u);
+  EXPECT_EQ(r->chat.messages[1].role, "assistant");
+  const json calls = json::parse(r->chat.messages[1].tool_calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["function"]["name"], "weather");
+  EXPECT_EQ(asked, std::vector<std::string>{"fc_1 input[1].id"});
+  // The item in its place everywhere: listed, in the context, and in the
+  // body an upstream gets (which could not resolve the id).
+  EXPECT_EQ(json::parse(r->input_items)[1]["id"], "fc_1");
+  EXPECT_EQ(json::parse(r->context)[1]["name"], "weather");
+  const json expanded = json::parse(r->expanded_body);
+  EXPECT_EQ(expanded["input"][1]["type"], "function_call");
+  auto again = ParseResponsesRequest(r->expanded_body);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->chat.messages.size(), 3u);
+
+  auto unknown =
+      ParseResponsesRequest(R"({"input": ["x", {"type": "item_reference", "id": "msg_9"}]})", o);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(unknown.status().param(), "input[1].id");
 }
 
 }  // namespace

@@ -164,6 +164,14 @@ def test_a_relayed_response_is_stored_here_and_continued_through_llama_server(cl
                {"type": "message", "role": "user", "content": "What is my name?"}])
     assert r2.output_text == whole.output_text
     assert r2.usage.input_tokens == whole.usage.input_tokens
+    # Items named by reference reach llama-server as the items themselves.
+    first_in = client.responses.input_items.list(r1.id).data[0]
+    by_ref = client.responses.create(
+        model="large", temperature=0, max_output_tokens=16,
+        input=[{"type": "item_reference", "id": first_in.id},
+               {"type": "item_reference", "id": r1.output[0].id},
+               {"type": "message", "role": "user", "content": "What is my name?"}])
+    assert by_ref.output_text == whole.output_text
 
     events = list(client.responses.create(model="large", previous_response_id=r2.id, stream=True,
                                           input="Thanks.", temperature=0, max_output_tokens=8))

@@ -3,8 +3,9 @@ openai client against a live outpost serve on the default model — the same
 answer as the chat endpoint gives, streamed event by event, cut at
 max_output_tokens, function calls and their results, structured output,
 logprobs, bad inputs named by their Responses field, and stored responses:
-continued with previous_response_id, retrieved, listed, deleted, kept per API
-key and across a restart, and not kept when the server is told so."""
+continued with previous_response_id, their items named by item_reference,
+retrieved, listed, deleted, kept per API key and across a restart, and not
+kept when the server is told so."""
 import json
 from typing import Literal
 
@@ -307,6 +308,34 @@ def test_a_function_call_continued_with_its_output_only(client, model_id):
                {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 24 C"}])
     assert r2.output_text == whole.output_text
     assert r2.usage.input_tokens == whole.usage.input_tokens
+
+
+def test_item_references_name_stored_items(client, model_id):
+    # The Codex pattern: the whole conversation again each turn, but the
+    # server's own earlier items by id.
+    r = client.responses.create(model=model_id, input="What is the weather in Paris?", tools=[WEATHER],
+                                tool_choice="required", parallel_tool_calls=False, max_output_tokens=100)
+    (call,) = r.output
+    asked = client.responses.input_items.list(r.id).data[0]
+    result = {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 24 C"}
+    kw = dict(model=model_id, tools=[WEATHER], tool_choice="none", max_output_tokens=40, temperature=0)
+    by_ref = client.responses.create(**kw, input=[{"type": "item_reference", "id": asked.id},
+                                                  {"type": "item_reference", "id": call.id}, result])
+    whole = client.responses.create(**kw, input=[{"role": "user", "content": "What is the weather in Paris?"},
+                                                 call.model_dump(exclude_none=True), result])
+    assert by_ref.output_text == whole.output_text
+    assert by_ref.usage.input_tokens == whole.usage.input_tokens
+    # Listed as the items they name.
+    listed = client.responses.input_items.list(by_ref.id, order="asc").data
+    assert [i.type for i in listed] == ["message", "function_call", "function_call_output"]
+    assert listed[1].id == call.id and listed[1].name == call.name
+    with pytest.raises(openai.NotFoundError) as e:
+        client.responses.create(**kw, input=[{"type": "item_reference", "id": "fc_nope"}])
+    assert e.value.body["param"] == "input[0].id" and "fc_nope" in e.value.body["message"]
+    # Items of an answer not stored cannot be named.
+    gone = client.responses.create(model=model_id, input="Hi", max_output_tokens=3, store=False)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(**kw, input=[{"type": "item_reference", "id": gone.output[0].id}])
 
 
 def test_stored_responses_belong_to_their_key_and_outlive_a_restart(tmp_path):

@@ -11,9 +11,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   // The first byte picks the endpoint (bit 2: the Responses API; bit 3 with
-  // it: a server that stores responses and conversations, every even-length
-  // id naming one earlier turn; then the body is also read as items added
-  // to a conversation) and the vocabulary bound.
+  // it: a server that stores responses, items and conversations, every
+  // even-length id naming one; then the body is also read as items added to
+  // a conversation) and the vocabulary bound.
   const uint8_t sel = size > 0 ? data[0] : 0;
   if (sel & 4) {
     outpost::api::ResponsesParseOptions options;
@@ -25,6 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "call_id": "c", "name": "f", "arguments": "{}"}])");
       };
       options.conversation = options.previous;
+      options.item = [](const std::string& id,
+                        const std::string& param) -> outpost::StatusOr<std::string> {
+        if (id.size() % 2 == 1) return outpost::Status::NotFound("no " + id, param);
+        return std::string(R"({"type": "function_call", "id": "fc_1", "call_id": "c",
+          "name": "f", "arguments": "{}"})");
+      };
       const auto items = nlohmann::json::parse(in.substr(1), nullptr, false);
       if (!items.is_discarded()) {
         (void)outpost::api::ListedInputItems(items, "items", outpost::util::RealRandom());

@@ -12,6 +12,11 @@ constexpr const char* kSchema[] = {
     "INTEGER NOT NULL, expires_at INTEGER NOT NULL, response TEXT NOT NULL, input_items TEXT NOT "
     "NULL, context TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS responses_by_expiry ON responses(expires_at)",
+    // Items by id for item_reference; they live and die with their response.
+    ("CREATE TABLE IF NOT EXISTS items(owner TEXT NOT NULL, id TEXT NOT NULL, response TEXT NOT "
+     "NULL, seq INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)"),
+    "CREATE INDEX IF NOT EXISTS items_by_id ON items(owner, id)",
+    "CREATE INDEX IF NOT EXISTS items_by_response ON items(response)",
 };
 
 Status NoSuchResponse(const std::string& id, const std::string& param) {
@@ -30,9 +35,31 @@ StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& 
 
 Status ResponseStore::Put(const StoredResponse& r, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
+  OUTPOST_RETURN_IF_ERROR(db_->Exec("BEGIN IMMEDIATE"));
+  Status st = PutLocked(r, now);
+  if (st.ok()) st = db_->Exec("COMMIT");
+  if (!st.ok()) db_->Exec("ROLLBACK");
+  return st;
+}
+
+Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {
+  Stmt purge_items(db_->get(),
+                   "DELETE FROM items WHERE response IN (SELECT id FROM responses WHERE "
+                   "expires_at <= ?) OR response = ?");
+  purge_items.Bind(1, now);
+  purge_items.Bind(2, r.id);
+  OUTPOST_RETURN_IF_ERROR(purge_items.Run());
   Stmt purge(db_->get(), "DELETE FROM responses WHERE expires_at <= ?");
   purge.Bind(1, now);
   OUTPOST_RETURN_IF_ERROR(purge.Run());
+  for (const auto& [item_id, item] : r.items) {
+    Stmt i(db_->get(), "INSERT INTO items(owner, id, response, item) VALUES(?,?,?,?)");
+    i.Bind(1, r.owner);
+    i.Bind(2, item_id);
+    i.Bind(3, r.id);
+    i.Bind(4, item);
+    OUTPOST_RETURN_IF_ERROR(i.Run());
+  }
   Stmt s(db_->get(),
          "INSERT OR REPLACE INTO responses(id, owner, created_at, expires_at, response, "
          "input_items, context) VALUES(?,?,?,?,?,?,?)");
@@ -67,6 +94,26 @@ StatusOr<StoredResponse> ResponseStore::Get(const std::string& owner, const std:
   return r;
 }
 
+StatusOr<std::string> ResponseStore::Item(const std::string& owner, const std::string& item_id,
+                                          int64_t now, const std::string& param) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT items.item FROM items JOIN responses ON responses.id = items.response WHERE "
+         "items.owner = ? AND items.id = ? AND responses.owner = ? AND responses.expires_at > ? "
+         "ORDER BY items.seq DESC LIMIT 1");
+  s.Bind(1, owner);
+  s.Bind(2, item_id);
+  s.Bind(3, owner);
+  s.Bind(4, now);
+  if (s.Step() != SQLITE_ROW) {
+    return Status::NotFound("no stored item with id '" + item_id +
+                                "' (items are kept with the stored responses that brought them: "
+                                "never stored, store: false, expired, deleted, or another key's)",
+                            param);
+  }
+  return s.Text(0);
+}
+
 Status ResponseStore::Delete(const std::string& owner, const std::string& id, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_->get(), "DELETE FROM responses WHERE id = ? AND owner = ? AND expires_at > ?");
@@ -75,7 +122,9 @@ Status ResponseStore::Delete(const std::string& owner, const std::string& id, in
   s.Bind(3, now);
   OUTPOST_RETURN_IF_ERROR(s.Run());
   if (db_->Changes() == 0) return NoSuchResponse(id, "response_id");
-  return Status::Ok();
+  Stmt items(db_->get(), "DELETE FROM items WHERE response = ?");
+  items.Bind(1, id);
+  return items.Run();
 }
 
 int64_t ResponseStore::Count() const {

@@ -11,7 +11,8 @@
 //
 // Records belong to an owner (the API key's id, "" without keys); another
 // owner's ids are NotFound. A record lives until expires_at, then reads as
-// NotFound and is deleted by the next Put().
+// NotFound and is deleted by the next Put(). Its items are indexed by id, so
+// a later request can name one (item_reference) instead of sending it.
 //
 // Thread-safety: all methods lock one mutex; safe from any thread.
 #pragma once
@@ -20,6 +21,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "outpost/util/sqlite.h"
 #include "outpost/util/status.h"
@@ -35,6 +38,9 @@ struct StoredResponse {
   std::string response;     // the Response object (JSON)
   std::string input_items;  // this request's input items, each with an id (JSON array)
   std::string context;      // every item so far, output included (JSON array)
+  // The items this response brought — its input items and its output items
+  // — by id, for item_reference: (id, the item as JSON).
+  std::vector<std::pair<std::string, std::string>> items;
 };
 
 class ResponseStore {
@@ -43,9 +49,13 @@ class ResponseStore {
   // naming the path.
   static StatusOr<std::unique_ptr<ResponseStore>> Open(const std::string& path);
 
-  // Adds or replaces r.id, and deletes what expired before `now`.
-  // ResourceExhausted on a full disk.
+  // Adds or replaces r.id (its items too), and deletes what expired before
+  // `now`. ResourceExhausted on a full disk.
   Status Put(const StoredResponse& r, int64_t now);
+  // An item a live stored response of `owner` brought (the latest, if two
+  // had the same id). NotFound (param `param`) otherwise.
+  StatusOr<std::string> Item(const std::string& owner, const std::string& item_id, int64_t now,
+                             const std::string& param);
   // NotFound (param `param`) for an unknown, expired or other owner's id.
   StatusOr<StoredResponse> Get(const std::string& owner, const std::string& id, int64_t now,
                                const std::string& param = "response_id");
@@ -56,6 +66,7 @@ class ResponseStore {
 
  private:
   explicit ResponseStore(std::unique_ptr<util::SqliteDb> db) : db_(std::move(db)) {}
+  Status PutLocked(const StoredResponse& r, int64_t now) OUTPOST_REQUIRES(mu_);
 
   mutable std::mutex mu_;
   std::unique_ptr<util::SqliteDb> db_ OUTPOST_GUARDED_BY(mu_);

@@ -65,6 +65,9 @@ struct Keeper {
     if (!items.is_array()) return;
     for (const json& item : output) items.push_back(item);
     StoredResponse rec;
+    ForEachItemWithId(output, [&](const std::string& id, std::string item) {
+      rec.items.emplace_back(id, std::move(item));
+    });
     rec.id = r["id"].get<std::string>();
     rec.owner = owner;
     const int64_t now = clock->UnixSeconds();
@@ -79,16 +82,27 @@ struct Keeper {
     }
   }
 
-  void AddToConversation(const json& output) const {
-    std::vector<ConversationItem> added;
-    json input = json::parse(input_items, nullptr, false);
+  // Calls f(id, item JSON) for this request's input items (all listed with
+  // ids), then for `output`'s items (one an upstream wrote without an id
+  // gets one).
+  template <typename F>
+  void ForEachItemWithId(const json& output, F&& f) const {
+    const json input = json::parse(input_items, nullptr, false);
     for (const json* items : std::initializer_list<const json*>{&input, &output}) {
       if (!items->is_array()) continue;
-      for (const json& item : *items) {
-        const json id = item.value("id", json());
-        added.push_back({id.is_string() ? id.get<std::string>() : std::string(), DumpLossy(item)});
+      for (json item : *items) {
+        if (!item.is_object()) continue;
+        if (!item.value("id", json()).is_string()) item["id"] = NewId("item_");
+        f(item["id"].get<std::string>(), DumpLossy(item));
       }
     }
+  }
+
+  void AddToConversation(const json& output) const {
+    std::vector<ConversationItem> added;
+    ForEachItemWithId(output, [&](const std::string& id, std::string item) {
+      added.push_back({id, std::move(item)});
+    });
     if (Status st = conversations->Append(owner, conversation_id, added, clock->UnixSeconds());
         !st.ok()) {
       spdlog::warn("responses: the answer was not added to {}: {}", conversation_id, st.message());
@@ -116,6 +130,9 @@ StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
       auto r = store->Get(owner, id, clock->UnixSeconds(), "previous_response_id");
       if (!r.ok()) return r.status();
       return std::move(r->context);
+    };
+    po.item = [&](const std::string& id, const std::string& param) {
+      return store->Item(owner, id, clock->UnixSeconds(), param);
     };
   }
   if (conversations != nullptr) {

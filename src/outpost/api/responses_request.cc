@@ -127,8 +127,8 @@ Status ItemMessages(const json& input, const std::string& field, json* messages)
       continue;  // an earlier answer's reasoning: nothing this model reads
     } else if (type == "item_reference") {
       return Unsupported(f + ".type",
-                         "item_reference is not supported; send the item itself, or continue "
-                         "a stored response with previous_response_id");
+                         "item_reference is resolved only in a Responses request's 'input' "
+                         "(against stored responses); send the item itself here");
     } else {
       return Status::InvalidArgument("'" + f + ".type' '" + type +
                                          "' is not supported (message, function_call, "
@@ -183,6 +183,30 @@ json ListedItems(const json& items, util::Random& random) {
     out.push_back(std::move(item));
   }
   return out;
+}
+
+// Each {"type": "item_reference", "id"} in `input` becomes the stored item
+// it names (`*referenced` set if there was one).
+Status ResolveReferences(const ResponsesParseOptions& options, json* input, bool* referenced) {
+  for (size_t i = 0; i < input->size(); ++i) {
+    json& item = (*input)[i];
+    if (!item.is_object() || item.value("type", json()) != "item_reference") continue;
+    const std::string f = "input[" + std::to_string(i) + "]";
+    std::string id;
+    OUTPOST_RETURN_IF_ERROR(ItemString(item, "id", f, &id));
+    if (!options.item) {
+      return Unsupported(f + ".type",
+                         "item_reference needs stored responses, and this server stores none "
+                         "(responses_retention: 0); send the item itself");
+    }
+    std::string stored;
+    OUTPOST_ASSIGN_OR_RETURN(stored, options.item(id, f + ".id"));
+    json resolved = json::parse(stored, nullptr, false);
+    if (!resolved.is_object()) return Status::Internal("the stored item '" + id + "' is damaged");
+    item = std::move(resolved);
+    *referenced = true;
+  }
+  return Status::Ok();
 }
 
 // conversation: "conv_..." or {"id": "conv_..."}.
@@ -393,6 +417,8 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   }
   json input;
   OUTPOST_ASSIGN_OR_RETURN(input, InputItems(j));
+  bool referenced = false;
+  OUTPOST_RETURN_IF_ERROR(ResolveReferences(options, &input, &referenced));
   OUTPOST_RETURN_IF_ERROR(ItemMessages(input, "input", &messages));
   if (messages.empty() || (messages.size() == 1 && Given(j, "instructions"))) {
     return Status::InvalidArgument("'input' holds no message (only reasoning items)", "input");
@@ -446,7 +472,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   out.conversation_id = conversation_id;
   util::Random& random = options.random != nullptr ? *options.random : util::RealRandom();
   out.input_items = ListedItems(input, random).dump();
-  if (!previous_id.empty() || !conversation_id.empty()) {
+  if (!previous_id.empty() || !conversation_id.empty() || referenced) {
     json expanded = j;
     expanded.erase("previous_response_id");
     expanded.erase("conversation");

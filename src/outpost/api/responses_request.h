@@ -10,7 +10,8 @@
 // the Responses fields (max_tokens → max_output_tokens, response_format →
 // text.format, messages → input). What Outpost cannot do is refused by name,
 // never ignored: hosted tools (web_search, file_search, …), images, files
-// and audio, stored prompts, background responses and item_reference. Reasoning items from an
+// and audio, stored prompts and background responses. An item_reference in
+// `input` is replaced by the stored item it names. Reasoning items from an
 // earlier answer are skipped (a model that does not reason ignores them).
 //
 // previous_response_id continues a stored response (response_store.h): its
@@ -49,9 +50,9 @@ struct ResponsesRequest {
   // response's or the conversation's, then this input as it came. A stored
   // answer appends its output items to it.
   std::string context;
-  // With previous_response_id or conversation: the body with `context` as
-  // its input and neither field — what an upstream is sent (it never stored
-  // the earlier turns). Else "".
+  // With previous_response_id, conversation or an item_reference: the body
+  // with `context` as its input and neither field — what an upstream is sent
+  // (it never stored the earlier turns or the items). Else "".
   std::string expanded_body;
 };
 
@@ -60,6 +61,9 @@ struct ResponsesParseOptions {
   // (param previous_response_id). Null: the server stores no responses, so
   // previous_response_id is refused and `store` is answered false.
   std::function<StatusOr<std::string>(const std::string& id)> previous;
+  // The stored item (a JSON object) an item_reference names, or NotFound
+  // naming `param`. Null: item_reference is refused.
+  std::function<StatusOr<std::string>(const std::string& id, const std::string& param)> item;
   // A conversation's items (JSON array), or NotFound (param conversation).
   // Null: the server keeps no conversations, so `conversation` is refused.
   std::function<StatusOr<std::string>(const std::string& id)> conversation;
