@@ -58,7 +58,11 @@ struct Keeper {
         (status != "completed" && status != "incomplete")) {
       return;  // not a whole answer: nothing to continue
     }
-    const json output = r["output"].is_array() ? r["output"] : json::array();
+    json output = r["output"].is_array() ? r["output"] : json::array();
+    for (json& item : output) {
+      // One an upstream wrote without an id gets one, the same everywhere.
+      if (item.is_object() && !item.value("id", json()).is_string()) item["id"] = NewId("item_");
+    }
     if (conversations != nullptr) AddToConversation(output);
     if (store == nullptr) return;
     json items = json::parse(context, nullptr, false);
@@ -83,17 +87,16 @@ struct Keeper {
   }
 
   // Calls f(id, item JSON) for this request's input items (all listed with
-  // ids), then for `output`'s items (one an upstream wrote without an id
-  // gets one).
+  // ids), then for `output`'s items that have one.
   template <typename F>
   void ForEachItemWithId(const json& output, F&& f) const {
     const json input = json::parse(input_items, nullptr, false);
     for (const json* items : std::initializer_list<const json*>{&input, &output}) {
       if (!items->is_array()) continue;
-      for (json item : *items) {
-        if (!item.is_object()) continue;
-        if (!item.value("id", json()).is_string()) item["id"] = NewId("item_");
-        f(item["id"].get<std::string>(), DumpLossy(item));
+      for (const json& item : *items) {
+        if (item.is_object() && item.value("id", json()).is_string()) {
+          f(item["id"].get<std::string>(), DumpLossy(item));
+        }
       }
     }
   }
