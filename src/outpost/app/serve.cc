@@ -260,6 +260,11 @@ int RunServe(ServeConfig cfg) {
     if (!opened.ok())
       spdlog::warn("batch: {}; /v1/files and /v1/batches are off", opened.status().message());
   }
+  // One number computed at each scrape.
+  auto gauge = [&stats](const char* name, const char* help, std::function<double()> fn) {
+    stats.Register({name, help, telemetry::StatType::kGauge, {}, {}})
+        .ComputedWith({}, std::move(fn));
+  };
   if (batch_store) {
     batch::RunnerOptions ro;
     ro.parallel = cfg.batch_parallel;
@@ -268,14 +273,9 @@ int RunServe(ServeConfig cfg) {
     batch_api = std::make_unique<api::BatchApi>(batch_store.get(), batch_runner.get());
     http.SetBatchApi(batch_api.get());
     const batch::BatchRunner* runner = batch_runner.get();
-    stats
-        .Register({"outpost_batch_lines_running",
-                   "Batch API lines running now (queued in the "
-                   "scheduler or generating).",
-                   telemetry::StatType::kGauge,
-                   {},
-                   {}})
-        .ComputedWith({}, [runner] { return static_cast<double>(runner->Running()); });
+    gauge("outpost_batch_lines_running",
+          "Batch API lines running now (queued in the scheduler or generating).",
+          [runner] { return static_cast<double>(runner->Running()); });
     auto& lines = stats.Register({"outpost_batch_lines_total",
                                   "Batch API lines by outcome: ok (answered 200), error (answered "
                                   "with an error; in the error file), refused (over capacity or "
@@ -302,14 +302,10 @@ int RunServe(ServeConfig cfg) {
       http.SetResponseStore(response_store.get(),
                             std::max<int64_t>(1, cfg.responses_retention_ms / 1000));
       const api::ResponseStore* rs = response_store.get();
-      stats
-          .Register({"outpost_responses_stored",
-                     "Responses API answers held for previous_response_id and GET "
-                     "/v1/responses/{id} (expired ones until the next store).",
-                     telemetry::StatType::kGauge,
-                     {},
-                     {}})
-          .ComputedWith({}, [rs] { return static_cast<double>(rs->Count()); });
+      gauge("outpost_responses_stored",
+            "Responses API answers held for previous_response_id and GET /v1/responses/{id} "
+            "(expired ones until the next store).",
+            [rs] { return static_cast<double>(rs->Count()); });
       spdlog::info("responses: {}/responses.db (each kept {} s)", StateDir(cfg),
                    cfg.responses_retention_ms / 1000);
     } else {
@@ -328,14 +324,10 @@ int RunServe(ServeConfig cfg) {
       conversation_store = std::move(opened).value();
       http.SetConversationStore(conversation_store.get());
       const api::ConversationStore* cs = conversation_store.get();
-      stats
-          .Register({"outpost_conversations_stored",
-                     "Conversations API conversations held (idle past the retention ones until "
-                     "the next create).",
-                     telemetry::StatType::kGauge,
-                     {},
-                     {}})
-          .ComputedWith({}, [cs] { return static_cast<double>(cs->Count()); });
+      gauge("outpost_conversations_stored",
+            "Conversations API conversations held (idle past the retention ones until the next "
+            "create).",
+            [cs] { return static_cast<double>(cs->Count()); });
       spdlog::info("conversations: {}/conversations.db (each kept {} s after its last use)",
                    StateDir(cfg), cfg.responses_retention_ms / 1000);
     } else {
