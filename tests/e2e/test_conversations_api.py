@@ -40,6 +40,8 @@ def test_a_conversation_carries_the_earlier_turns(client, model_id):
                                  input=ASK_CODE, temperature=0, max_output_tokens=40)
     # The model read the earlier turn: a word it could not have guessed.
     assert "PELICAN" in r2.output_text, r2.output_text
+    # ... without computing it again: the prefix cache held the first turn.
+    assert r2.usage.input_tokens_details.cached_tokens >= r1.usage.input_tokens
     # Exactly the answer to the whole conversation sent as chat messages.
     chat = client.chat.completions.create(
         model=model_id, temperature=0, max_tokens=40, messages=[
