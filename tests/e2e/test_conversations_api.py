@@ -2,9 +2,10 @@
 official openai client against a live outpost serve on the default model —
 a conversation made, read, changed and deleted; Responses requests that name
 it read its items and add their input and answer to it (body and stream);
-items added and deleted by hand change what the next answer reads; and
-conversations kept across a restart and refused when the server keeps
-nothing."""
+items added and deleted by hand change what the next answer reads;
+truncation "auto" dropping the oldest turns of a conversation past the
+context; and conversations kept across a restart and refused when the server
+keeps nothing."""
 import openai
 import pytest
 from outpost_harness import serve
@@ -155,6 +156,45 @@ def test_update_delete_and_bad_calls(client, server, model_id):
     assert e.value.body["param"] == "conversation" and conv.id in e.value.body["message"]
     # The server keeps serving.
     assert client.responses.create(model=model_id, input="Hi", max_output_tokens=3).output_text
+
+
+def test_truncation_auto_drops_the_oldest_turns_to_fit_the_context():
+    filler = [{"role": "user", "content": "Tell me about the weather."},
+              {"role": "assistant", "content": "It is sunny and warm today."}]
+    history = [{"role": "user", "content": CODE}, {"role": "assistant", "content": "Noted."}] + filler * 7
+    with serve("--ctx-size", "160") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        model = c.models.list().data[0].id
+        conv = c.conversations.create(items=history)
+        kw = dict(model=model, instructions=BRIEF, conversation=conv.id, input=ASK_CODE,
+                  max_output_tokens=16, temperature=0, store=False)
+        # Too long as it is: refused, naming the input.
+        with pytest.raises(openai.BadRequestError) as e:
+            c.responses.create(**kw)
+        assert e.value.body["param"] in ("input", "max_output_tokens")
+        assert "context per session is 160" in e.value.body["message"]
+        # truncation auto: the oldest turns go until it fits.
+        counted = c.responses.input_tokens.count(model=model, instructions=BRIEF,
+                                                 conversation=conv.id, input=ASK_CODE,
+                                                 truncation="auto").input_tokens
+        r = c.responses.create(**kw, truncation="auto")
+        assert r.status in ("completed", "incomplete") and r.truncation == "auto"
+        assert r.usage.input_tokens + 16 <= 160
+        # What was kept is the newest turns, from a user message on: the
+        # prompt of exactly such a suffix, and the code word is not in it.
+        suffix_tokens = {}
+        for start in range(2, len(history), 2):
+            explicit = history[start:] + [{"role": "user", "content": ASK_CODE}]
+            suffix_tokens[start] = c.responses.input_tokens.count(
+                model=model, instructions=BRIEF, input=explicit).input_tokens
+        assert r.usage.input_tokens in suffix_tokens.values(), (r.usage.input_tokens, suffix_tokens)
+        kept_from = min(k for k, v in suffix_tokens.items() if v == r.usage.input_tokens)
+        assert suffix_tokens[kept_from - 2] + 16 > 160 if kept_from > 2 else True
+        # Counting with truncation counts what a generation with it would read
+        # (max_output_tokens unset there: one token left for the answer).
+        assert counted >= r.usage.input_tokens and counted + 1 <= 160
+        # The conversation itself keeps everything, and the new turn.
+        assert len(c.conversations.items.list(conv.id, limit=100).data) == len(history) + 2
 
 
 def test_conversations_belong_to_their_key_and_outlive_a_restart(tmp_path):

@@ -32,6 +32,7 @@
 #include "outpost/api/responses_response.h"
 #include "outpost/api/tool_answer.h"
 #include "outpost/router/local_target.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::api {
 namespace {
@@ -153,6 +154,35 @@ StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
   return ParseResponsesRequest(body, po);
 }
 
+// truncation: "auto" — OpenAI drops items from the start of the
+// conversation until the input fits the model's context. For a model served
+// here: the oldest turns after the leading system messages (instructions)
+// go, until the prompt and max_output_tokens (at least one token) fit one
+// session; the conversation then starts at a user message (templates that
+// insist on alternating turns), and the last message always stays (if it
+// alone does not fit, the usual 400 follows). Errors: Prepare's.
+Status TruncateToFit(const models::ServedModel& model, router::CompletionCall* call) {
+  const int32_t ctx = model.scheduler->options().ctx_per_session;
+  std::vector<engine::ChatMessage>& m = call->request.messages;
+  size_t first = 0;
+  while (first < m.size() && m[first].role == "system") ++first;
+  for (int dropped = 0;; ++dropped) {
+    scheduler::GenerationRequest gen;
+    OUTPOST_RETURN_IF_ERROR(router::LocalTarget::Prepare(model, *call, &gen));
+    const int64_t need =
+        static_cast<int64_t>(gen.prompt.size()) + std::max<int64_t>(1, call->request.max_tokens);
+    if (need <= ctx || m.size() - first <= 1) {
+      if (dropped > 0) spdlog::debug("responses: truncation dropped {} message(s)", dropped);
+      return Status::Ok();
+    }
+    m.erase(m.begin() + static_cast<std::ptrdiff_t>(first));
+    while (m.size() - first > 1 && m[first].role != "user") {
+      m.erase(m.begin() + static_cast<std::ptrdiff_t>(first));
+      ++dropped;
+    }
+  }
+}
+
 }  // namespace
 
 void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
@@ -179,6 +209,12 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   router::CompletionCall call;
   call.request = std::move(parsed->chat);
   if (Status st = ReadCallHeaders(req, &call); !st.ok()) return fail(st);
+  if (parsed->truncate) {
+    // Only a model served here: an upstream gets `truncation` as it came.
+    if (const auto model = serving_->Find(call.request.model)) {
+      if (Status st = TruncateToFit(*model, &call); !st.ok()) return fail(ForResponses(st));
+    }
+  }
   // An upstream never stored the earlier turns: it gets them in the input.
   if (!parsed->expanded_body.empty()) call.body = std::move(parsed->expanded_body);
   call.id = NewId("resp_", *random_);
@@ -347,7 +383,11 @@ void HttpServer::HandleInputTokens(const HttpRequest& req, HttpResponse& res) {
                                                "with a served model's tokenizer (GET /v1/models)",
                                            "model"));
   }
-  // The prompt exactly as a generation would build it: template, tools, tokens.
+  // The prompt exactly as a generation would build it: truncated, template,
+  // tools, tokens.
+  if (parsed->truncate) {
+    if (Status st = TruncateToFit(*model, &call); !st.ok()) return SendError(res, ForResponses(st));
+  }
   scheduler::GenerationRequest gen;
   if (Status st = router::LocalTarget::Prepare(*model, call, &gen); !st.ok()) {
     return SendError(res, ForResponses(st));

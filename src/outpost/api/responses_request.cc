@@ -456,10 +456,12 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   }
   if (logprobs) chat["logprobs"] = true;
   if (auto it = j.find("metadata"); it != j.end()) OUTPOST_RETURN_IF_ERROR(CheckMetadata(*it));
+  bool truncate = false;
   if (auto it = j.find("truncation"); it != j.end() && !it->is_null()) {
     if (*it != "auto" && *it != "disabled") {
       return Status::InvalidArgument("'truncation' must be auto or disabled", "truncation");
     }
+    truncate = *it == "auto";
   }
 
   auto parsed = ParseRequest(Endpoint::kChat, chat.dump(), INT32_MAX);
@@ -470,6 +472,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   out.store = store && options.previous != nullptr;
   out.previous_response_id = previous_id;
   out.conversation_id = conversation_id;
+  out.truncate = truncate;
   util::Random& random = options.random != nullptr ? *options.random : util::RealRandom();
   out.input_items = ListedItems(input, random).dump();
   if (!previous_id.empty() || !conversation_id.empty() || referenced) {

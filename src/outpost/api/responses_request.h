@@ -43,6 +43,7 @@ struct ResponsesRequest {
   bool store = false;                // `store` (default true), and the server stores responses
   std::string previous_response_id;  // "" = none
   std::string conversation_id;       // "" = none
+  bool truncate = false;             // truncation: "auto"
   // This request's input as items (JSON array), each with a type, its content
   // as parts and an id: what GET /v1/responses/{id}/input_items lists.
   std::string input_items;
