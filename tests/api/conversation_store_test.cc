@@ -124,6 +124,56 @@ TEST(ConversationStore, DeleteTakesTheItemsAndSurvivesRestart) {
   EXPECT_EQ((*s)->Count(), 1);
 }
 
+TEST(ConversationStore, OneTurnAtATimeHoldsAConversation) {
+  auto s = ConversationStore::Open(NewDbPath(), 1000);
+  ASSERT_TRUE(s.ok());
+  ConversationStore& store = **s;
+  ASSERT_TRUE(store.Create(Conv("conv_a", "k1"), {Item("msg_1")}, 100).ok());
+  ASSERT_TRUE(store.Create(Conv("conv_b", "k1"), {}, 100).ok());
+
+  auto first = store.Hold("k1", "conv_a", 110);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  // A second turn on it is refused the way OpenAI refuses it.
+  auto second = store.Hold("k1", "conv_a", 111);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(second.status().error_code(), "conversation_locked");
+  EXPECT_EQ(second.status().param(), "conversation");
+  EXPECT_NE(second.status().message().find("conv_a"), std::string::npos);
+  // Another conversation, reads and appends by the holder go on.
+  EXPECT_TRUE(store.Hold("k1", "conv_b", 111).ok());
+  EXPECT_TRUE(store.Items("k1", "conv_a", 111).ok());
+  EXPECT_TRUE(store.Append("k1", "conv_a", {Item("msg_2")}, 112).ok());
+  // An unknown or another owner's id is NotFound, not locked.
+  EXPECT_EQ(store.Hold("k2", "conv_a", 112).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store.Hold("k1", "conv_z", 112, "conversation_id").status().param(), "conversation_id");
+
+  // Release frees it; releasing twice (and then the destructor) is harmless.
+  (*first)->Release();
+  (*first)->Release();
+  auto third = store.Hold("k1", "conv_a", 113);
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(store.Hold("k1", "conv_a", 113).ok());
+  // The last owner of a hold going releases it.
+  third = Status::NotFound("gone");
+  first = Status::NotFound("gone");
+  EXPECT_TRUE(store.Hold("k1", "conv_a", 114).ok());
+}
+
+TEST(ConversationStore, AHoldMayOutliveItsStore) {
+  std::shared_ptr<ConversationHold> hold;
+  {
+    auto s = ConversationStore::Open(NewDbPath(), 1000);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Create(Conv("conv_a", ""), {}, 100).ok());
+    auto h = (*s)->Hold("", "conv_a", 100);
+    ASSERT_TRUE(h.ok());
+    hold = *h;
+  }
+  hold->Release();  // no store: nothing to touch but the shared set
+  hold.reset();
+}
+
 TEST(ConversationStore, AnUnwritablePathIsNamed) {
   auto s = ConversationStore::Open("/proc/no-such-dir/conversations.db", 1000);
   ASSERT_FALSE(s.ok());

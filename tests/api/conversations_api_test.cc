@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <vector>
 
 #include "mocks/seeded_random.h"
 #include "mocks/sim_clock.h"
@@ -190,6 +192,33 @@ TEST_F(ConversationsApiTest, BadCallsAreNamedAndChangeNothing) {
   EXPECT_EQ(Call("GET", c, "", "k2").status, 404);
   EXPECT_EQ(Call("DELETE", c, "", "k2").status, 404);
   EXPECT_EQ(store_->Count(), 1);
+}
+
+TEST_F(ConversationsApiTest, ItemsWaitForATurnInProgress) {
+  const std::string id =
+      CallJson("POST", "/v1/conversations", {{"items", {Message("user", "hi")}}})["id"];
+  const std::string c = "/v1/conversations/" + id;
+  const std::string first = CallJson("GET", c + "/items", nullptr)["data"][0]["id"];
+  auto turn = store_->Hold("k1", id, clock_.UnixSeconds());  // a response being made in it
+  ASSERT_TRUE(turn.ok());
+  for (const auto& [method, target, body] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"POST", c + "/items", json({{"items", {Message("user", "x")}}}).dump()},
+           {"DELETE", c + "/items/" + first, ""}}) {
+    HttpResponse res = Call(method, target, body);
+    EXPECT_EQ(res.status, 400) << method << " " << target;
+    const json err = json::parse(res.body, nullptr, false);
+    EXPECT_EQ(err["error"]["code"], "conversation_locked") << res.body;
+    EXPECT_EQ(err["error"]["param"], "conversation_id") << res.body;
+  }
+  // Reads and metadata go on meanwhile; nothing changed.
+  EXPECT_EQ(CallJson("GET", c + "/items", nullptr)["data"].size(), 1u);
+  CallJson("POST", c, {{"metadata", {{"a", "b"}}}});
+  // Once the turn is over, the same calls work.
+  (*turn)->Release();
+  CallJson("POST", c + "/items", {{"items", {Message("user", "x")}}});
+  CallJson("DELETE", c + "/items/" + first, nullptr);
+  EXPECT_EQ(CallJson("GET", c + "/items", nullptr)["data"].size(), 1u);
 }
 
 TEST_F(ConversationsApiTest, WithoutAStoreEveryPathSaysWhy) {

@@ -407,6 +407,22 @@ TEST(ParseResponsesRequest, AConversationIsNotAlsoAPreviousResponseAndMustExist)
   EXPECT_EQ(lookups, 1);
 }
 
+TEST(ForResponses, NamesTheResponsesFieldsAndKeepsTheRest) {
+  const Status chat = Status::InvalidArgument(
+                          "the context per session is 64 tokens; lower "
+                          "max_tokens or shorten the prompt",
+                          "max_tokens")
+                          .WithErrorCode("context_length_exceeded")
+                          .WithRetryAfter(3);
+  const Status out = ForResponses(chat);
+  EXPECT_EQ(out.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(out.param(), "max_output_tokens");
+  EXPECT_EQ(out.message(),
+            "the context per session is 64 tokens; lower max_output_tokens or shorten the input");
+  EXPECT_EQ(out.error_code(), "context_length_exceeded");
+  EXPECT_EQ(out.retry_after_s(), 3);
+}
+
 TEST(ListedInputItems, ChecksEachItemAndGivesItAnId) {
   util::Random& random = util::RealRandom();
   auto ok = ListedInputItems(json::parse(R"([{"role": "user", "content": "hi"},

@@ -198,6 +198,47 @@ TEST(FinalResponseOfStream, IsTheLastCompletedOrIncompleteObjectAndNothingElse) 
   EXPECT_EQ(failed.final_response(), "");
 }
 
+TEST(FinalResponseReader, FindsItAsSoonAsItsLineEndsHoweverTheStreamIsCut) {
+  testing::SeededRandom random(1);
+  ResponseEvents events(Info(), &random);
+  Choice d;
+  d.text = "a long answer that names response.completed";
+  const std::string body = events.Start() + events.Delta(d) + events.Delta(d);
+  const std::string last = events.Finish(FinishReason::kStop, Usage(), 1003);
+  const std::string sse = body + last;
+  // Where the final event's data line ends (its blank line after it).
+  const size_t line_end = sse.find('\n', sse.rfind("data:")) + 1;
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{64}, sse.size()}) {
+    FinalResponseReader reader(1 << 20);
+    std::string found;
+    size_t found_at = 0;
+    for (size_t at = 0; at < sse.size(); at += chunk) {
+      const std::string_view piece = std::string_view(sse).substr(at, chunk);
+      if (std::string r = reader.Feed(piece, false); !r.empty()) {
+        EXPECT_TRUE(found.empty()) << "found twice, chunk " << chunk;
+        found = r;
+        found_at = at + piece.size();
+      }
+    }
+    ASSERT_FALSE(found.empty()) << chunk;
+    EXPECT_EQ(json::parse(found), json::parse(events.final_response())) << chunk;
+    // Not before its line ended, and no later than the chunk that ended it.
+    EXPECT_GE(found_at, line_end) << chunk;
+    EXPECT_LT(found_at, line_end + chunk) << chunk;
+    EXPECT_EQ(reader.Feed("", true), "");
+  }
+  // A last line without its end counts once the stream has ended.
+  FinalResponseReader unended(1 << 20);
+  const std::string cut = sse.substr(0, line_end - 1);
+  EXPECT_EQ(unended.Feed(cut, false), "");
+  EXPECT_EQ(json::parse(unended.Feed("", true))["status"], "completed");
+  // A line past the limit gives the stream up.
+  FinalResponseReader small(64);
+  EXPECT_EQ(small.Feed(sse, true), "");
+  EXPECT_TRUE(small.overflow());
+  EXPECT_EQ(small.Feed(last, true), "");
+}
+
 TEST(ResponseFieldsPatch, SetsTheServersFieldsOnEveryResponseAndNothingElse) {
   const std::string fields =
       R"({"store":true,"previous_response_id":null,"conversation":{"id":"conv_1"}})";

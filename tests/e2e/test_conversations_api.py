@@ -2,10 +2,13 @@
 official openai client against a live outpost serve on the default model —
 a conversation made, read, changed and deleted; Responses requests that name
 it read its items and add their input and answer to it (body and stream);
-items added and deleted by hand change what the next answer reads;
+items added and deleted by hand change what the next answer reads; a turn
+holding its conversation (conversation_locked) until its answer is in it;
 truncation "auto" dropping the oldest turns of a conversation past the
 context; and conversations kept across a restart and refused when the server
 keeps nothing."""
+import time
+
 import openai
 import pytest
 from outpost_harness import serve
@@ -116,6 +119,64 @@ def test_a_streamed_answer_joins_the_conversation_before_its_last_event(client, 
     r = client.responses.create(model=model_id, instructions=BRIEF, conversation=conv.id,
                                 input=ASK_CODE, temperature=0, max_output_tokens=40)
     assert "PELICAN" in r.output_text, r.output_text
+
+
+def test_a_turn_holds_its_conversation_until_its_answer_is_in_it(client, model_id):
+    """A second turn (or a change to the items) while one is being answered
+    is refused as OpenAI refuses it, 400 conversation_locked, instead of
+    answering from a conversation the first turn is about to change; the
+    next turn goes as soon as the answer's final event is out; a client
+    that hangs up frees the conversation and adds nothing."""
+    conv = client.conversations.create(items=[{"role": "user", "content": CODE}])
+    long_turn = dict(model=model_id, conversation=conv.id, input="Count to a thousand.",
+                     max_output_tokens=300, extra_body={"ignore_eos": True}, stream=True)
+    seen, after = [], None
+    for e in client.responses.create(**long_turn):
+        seen.append(e.type)
+        if e.type == "response.created":
+            with pytest.raises(openai.BadRequestError) as locked:
+                client.responses.create(model=model_id, conversation=conv.id, input="Hi",
+                                        max_output_tokens=4)
+            assert locked.value.code == "conversation_locked"
+            assert locked.value.param == "conversation"
+            assert conv.id in locked.value.message
+            with pytest.raises(openai.BadRequestError) as adding:
+                client.conversations.items.create(conv.id, items=[{"role": "user",
+                                                                  "content": "x"}])
+            assert adding.value.code == "conversation_locked"
+            # Reading it and another conversation are not held off.
+            assert len(client.conversations.items.list(conv.id).data) == 1
+            other = client.conversations.create()
+            client.responses.create(model=model_id, conversation=other.id, input="Hi",
+                                    max_output_tokens=2)
+        if e.type == "response.incomplete":  # cut at max_output_tokens
+            assert e.response.usage.output_tokens == 300
+            after = client.responses.create(model=model_id, conversation=conv.id, input=ASK_CODE,
+                                            temperature=0, max_output_tokens=8)
+    assert seen[0] == "response.created" and seen[-1] == "response.incomplete"
+    items = client.conversations.items.list(conv.id, order="asc").data
+    assert [i.role for i in items] == ["user", "user", "assistant", "user", "assistant"]
+    assert items[-1].content[0].text == after.output_text
+
+    # A client that hangs up mid-answer: nothing of its turn is added, and
+    # the conversation is free again as soon as the server sees it gone.
+    cut = client.responses.create(**long_turn)
+    for e in cut:
+        if e.type == "response.output_text.delta":
+            break
+    cut.close()
+    t0 = time.monotonic()
+    while True:
+        try:
+            client.responses.create(model=model_id, conversation=conv.id, input="Hi",
+                                    max_output_tokens=2)
+            break
+        except openai.BadRequestError as e:
+            assert e.code == "conversation_locked"
+            assert time.monotonic() - t0 < 10, "the cut turn still holds the conversation"
+            time.sleep(0.05)
+    items = client.conversations.items.list(conv.id, order="asc").data
+    assert len(items) == 7 and items[5].content[0].text == "Hi"
 
 
 def test_store_false_still_adds_to_the_conversation(client, model_id):

@@ -198,11 +198,18 @@ def test_a_conversation_here_continued_through_llama_server(client, edge):
                {"type": "message", "role": "user", "content": "Say hi to me by name."}])
     assert r1.output_text == whole.output_text
     assert r1.usage.input_tokens == whole.usage.input_tokens
-    events = list(client.responses.create(model="large", conversation=conv.id, stream=True,
-                                          input="Thanks.", temperature=0, max_output_tokens=8))
+    events, after = [], None
+    for e in client.responses.create(model="large", conversation=conv.id, stream=True,
+                                     input="Thanks.", temperature=0, max_output_tokens=8):
+        events.append(e)
+        if e.type == "response.completed":
+            # The turn is over once its final event is here: the next one
+            # goes at once (no conversation_locked), and reads this answer.
+            after = client.responses.create(model="large", conversation=conv.id, input="Bye.",
+                                            temperature=0, max_output_tokens=4)
     assert events[-1].type == "response.completed"
     assert events[-1].response.conversation.id == conv.id
     items = client.conversations.items.list(conv.id, order="asc").data
     assert [i.content[0].text for i in items] == [
         "My name is Ada.", "Say hi to me by name.", r1.output_text, "Thanks.",
-        events[-1].response.output_text]
+        events[-1].response.output_text, "Bye.", after.output_text]

@@ -118,6 +118,10 @@ def test_bad_request(server, method, path, body, headers, status, param, part):
     assert part in err["message"], err
     assert err["param"] == param, err
     assert err["type"] in ("invalid_request_error", "server_error")
+    # OpenAI's code for a prompt past the context, which clients test to trim
+    # and retry; no other failure carries it.
+    too_long = "context per session" in part
+    assert (err["code"] == "context_length_exceeded") == too_long, err
     # ... and the server keeps serving.
     ok = server.post(CHAT, json=chat_body(max_tokens=2))
     assert ok.status_code == 200, ok.text

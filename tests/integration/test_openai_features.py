@@ -275,6 +275,7 @@ def test_embeddings_bad_inputs(embedder, body, param, words):
     assert r.status_code in (400, 404), r.text
     err = r.json()["error"]
     assert err["param"] == param and words in err["message"], err
+    assert (err["code"] == "context_length_exceeded") == ("most one input" in words), err
     assert embedder.get("/health").status_code == 200
 
 

@@ -574,12 +574,16 @@ TEST(Scheduler, RejectsPromptsThatDoNotFitNamingTheField) {
   Status empty = f.Submit(s, 0);
   EXPECT_EQ(empty.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(empty.param(), "prompt");
+  EXPECT_EQ(empty.error_code(), "");
   Status too_long = f.Submit(s, 128);
   EXPECT_EQ(too_long.param(), "prompt");
   EXPECT_NE(too_long.message().find("128 tokens"), std::string::npos);
+  // OpenAI's code for it, which clients test to trim and retry.
+  EXPECT_EQ(too_long.error_code(), "context_length_exceeded");
   Status too_much = f.Submit(s, 100, 50);
   EXPECT_EQ(too_much.param(), "max_tokens");
   EXPECT_NE(too_much.message().find("150 were requested"), std::string::npos);
+  EXPECT_EQ(too_much.error_code(), "context_length_exceeded");
   EXPECT_FALSE(s->done);
 }
 

@@ -19,20 +19,20 @@
 namespace outpost::api {
 namespace {
 
+constexpr size_t kMaxKeptStream = 16u << 20;
+
 // A relayed stream across content-provider calls.
 struct Relay {
   std::shared_ptr<HttpSink> sink;
   std::unique_ptr<router::InFlight> in_flight;  // the relay thread, cancelled and joined at the end
   bool finished = false;
-  // What the stream carried, for RelayedResponse::keep (cleared past
-  // kMaxKeptStream: such an answer is not kept).
-  std::string seen;
-  bool overflow = false;
+  // For RelayedResponse::keep: the final Response, read from the stream as
+  // it passes (an event line past kMaxKeptStream: not kept).
+  FinalResponseReader final_response{kMaxKeptStream};
+  bool kept = false;
   std::unique_ptr<ResponseFieldsPatch> patch;  // a Responses relay with fields to set
   std::function<void(const std::string&)> keep;
 };
-
-constexpr size_t kMaxKeptStream = 16u << 20;
 
 }  // namespace
 
@@ -150,15 +150,16 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
           data = st->patch->Feed(data);
           if (ended) data += st->patch->Finish();
         }
-        if (st->keep && !st->overflow) {
-          st->seen += data;
-          st->overflow = st->seen.size() > kMaxKeptStream;
-          if (st->overflow) std::string().swap(st->seen);
-        }
-        if (ended && st->keep && !st->overflow && st->sink->relay_error().ok()) {
-          // Kept before the last event goes out: a client that continues
-          // the response at once finds it.
-          if (std::string r = FinalResponseOfStream(st->seen); !r.empty()) st->keep(r);
+        if (st->keep && !st->kept && st->sink->relay_error().ok()) {
+          // Kept as soon as its event has passed, before it goes out (an
+          // upstream may close its stream later): a client that continues
+          // the response at once finds it, and its conversation free for
+          // the next turn.
+          std::string r = st->final_response.Feed(data, ended);
+          if (!r.empty()) {
+            st->keep(r);
+            st->kept = true;
+          }
         }
         if (!data.empty() && !out.Write(data)) return false;
         if (!ended) return true;

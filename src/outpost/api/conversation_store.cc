@@ -195,6 +195,31 @@ Status ConversationStore::DeleteItem(const std::string& owner, const std::string
   return Touch(id, now);
 }
 
+void ConversationHold::Release() {
+  if (released_.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(held_->mu);
+  held_->ids.erase(id_);
+}
+
+StatusOr<std::shared_ptr<ConversationHold>> ConversationStore::Hold(const std::string& owner,
+                                                                    const std::string& id,
+                                                                    int64_t now,
+                                                                    const std::string& param) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    OUTPOST_RETURN_IF_ERROR(Check(owner, id, now, param));
+  }
+  std::lock_guard<std::mutex> lock(held_->mu);
+  if (!held_->ids.insert(id).second) {
+    return Status::InvalidArgument("another request is operating on the conversation '" + id +
+                                       "' (a response being made in it, or items being "
+                                       "changed); retry when it has finished",
+                                   param)
+        .WithErrorCode("conversation_locked");
+  }
+  return std::make_shared<ConversationHold>(held_, id);
+}
+
 int64_t ConversationStore::Count() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_->get(), "SELECT COUNT(*) FROM conversations");

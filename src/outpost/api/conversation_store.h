@@ -12,12 +12,18 @@
 // responses_retention says), then reads as NotFound and is deleted with its
 // items by the next Create().
 //
+// A Responses turn holds its conversation (Hold) from reading the items to
+// adding its own, so a second turn on it at the same time is refused rather
+// than answered from a conversation the first is about to change.
+//
 // Thread-safety: all methods lock one mutex; safe from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +43,29 @@ struct StoredConversation {
 struct ConversationItem {
   std::string id;    // the item's "id"
   std::string item;  // the item (a JSON object)
+};
+
+// A turn's claim on one conversation, from reading its items to adding what
+// it made (ConversationStore::Hold). Released by Release() or the
+// destructor, whichever comes first; may outlive the store.
+// Thread-safety: safe from any thread.
+class ConversationHold {
+ public:
+  struct Held {
+    std::mutex mu;
+    std::set<std::string> ids OUTPOST_GUARDED_BY(mu);
+  };
+  ConversationHold(std::shared_ptr<Held> held, std::string id)
+      : held_(std::move(held)), id_(std::move(id)) {}
+  ~ConversationHold() { Release(); }
+  ConversationHold(const ConversationHold&) = delete;
+  ConversationHold& operator=(const ConversationHold&) = delete;
+  void Release();
+
+ private:
+  std::shared_ptr<Held> held_;
+  const std::string id_;
+  std::atomic<bool> released_{false};
 };
 
 class ConversationStore {
@@ -75,6 +104,15 @@ class ConversationStore {
   // Conversations held (idle ones not yet deleted included).
   int64_t Count() const;
 
+  // Claims `id` for one turn: while the hold lives, another Hold() on it is
+  // refused — InvalidArgument with error code "conversation_locked" (param
+  // `param`), OpenAI's answer to a second request on a conversation that is
+  // answering one — so turns cannot interleave. Reads and metadata are not
+  // held off. NotFound as Get().
+  StatusOr<std::shared_ptr<ConversationHold>> Hold(const std::string& owner, const std::string& id,
+                                                   int64_t now,
+                                                   const std::string& param = "conversation");
+
  private:
   ConversationStore(std::unique_ptr<util::SqliteDb> db, int64_t idle_s)
       : db_(std::move(db)), idle_s_(idle_s) {}
@@ -87,6 +125,7 @@ class ConversationStore {
   mutable std::mutex mu_;
   std::unique_ptr<util::SqliteDb> db_ OUTPOST_GUARDED_BY(mu_);
   const int64_t idle_s_;
+  const std::shared_ptr<ConversationHold::Held> held_ = std::make_shared<ConversationHold::Held>();
 };
 
 }  // namespace outpost::api

@@ -145,6 +145,8 @@ void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpRe
   if (parts.size() == 3) {
     const std::string& item_id = parts[2];
     if (m == "DELETE") {  // answers with the conversation, as OpenAI does
+      auto hold = store->Hold(owner, id, now, "conversation_id");
+      if (!hold.ok()) return SendError(res, hold.status());
       if (Status st = store->DeleteItem(owner, id, item_id, now); !st.ok()) {
         return SendError(res, st);
       }
@@ -164,6 +166,8 @@ void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpRe
     json listed;
     auto items = NewItems(*body, /*required=*/true, random, &listed);
     if (!items.ok()) return SendError(res, items.status());
+    auto hold = store->Hold(owner, id, now, "conversation_id");
+    if (!hold.ok()) return SendError(res, hold.status());
     if (Status st = store->Append(owner, id, *items, now); !st.ok()) return SendError(res, st);
     return SendJson(res, ListJson(std::move(listed), false));
   }

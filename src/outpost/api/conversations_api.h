@@ -8,7 +8,9 @@
 // `input_items` lists them (typed, content as parts, an id each). Every
 // conversation belongs to the API key that made it ("" without keys);
 // another key's are 404s. State lives in a ConversationStore; without one
-// (responses_retention: 0) every path is a 404 that says why.
+// (responses_retention: 0) every path is a 404 that says why. Adding or
+// deleting items while a response is being made in the conversation is a
+// 400 conversation_locked, as a second turn is (ConversationStore::Hold).
 //
 // Thread-safety: ServeConversations runs on any HTTP worker; the store is
 // thread-safe.

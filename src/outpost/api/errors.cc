@@ -73,6 +73,7 @@ std::string ErrorBody(const Status& status) {
   }
   nlohmann::json err = {{"message", status.message()}, {"type", type}};
   err["param"] = status.param().empty() ? nlohmann::json(nullptr) : nlohmann::json(status.param());
+  if (!status.error_code().empty()) code = status.error_code().c_str();
   err["code"] = code ? nlohmann::json(code) : nlohmann::json(nullptr);
   return nlohmann::json{{"error", err}}.dump(-1, ' ', false,
                                              nlohmann::json::error_handler_t::replace);

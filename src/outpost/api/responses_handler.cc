@@ -46,13 +46,26 @@ struct Keeper {
   ResponseStore* store = nullptr;              // null: the response is not stored
   ConversationStore* conversations = nullptr;  // null: no conversation
   std::string owner, input_items, context, conversation_id;
+  // The conversation's hold, shared by every copy: released once the answer
+  // is in it (before its last byte goes out, so the next turn finds the
+  // conversation free), or when the last copy goes (the turn failed).
+  std::shared_ptr<ConversationHold> hold;
   int64_t retention_s = 0;
   const util::Clock* clock = nullptr;
 
   bool active() const { return store != nullptr || conversations != nullptr; }
 
+  // The turn ended without an answer to keep.
+  void Release() const {
+    if (hold != nullptr) hold->Release();
+  }
+
   void operator()(const std::string& response) const {
     if (!active()) return;
+    struct Done {
+      const Keeper* k;
+      ~Done() { k->Release(); }
+    } done{this};
     json r = json::parse(response, nullptr, false);
     const json status = r.is_object() ? r.value("status", json()) : json();
     if (!r.is_object() || !r["id"].is_string() ||
@@ -123,10 +136,13 @@ struct ResponseStream {
 };
 
 // A body read with the owner's stored responses behind previous_response_id
-// and conversations behind conversation.
+// and conversations behind conversation. With `hold`, the conversation is
+// held (*hold) before its items are read: a turn answers from a conversation
+// no other turn changes meanwhile.
 StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
                                  ConversationStore* conversations, const std::string& owner,
-                                 const util::Clock* clock, util::Random* random) {
+                                 const util::Clock* clock, util::Random* random,
+                                 std::shared_ptr<ConversationHold>* hold) {
   ResponsesParseOptions po;
   po.random = random;
   if (store != nullptr) {
@@ -141,6 +157,11 @@ StatusOr<ResponsesRequest> Parse(const std::string& body, ResponseStore* store,
   }
   if (conversations != nullptr) {
     po.conversation = [&](const std::string& id) -> StatusOr<std::string> {
+      if (hold != nullptr) {
+        auto held = conversations->Hold(owner, id, clock->UnixSeconds(), "conversation");
+        if (!held.ok()) return held.status();
+        *hold = std::move(held).value();
+      }
       auto items = conversations->Items(owner, id, clock->UnixSeconds(), "conversation");
       if (!items.ok()) return items.status();
       std::string out = "[";
@@ -195,7 +216,8 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
   keep.owner = OwnerOf(req);
   keep.clock = clock_;
   keep.retention_s = responses_retention_s_;
-  auto parsed = Parse(req.body, responses_, conversations_, keep.owner, clock_, random_);
+  auto parsed =
+      Parse(req.body, responses_, conversations_, keep.owner, clock_, random_, &keep.hold);
   if (!parsed.ok()) return fail(parsed.status());
   if (parsed->store) keep.store = responses_;
   if (!parsed->conversation_id.empty()) {
@@ -302,6 +324,7 @@ void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
         if (r.finish == FinishReason::kError) {
           // Headers are gone: the failure is the stream's last event.
           events += st->events->Fail(r.error);
+          keep.Release();
           stats.requests.With({path, std::to_string(HttpStatusFor(r.error.code()))}).Add();
           out.Write(events);
           return false;
@@ -372,7 +395,7 @@ void HttpServer::HandleInputTokens(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return SendError(res, Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
-  auto parsed = Parse(req.body, responses_, conversations_, OwnerOf(req), clock_, random_);
+  auto parsed = Parse(req.body, responses_, conversations_, OwnerOf(req), clock_, random_, nullptr);
   if (!parsed.ok()) return SendError(res, parsed.status());
   router::CompletionCall call;
   call.request = std::move(parsed->chat);

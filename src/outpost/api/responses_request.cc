@@ -335,6 +335,7 @@ Status ForResponses(Status st) {
   }
   Status out(st.code(), message, param);
   if (st.retry_after_s() > 0) out.WithRetryAfter(st.retry_after_s());
+  if (!st.error_code().empty()) out.WithErrorCode(st.error_code());
   return out;
 }
 

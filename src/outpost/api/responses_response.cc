@@ -179,6 +179,31 @@ std::string FinalResponseOfStream(std::string_view sse) {
   return last;
 }
 
+std::string FinalResponseReader::Feed(std::string_view data, bool ended) {
+  if (overflow_) return "";
+  std::string found;
+  size_t at = 0;
+  while (at < data.size()) {
+    const size_t nl = data.find('\n', at);
+    const size_t end = nl == std::string_view::npos ? data.size() : nl;
+    line_.append(data.substr(at, end - at));
+    at = end + 1;
+    if (line_.size() > max_line_) {
+      overflow_ = true;
+      std::string().swap(line_);
+      return "";
+    }
+    if (nl == std::string_view::npos) break;
+    if (std::string r = FinalResponseOfStream(line_); !r.empty()) found = std::move(r);
+    line_.clear();
+  }
+  if (ended && !line_.empty()) {
+    if (std::string r = FinalResponseOfStream(line_); !r.empty()) found = std::move(r);
+    line_.clear();
+  }
+  return found;
+}
+
 std::string ResponseEvents::Event(const char* type, json fields) {
   fields["type"] = type;
   fields["sequence_number"] = seq_++;

@@ -77,6 +77,23 @@ class ResponseFieldsPatch {
 // none (cut short, failed). For a relayed stream, whose events are not ours.
 std::string FinalResponseOfStream(std::string_view sse);
 
+// FinalResponseOfStream for a stream read as it passes, in chunks cut
+// anywhere: Feed returns the final Response once the line of its event has
+// ended (the stream's last line counts as ended when `ended`), "" before and
+// after. Holds one unended line at most; a line past `max_line` bytes gives
+// the stream up (overflow(): Feed answers "" from then on). Not thread-safe.
+class FinalResponseReader {
+ public:
+  explicit FinalResponseReader(size_t max_line) : max_line_(max_line) {}
+  std::string Feed(std::string_view data, bool ended);
+  bool overflow() const { return overflow_; }
+
+ private:
+  const size_t max_line_;
+  std::string line_;  // the last line, not yet ended
+  bool overflow_ = false;
+};
+
 // A streamed Response, event by event (already SSE-framed).
 class ResponseEvents {
  public:

@@ -46,7 +46,8 @@ StatusOr<EmbeddingResult> EmbeddingService::Embed(const std::vector<EmbeddingInp
       return Status::InvalidArgument("'" + f + "' has " + std::to_string(t.size()) +
                                          " tokens; the most one input may have is " +
                                          std::to_string(max_tokens()) + " (ctx_size)",
-                                     f);
+                                     f)
+          .WithErrorCode("context_length_exceeded");
     }
     all.push_back(std::move(t));
   }

@@ -20,7 +20,8 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
                                        " tokens but the context per session is " +
                                        std::to_string(options_.ctx_per_session) +
                                        " tokens (at least one must remain for the answer)",
-                                   "prompt");
+                                   "prompt")
+        .WithErrorCode("context_length_exceeded");
   }
   if (req.n < 1 || req.n > options_.sessions) {
     return Status::InvalidArgument(
@@ -30,11 +31,13 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
   }
   if (req.max_tokens > 0 && n_prompt + req.max_tokens > options_.ctx_per_session) {
     return Status::InvalidArgument(
-        "the context per session is " + std::to_string(options_.ctx_per_session) + " tokens, but " +
-            std::to_string(n_prompt + req.max_tokens) + " were requested (" +
-            std::to_string(n_prompt) + " in the prompt, " + std::to_string(req.max_tokens) +
-            " for the completion); lower max_tokens or shorten the prompt",
-        "max_tokens");
+               "the context per session is " + std::to_string(options_.ctx_per_session) +
+                   " tokens, but " + std::to_string(n_prompt + req.max_tokens) +
+                   " were requested (" + std::to_string(n_prompt) + " in the prompt, " +
+                   std::to_string(req.max_tokens) +
+                   " for the completion); lower max_tokens or shorten the prompt",
+               "max_tokens")
+        .WithErrorCode("context_length_exceeded");
   }
   const bool above_batch = req.priority != Priority::kBatch;
   {

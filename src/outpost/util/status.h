@@ -71,6 +71,18 @@ class Status {
     s.param_ = std::move(param);
     return s;
   }
+  // OpenAI's machine-readable `code` for this failure when it is more exact
+  // than the status code's ("context_length_exceeded", "conversation_locked");
+  // empty: api/errors.cc derives it from code().
+  const std::string& error_code() const { return error_code_; }
+  Status& WithErrorCode(std::string error_code) & {
+    error_code_ = std::move(error_code);
+    return *this;
+  }
+  Status&& WithErrorCode(std::string error_code) && {
+    error_code_ = std::move(error_code);
+    return std::move(*this);
+  }
   std::string ToString() const;
 
  private:
@@ -78,6 +90,7 @@ class Status {
   std::string message_;
   std::string param_;
   int32_t retry_after_s_ = 0;
+  std::string error_code_;
 };
 
 const char* StatusCodeName(StatusCode code);
