@@ -86,6 +86,31 @@ TEST(ResponseStore, ARecordOutlivesTheProcessAndOneProcessHoldsTheFile) {
   EXPECT_EQ(got->context, R"([{"role":"user","content":"hi"}])");
 }
 
+TEST(ResponseStore, ABackgroundRunLeftUnfinishedFailsAtTheNextOpen) {
+  const std::string path = NewDbPath();
+  {
+    auto s = ResponseStore::Open(path);
+    ASSERT_TRUE(s.ok());
+    for (const char* status : {"queued", "in_progress", "completed", "cancelled"}) {
+      StoredResponse r = Record(std::string("resp_") + status, "", 1000);
+      r.response = std::string(R"({"id":"x","status":")") + status + R"(","error":null})";
+      ASSERT_TRUE((*s)->Put(r, 100).ok());
+    }
+  }
+  auto s = ResponseStore::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  for (const char* status : {"queued", "in_progress"}) {
+    auto got = (*s)->Get("", std::string("resp_") + status, 200);
+    ASSERT_TRUE(got.ok());
+    EXPECT_NE(got->response.find(R"("status":"failed")"), std::string::npos) << got->response;
+    EXPECT_NE(got->response.find("the server stopped"), std::string::npos) << got->response;
+  }
+  EXPECT_EQ((*s)->Get("", "resp_completed", 200)->response,
+            R"({"id":"x","status":"completed","error":null})");
+  EXPECT_EQ((*s)->Get("", "resp_cancelled", 200)->response,
+            R"({"id":"x","status":"cancelled","error":null})");
+}
+
 TEST(ResponseStore, AnUnwritablePlaceIsUnavailableNamingThePath) {
   auto s = ResponseStore::Open("/nonexistent-dir/x/responses.db");
   ASSERT_FALSE(s.ok());

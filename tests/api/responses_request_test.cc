@@ -179,7 +179,8 @@ TEST(ParseResponsesRequest, BadBodiesNameTheField) {
       {R"({"input": "hi", "metadata": [1]})", "metadata", "an object"},
       {R"({"instructions": "Be brief.", "input": [{"type": "reasoning", "summary": []}]})", "input",
        "holds no message"},
-      {R"({"input": "hi", "background": true})", "background", "not supported"},
+      {R"({"input": "hi", "background": true})", "background", "stores no responses"},
+      {R"({"input": "hi", "background": "yes"})", "background", "a boolean"},
       {R"({"input": "hi", "store": "yes"})", "store", "a boolean"},
       {R"({"input": "hi", "instructions": 5})", "instructions", "a string"},
       {R"({"input": "hi", "max_output_tokens": 0})", "max_output_tokens", "between 1 and"},
@@ -405,6 +406,26 @@ TEST(ParseResponsesRequest, AConversationIsNotAlsoAPreviousResponseAndMustExist)
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(unknown.status().param(), "conversation");
   EXPECT_EQ(lookups, 1);
+}
+
+TEST(ParseResponsesRequest, ABackgroundResponseIsStored) {
+  ResponsesParseOptions po;
+  po.previous = [](const std::string&) -> StatusOr<std::string> { return std::string("[]"); };
+  auto r = ParseResponsesRequest(R"({"input": "hi", "background": true})", po);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->background);
+  const auto echo = nlohmann::json::parse(r->echo);
+  EXPECT_EQ(echo["background"], true);
+  EXPECT_EQ(echo["store"], true);
+  auto unstored =
+      ParseResponsesRequest(R"({"input": "hi", "background": true, "store": false})", po);
+  ASSERT_FALSE(unstored.ok());
+  EXPECT_EQ(unstored.status().param(), "background");
+  EXPECT_NE(unstored.status().message().find("needs store: true"), std::string::npos);
+  auto plain = ParseResponsesRequest(R"({"input": "hi", "background": false})", po);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->background);
+  EXPECT_FALSE(nlohmann::json::parse(plain->echo).contains("background"));
 }
 
 TEST(ForResponses, NamesTheResponsesFieldsAndKeepsTheRest) {

@@ -213,3 +213,21 @@ def test_a_conversation_here_continued_through_llama_server(client, edge):
     assert [i.content[0].text for i in items] == [
         "My name is Ada.", "Say hi to me by name.", r1.output_text, "Thanks.",
         events[-1].response.output_text, "Bye.", after.output_text]
+
+
+def test_a_background_response_runs_here_and_is_answered_by_llama_server(client, edge):
+    """llama-server has no background mode: Outpost runs the relay on its
+    own thread and keeps the answer; llama-server sees a plain stream."""
+    r = client.responses.create(model="large", background=True, input="Say hi.", temperature=0,
+                                max_output_tokens=8)
+    assert r.background is True and r.status in ("queued", "in_progress")
+    deadline = time.monotonic() + 60
+    while (done := client.responses.retrieve(r.id)).status in ("queued", "in_progress"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert done.status in ("completed", "incomplete"), done.error
+    assert done.background is True
+    fg = client.responses.create(model="large", input="Say hi.", temperature=0, max_output_tokens=8)
+    assert done.output_text == fg.output_text and done.output_text
+    events = list(client.responses.retrieve(r.id, stream=True))
+    assert events[-1].response.id == r.id and events[-1].response.background is True

@@ -162,7 +162,8 @@ def test_logprobs(client, model_id):
     (dict(input="hi", text={"format": {"type": "json_schema", "name": "x", "schema": {"not": {}}}}),
      "text.format.schema"),
     (dict(input=[]), "input"),
-    (dict(input="hi", background=True), "background"),
+    (dict(input="hi", background=True, store=False), "background"),
+    (dict(input="hi", background="later"), "background"),
 ])
 def test_bad_inputs_name_the_responses_field(client, model_id, kw, param):
     with pytest.raises(openai.BadRequestError) as e:

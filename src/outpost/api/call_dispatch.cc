@@ -140,9 +140,10 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
     st->keep = relayed->keep;
   }
   const ApiStats stats = stats_;
+  const bool counted = relayed == nullptr || relayed->counted;
   res.set_stream(
       "text/event-stream",
-      [st, stats, path, responses](ChunkWriter& out) {
+      [st, stats, path, responses, counted](ChunkWriter& out) {
         if (st->finished) return false;
         bool ended = false;
         std::string data = st->sink->Take(&ended);
@@ -169,8 +170,8 @@ std::shared_ptr<HttpSink> HttpServer::DispatchCall(
           const Status cut = Status::Unavailable(st->sink->relay_error().message());
           out.Write(responses ? SseEvent("error", ResponsesErrorEvent(cut))
                               : SseData(ErrorBody(cut)) + SseDone());
-          stats.requests.With({path, "502"}).Add();
-        } else {
+          if (counted) stats.requests.With({path, "502"}).Add();
+        } else if (counted) {
           stats.requests.With({path, "200"}).Add();
         }
         return false;

@@ -154,6 +154,19 @@ void HttpServer::Run() {
 
 void HttpServer::Stop() {
   front_->Stop();
+  // Every background run ends (failed: the server stopped) before the
+  // stores they write to go.
+  if (background_ != nullptr) background_->Stop();
+}
+
+void HttpServer::SetResponseStore(ResponseStore* store, int64_t retention_s) {
+  responses_ = store;
+  responses_retention_s_ = retention_s;
+  // A finished run's events are kept 10 minutes for a client that resumes
+  // its stream; as many run at once as the queue could hold.
+  background_ = store == nullptr
+                    ? nullptr
+                    : std::make_unique<BackgroundRuns>(kMaxBackgroundRuns, 600'000, clock_);
 }
 
 std::string HttpServer::OwnerOf(const HttpRequest& req) const {

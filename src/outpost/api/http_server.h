@@ -21,6 +21,7 @@
 
 #include "outpost/api/api_keys.h"
 #include "outpost/api/api_stats.h"
+#include "outpost/api/background_runs.h"
 #include "outpost/api/http_front.h"
 #include "outpost/api/http_message.h"
 #include "outpost/api/openai_request.h"
@@ -71,16 +72,21 @@ struct HttpOptions {
 // What a relayed Responses answer gets here.
 struct RelayedResponse {
   // A JSON object set on every Response object the relay carries — what
-  // this server decided (store, previous_response_id, conversation); ""
-  // sets nothing.
+  // this server decided (store, previous_response_id, conversation,
+  // background, a background response's id); "" sets nothing.
   std::string fields;
   // Gets the final Response object (with `fields`), a 200 body or the one a
   // stream ended with, before the client has all of it; may be null.
   std::function<void(const std::string&)> keep;
+  // The stream's end counts the request in /metrics (a background run's,
+  // whose create was counted, does not).
+  bool counted = true;
 };
 
 class HttpServer {
  public:
+  // Background responses running at once, at most.
+  static constexpr size_t kMaxBackgroundRuns = 64;
   // router may be null (no upstreams configured: everything is served here;
   // the routing headers are then ignored). All must outlive the server.
   // /metrics renders `stats`, where the server registers its own.
@@ -119,12 +125,9 @@ class HttpServer {
   // Run(); must outlive the server.
   void SetBatchApi(BatchApi* batch) { batch_ = batch; }
   // Stored Responses API answers (store, previous_response_id, GET/DELETE
-  // /v1/responses/{id}), each kept `retention_s` (null: none are stored);
-  // set before Run(); must outlive the server.
-  void SetResponseStore(ResponseStore* store, int64_t retention_s) {
-    responses_ = store;
-    responses_retention_s_ = retention_s;
-  }
+  // /v1/responses/{id}, background responses), each kept `retention_s`
+  // (null: none are stored); set before Run(); must outlive the server.
+  void SetResponseStore(ResponseStore* store, int64_t retention_s);
   // The Conversations API (/v1/conversations and a Responses request's
   // `conversation`; null: those are refused); set before Run(); must
   // outlive the server.
@@ -144,6 +147,22 @@ class HttpServer {
   void HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res);
   // POST /v1/responses: OpenAI's Responses API over the chat path.
   void HandleResponses(const HttpRequest& req, HttpResponse& res);
+  struct ResponseTurn;  // responses_handler.cc
+  // The body read, checked and held (its conversation) as a turn; null
+  // when an error has been written to `res`.
+  std::unique_ptr<ResponseTurn> PrepareResponse(const HttpRequest& req, HttpResponse& res);
+  // The turn answered into `res`: a Response body or its event stream.
+  void RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResponse& res);
+  // background: true — the turn runs on a thread of its own (background_),
+  // `res` gets the queued Response, or the run's event stream.
+  void StartBackground(std::unique_ptr<ResponseTurn> turn, const HttpRequest& req,
+                       HttpResponse& res);
+  // The work of a background run: the turn streamed into `run`, then its
+  // end (failed, cancelled) kept if no answer was.
+  void RunBackground(ResponseTurn turn, HttpRequest req, std::shared_ptr<BackgroundRun> run);
+  // A run's events after `after`, as a stream that ends with the run.
+  void StreamBackground(std::shared_ptr<BackgroundRun> run, int64_t after, const std::string& route,
+                        HttpResponse& res);
   // The call's priority, routing headers, key, session and body from the
   // request (call->request already parsed). Errors: InvalidArgument naming
   // the header.
@@ -186,6 +205,7 @@ class HttpServer {
   BatchApi* batch_ = nullptr;
   ResponseStore* responses_ = nullptr;
   int64_t responses_retention_s_ = 0;
+  std::unique_ptr<BackgroundRuns> background_;  // with a response store
   ConversationStore* conversations_ = nullptr;
   const bool routing_enabled_;
   const util::Clock* const clock_;

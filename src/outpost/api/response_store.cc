@@ -30,6 +30,11 @@ Status NoSuchResponse(const std::string& id, const std::string& param) {
 StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& path) {
   auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true, kSchema);
   if (!db.ok()) return db.status();
+  // No run survives its process: what one left queued or in progress failed.
+  OUTPOST_RETURN_IF_ERROR((*db)->Exec(
+      "UPDATE responses SET response = json_set(response, '$.status', 'failed', '$.error', "
+      "json_object('code', 'server_error', 'message', 'the server stopped before the answer was "
+      "whole')) WHERE json_extract(response, '$.status') IN ('queued', 'in_progress')"));
   return std::unique_ptr<ResponseStore>(new ResponseStore(std::move(db).value()));
 }
 

@@ -45,8 +45,9 @@ struct StoredResponse {
 
 class ResponseStore {
  public:
-  // One process at a time (a lock beside the file). Errors: Unavailable
-  // naming the path.
+  // One process at a time (a lock beside the file). A background response
+  // the last process left queued or in_progress is marked failed (no run
+  // outlives its process). Errors: Unavailable naming the path.
   static StatusOr<std::unique_ptr<ResponseStore>> Open(const std::string& path);
 
   // Adds or replaces r.id (its items too), and deletes what expired before

@@ -350,15 +350,26 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
                        "stored prompts are not supported: Outpost keeps none; send the prompt's "
                        "text in 'instructions' or 'input'");
   }
-  if (j.value("background", json()) == true) {
-    return Unsupported("background",
-                       "background responses are not supported; use the Batch API "
-                       "(/v1/batches) for deferred work");
-  }
   bool store = true;
   if (auto it = j.find("store"); it != j.end() && !it->is_null()) {
     if (!it->is_boolean()) return WrongType("store", "a boolean", *it);
     store = it->get<bool>();
+  }
+  bool background = false;
+  if (auto it = j.find("background"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return WrongType("background", "a boolean", *it);
+    background = it->get<bool>();
+  }
+  if (background && !options.previous) {
+    return Unsupported("background",
+                       "a background response is kept for its client to fetch, and this server "
+                       "stores no responses (responses_retention: 0)");
+  }
+  if (background && !store) {
+    return Status::InvalidArgument(
+        "background: a background response is kept for its client to fetch; it needs store: "
+        "true",
+        "background");
   }
   std::string previous_id;
   if (auto it = j.find("previous_response_id"); it != j.end() && !it->is_null()) {
@@ -507,6 +518,8 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
       {"user", value("user", nullptr)},
   };
   if (!conversation_id.empty()) echo["conversation"] = {{"id", conversation_id}};
+  if (background) echo["background"] = true;
+  out.background = background;
   if (auto it = j.find("text"); it != j.end() && it->is_object()) {
     echo["text"] = *it;
     if (!it->contains("format") || (*it)["format"].is_null()) {

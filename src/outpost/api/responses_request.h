@@ -10,7 +10,8 @@
 // the Responses fields (max_tokens → max_output_tokens, response_format →
 // text.format, messages → input). What Outpost cannot do is refused by name,
 // never ignored: hosted tools (web_search, file_search, …), images, files
-// and audio, stored prompts and background responses. An item_reference in
+// and audio, and stored prompts. `background` needs `store` (the handler
+// runs it: background_runs.h). An item_reference in
 // `input` is replaced by the stored item it names. Reasoning items from an
 // earlier answer are skipped (a model that does not reason ignores them).
 //
@@ -44,6 +45,7 @@ struct ResponsesRequest {
   std::string previous_response_id;  // "" = none
   std::string conversation_id;       // "" = none
   bool truncate = false;             // truncation: "auto"
+  bool background = false;           // `background` (needs store; the server stores)
   // This request's input as items (JSON array), each with a type, its content
   // as parts and an id: what GET /v1/responses/{id}/input_items lists.
   std::string input_items;

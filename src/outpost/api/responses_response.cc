@@ -64,7 +64,7 @@ json ResponseJson(const ResponseInfo& info, const char* status, json output, jso
   r["object"] = "response";
   r["created_at"] = info.created_at;
   r["status"] = status;
-  r["background"] = false;
+  r["background"] = r.value("background", json()) == true;
   r["error"] = nullptr;
   r["incomplete_details"] = nullptr;
   r["model"] = info.model;
@@ -100,6 +100,10 @@ std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
       ResponseJson(info, cut ? "incomplete" : "completed", std::move(output), UsageJson(usage));
   if (cut) r["incomplete_details"] = {{"reason", "max_output_tokens"}};
   return DumpLossy(r);
+}
+
+std::string PendingResponseBody(const ResponseInfo& info, const char* status) {
+  return DumpLossy(ResponseJson(info, status, json::array(), nullptr));
 }
 
 std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number) {

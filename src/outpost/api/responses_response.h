@@ -45,12 +45,18 @@ struct ResponseInfo {
 std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
                          const scheduler::Usage& usage, util::Random& random);
 
+// A Response with no answer yet, or none to come: `status` queued,
+// in_progress or cancelled, output empty, usage null (a background run's
+// states before and instead of its answer).
+std::string PendingResponseBody(const ResponseInfo& info, const char* status);
+
 // The payload of an "error" event (code, message, param) for a stream that
 // failed where no Response can follow (a relay cut short).
 std::string ResponsesErrorEvent(const Status& error, int64_t sequence_number = 0);
 
 // Sets `fields` (a JSON object: what this server decided for a relayed
-// request — store, previous_response_id, conversation) on every Response
+// request — store, previous_response_id, conversation, background, and a
+// background response's id) on every Response
 // object an upstream's answer carries: a body's, and the `response` of each
 // event in its stream. Everything else passes byte for byte. A stream is fed
 // in chunks as they come; a line is held only until its end arrives.

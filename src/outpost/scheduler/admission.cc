@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "outpost/util/status_macros.h"
+
 namespace outpost::scheduler {
 
 using util::Seconds;
 
-Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> sink) {
+Status Scheduler::CheckFits(const GenerationRequest& req) const {
   const auto n_prompt = static_cast<int32_t>(req.prompt.size());
   if (n_prompt == 0) return Status::InvalidArgument("the prompt is empty", "prompt");
   if (n_prompt >= options_.ctx_per_session) {
@@ -39,6 +41,11 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
                "max_tokens")
         .WithErrorCode("context_length_exceeded");
   }
+  return Status::Ok();
+}
+
+Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> sink) {
+  OUTPOST_RETURN_IF_ERROR(CheckFits(req));
   const bool above_batch = req.priority != Priority::kBatch;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -251,12 +251,15 @@ class Scheduler {
   // "prompt[i]", "logit_bias" or "response_format". Thread-safe.
   Status Prepare(const PromptInput& input, bool ignore_eos, GenerationRequest* req) const;
 
+  // Whether a prepared request could ever run here: InvalidArgument naming
+  // "prompt", "max_tokens" or "n" (prompt empty, prompt plus completion
+  // longer than the session context — error code context_length_exceeded —,
+  // more choices than sessions). Pure; thread-safe.
+  Status CheckFits(const GenerationRequest& req) const;
+
   // Queues a prepared request; its results go to `sink`. Errors (the sink is
-  // then not called): InvalidArgument naming "prompt", "max_tokens" or "n"
-  // (prompt empty, prompt plus completion longer than the session context,
-  // more choices than sessions),
-  // ResourceExhausted with retry_after_s (queue full), Unavailable (stopping).
-  // Thread-safe.
+  // then not called): CheckFits's, ResourceExhausted with retry_after_s
+  // (queue full), Unavailable (stopping). Thread-safe.
   Status Submit(GenerationRequest req, std::shared_ptr<GenerationSink> sink);
 
   SchedulerSnapshot Snapshot() const;  // thread-safe

@@ -1,0 +1,150 @@
+#include "outpost/api/background_runs.h"
+
+#include <chrono>
+
+namespace outpost::api {
+
+void BackgroundRun::Write(std::string_view data) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t added = 0;
+  size_t at = 0;
+  while (at < data.size()) {
+    const size_t nl = data.find('\n', at);
+    const size_t end = nl == std::string_view::npos ? data.size() : nl + 1;
+    partial_.append(data.substr(at, end - at));
+    at = end;
+    if (nl == std::string_view::npos) break;
+    // A blank line (LF or CRLF) ends the event.
+    const size_t n = partial_.size();
+    const bool blank = (n >= 2 && partial_[n - 2] == '\n') ||
+                       (n >= 3 && partial_[n - 2] == '\r' && partial_[n - 3] == '\n') ||
+                       partial_ == "\n" || partial_ == "\r\n";
+    if (blank) {
+      // Blank lines between events are not events of their own.
+      if (partial_.find_first_not_of("\r\n") != std::string::npos) {
+        events_.push_back(std::move(partial_));
+        ++added;
+      }
+      partial_.clear();
+    }
+  }
+  if (added > 0) cv_.notify_all();
+}
+
+std::vector<std::string> BackgroundRun::EventsAfter(int64_t after, int64_t wait_ms, bool* ended) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto from = static_cast<size_t>(after + 1);
+  cv_.wait_for(lock, std::chrono::milliseconds(wait_ms),
+               [&] { return done_ || events_.size() > from; });
+  std::vector<std::string> out;
+  for (size_t i = from; i < events_.size(); ++i) out.push_back(events_[i]);
+  *ended = done_;
+  return out;
+}
+
+int64_t BackgroundRun::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(events_.size());
+}
+
+void BackgroundRun::Cancel(bool shutdown) {
+  if (shutdown) shut_down_ = true;
+  cancelled_ = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
+bool BackgroundRun::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+bool BackgroundRun::WaitDone(int64_t wait_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return done_; });
+}
+
+void BackgroundRun::Finish(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A last event without its blank line is still an event.
+  if (partial_.find_first_not_of("\r\n") != std::string::npos) {
+    events_.push_back(std::move(partial_) + "\n\n");
+  }
+  partial_.clear();
+  done_ = true;
+  done_at_ms_ = now_ms;
+  cv_.notify_all();
+}
+
+StatusOr<std::shared_ptr<BackgroundRun>> BackgroundRuns::Start(
+    const std::string& id, const std::string& owner,
+    std::function<void(const std::shared_ptr<BackgroundRun>&)> work) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReapLocked();
+  if (stopped_) return Status::ResourceExhausted("the server is shutting down");
+  size_t running = 0;
+  for (const auto& [_, e] : runs_) running += e.run->done() ? 0 : 1;
+  if (running >= max_running_) {
+    return Status::ResourceExhausted("background responses: " + std::to_string(running) +
+                                     " are running, the most this server runs at once; retry "
+                                     "when one has finished")
+        .WithRetryAfter(5);
+  }
+  if (runs_.count(id) > 0) return Status::InvalidArgument("a background run '" + id + "' exists");
+  auto run = std::make_shared<BackgroundRun>(id, owner);
+  Entry& e = runs_[id];
+  e.run = run;
+  const util::Clock* clock = clock_;
+  e.thread = std::thread([run, clock, work = std::move(work)] {
+    work(run);
+    run->Finish(clock->UnixMillis());
+  });
+  return run;
+}
+
+std::shared_ptr<BackgroundRun> BackgroundRuns::Find(const std::string& owner,
+                                                    const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReapLocked();
+  auto it = runs_.find(id);
+  if (it == runs_.end() || it->second.run->owner() != owner) return nullptr;
+  return it->second.run;
+}
+
+size_t BackgroundRuns::Running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t running = 0;
+  for (const auto& [_, e] : runs_) running += e.run->done() ? 0 : 1;
+  return running;
+}
+
+void BackgroundRuns::ReapLocked() {
+  const int64_t now = clock_->UnixMillis();
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    BackgroundRun& run = *it->second.run;
+    bool done = false, forget = false;
+    {
+      std::lock_guard<std::mutex> run_lock(run.mu_);
+      done = run.done_;
+      forget = done && now - run.done_at_ms_ >= keep_ms_;
+    }
+    // Its work has returned: the thread is ending.
+    if (done && it->second.thread.joinable()) it->second.thread.join();
+    it = forget ? runs_.erase(it) : std::next(it);
+  }
+}
+
+void BackgroundRuns::Stop() {
+  std::map<std::string, Entry> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    for (auto& [_, e] : runs_) e.run->Cancel(/*shutdown=*/true);
+    for (auto& [id, e] : runs_) {
+      if (e.thread.joinable()) runs[id].thread = std::move(e.thread);
+    }
+  }
+  for (auto& [_, e] : runs) e.thread.join();
+}
+
+}  // namespace outpost::api

@@ -1,0 +1,163 @@
+"""End-to-end: the Responses API's background mode through the official
+openai client against a live outpost serve on the default model — a
+response created with background=True answers at once (queued), runs on
+without its client, is polled to the same answer a foreground request gives,
+is streamed and resumed from any event (starting_after) after the client
+hung up, is cancelled (idempotently) and frees its conversation, cannot be
+continued before it has an answer, and fails honestly when the server
+stops under it."""
+import time
+
+import openai
+import pytest
+from outpost_harness import serve
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def model_id(client):
+    return client.models.list().data[0].id
+
+
+def wait_done(client, rid, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        r = client.responses.retrieve(rid)
+        if r.status not in ("queued", "in_progress"):
+            return r
+        assert time.monotonic() < deadline, f"{rid} still {r.status}"
+        time.sleep(0.05)
+
+
+ASK = dict(instructions="You are a helpful assistant.", input="Name three colours.",
+           temperature=0, max_output_tokens=24)
+LONG = dict(input="Count to a thousand.", max_output_tokens=400, extra_body={"ignore_eos": True})
+
+
+def test_a_background_response_is_polled_to_the_foreground_answer(client, model_id):
+    r = client.responses.create(model=model_id, background=True, **ASK)
+    assert r.background is True and r.status in ("queued", "in_progress")
+    assert r.output == [] and r.usage is None and r.model == model_id
+    # Its input is listed while it runs.
+    assert client.responses.input_items.list(r.id).data[0].content[0].text == ASK["input"]
+    done = wait_done(client, r.id)
+    assert done.status == "completed" and done.background is True
+    foreground = client.responses.create(model=model_id, **ASK)
+    assert done.output_text == foreground.output_text and done.output_text
+    assert done.usage.input_tokens == foreground.usage.input_tokens
+    # Now it can be continued, as any stored response.
+    nxt = client.responses.create(model=model_id, previous_response_id=r.id, input="One more.",
+                                  max_output_tokens=8)
+    assert nxt.status in ("completed", "incomplete")
+
+
+def test_a_stream_resumes_from_any_event_after_the_client_hung_up(client, model_id):
+    stream = client.responses.create(model=model_id, background=True, stream=True, **LONG)
+    first = []
+    for e in stream:
+        first.append(e)
+        if e.sequence_number == 5:
+            break
+    stream.close()  # the link drops; the run goes on
+    rid = first[0].response.id
+    assert first[0].type == "response.created" and first[0].response.background is True
+    rest = list(client.responses.retrieve(rid, stream=True, starting_after=5))
+    events = first + rest
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert events[-1].type == "response.incomplete"  # cut at max_output_tokens
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == events[-1].response.output_text
+    assert events[-1].response.usage.output_tokens == 400
+    # The stored one says the same, and the whole stream replays from the start.
+    stored = client.responses.retrieve(rid)
+    assert stored.status == "incomplete" and stored.output_text == text
+    again = list(client.responses.retrieve(rid, stream=True))
+    assert [e.type for e in again] == [e.type for e in events]
+
+
+def test_cancel_stops_it_once_and_frees_its_conversation(client, model_id):
+    conv = client.conversations.create(items=[{"role": "user", "content": "Hi."}])
+    r = client.responses.create(model=model_id, background=True, conversation=conv.id, **LONG)
+    # It holds its conversation while it runs, as any turn does.
+    with pytest.raises(openai.BadRequestError) as locked:
+        client.responses.create(model=model_id, conversation=conv.id, input="x",
+                                max_output_tokens=2)
+    assert locked.value.code == "conversation_locked"
+    # It cannot be continued before it has an answer.
+    with pytest.raises(openai.BadRequestError) as early:
+        client.responses.create(model=model_id, previous_response_id=r.id, input="x")
+    assert early.value.param == "previous_response_id"
+    t0 = time.monotonic()
+    cancelled = client.responses.cancel(r.id)
+    assert cancelled.status == "cancelled" and time.monotonic() - t0 < 10
+    assert client.responses.cancel(r.id).status == "cancelled"  # again: the same
+    assert client.responses.retrieve(r.id).status == "cancelled"
+    # Nothing of it was added, and the conversation is free.
+    assert len(client.conversations.items.list(conv.id).data) == 1
+    client.responses.create(model=model_id, conversation=conv.id, input="Bye.", max_output_tokens=2)
+    assert len(client.conversations.items.list(conv.id).data) == 3
+    # A finished one, or one answered at once, cannot be cancelled.
+    with pytest.raises(openai.BadRequestError) as ended:
+        client.responses.cancel(client.responses.create(model=model_id, input="Hi",
+                                                        max_output_tokens=2).id)
+    assert "only a background response" in ended.value.message
+
+
+def test_bad_background_requests_are_named(client, model_id, server):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.responses.create(model=model_id, input="hi", background=True, store=False)
+    assert e.value.param == "background" and "store: true" in e.value.message
+    fg = client.responses.create(model=model_id, input="Hi", max_output_tokens=2)
+    with pytest.raises(openai.BadRequestError) as e:
+        list(client.responses.retrieve(fg.id, stream=True))
+    assert e.value.param == "stream"
+    bg = client.responses.create(model=model_id, input="Hi", max_output_tokens=2, background=True)
+    for bad in ("-3", "two", ""):
+        r = server.get(f"/v1/responses/{bg.id}?stream=true&starting_after={bad}")
+        assert r.status_code == 400, (bad, r.text)
+        assert r.json()["error"]["param"] == "starting_after"
+    wait_done(client, bg.id)
+    # Deleting one that runs stops it first.
+    run = client.responses.create(model=model_id, background=True, **LONG)
+    assert client.responses.delete(run.id) is None
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(run.id)
+
+
+def test_a_run_the_server_did_not_finish_reads_failed_after_a_restart(tmp_path):
+    flags = ("--state-dir", str(tmp_path / "state"), "--ctx-size", "1024")
+    with serve(*flags) as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        model = c.models.list().data[0].id
+        r = c.responses.create(model=model, background=True, input="Count.",
+                               max_output_tokens=800, extra_body={"ignore_eos": True})
+        assert wait_in_progress(c, r.id)
+        s.proc.kill()  # kill -9: no chance to say anything
+        s.proc.wait()
+    with serve(*flags) as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        failed = c.responses.retrieve(r.id)
+        assert failed.status == "failed" and failed.background is True
+        assert "server stopped" in failed.error.message
+        # A run cut by a stop (SIGTERM) also ends failed, with its reason.
+        r2 = c.responses.create(model=model, background=True, input="Count.",
+                                max_output_tokens=800, extra_body={"ignore_eos": True})
+        assert wait_in_progress(c, r2.id)
+    with serve(*flags) as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        stopped = c.responses.retrieve(r2.id)
+        assert stopped.status == "failed", stopped.status
+        assert "shutting down" in stopped.error.message
+
+
+def wait_in_progress(client, rid, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if client.responses.retrieve(rid).status == "in_progress":
+            return True
+        time.sleep(0.02)
+    return False
