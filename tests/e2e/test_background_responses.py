@@ -79,7 +79,7 @@ def test_a_stream_resumes_from_any_event_after_the_client_hung_up(client, model_
     assert [e.type for e in again] == [e.type for e in events]
 
 
-def test_cancel_stops_it_once_and_frees_its_conversation(client, model_id):
+def test_cancel_stops_it_once_and_frees_its_conversation(client, model_id, server):
     conv = client.conversations.create(items=[{"role": "user", "content": "Hi."}])
     r = client.responses.create(model=model_id, background=True, conversation=conv.id, **LONG)
     # It holds its conversation while it runs, as any turn does.
@@ -91,11 +91,13 @@ def test_cancel_stops_it_once_and_frees_its_conversation(client, model_id):
     with pytest.raises(openai.BadRequestError) as early:
         client.responses.create(model=model_id, previous_response_id=r.id, input="x")
     assert early.value.param == "previous_response_id"
+    assert server.metric("outpost_background_responses_running") >= 1
     t0 = time.monotonic()
     cancelled = client.responses.cancel(r.id)
     assert cancelled.status == "cancelled" and time.monotonic() - t0 < 10
     assert client.responses.cancel(r.id).status == "cancelled"  # again: the same
     assert client.responses.retrieve(r.id).status == "cancelled"
+    assert server.metric("outpost_background_responses_running") == 0
     # Nothing of it was added, and the conversation is free.
     assert len(client.conversations.items.list(conv.id).data) == 1
     client.responses.create(model=model_id, conversation=conv.id, input="Bye.", max_output_tokens=2)

@@ -128,6 +128,8 @@ class HttpServer {
   // /v1/responses/{id}, background responses), each kept `retention_s`
   // (null: none are stored); set before Run(); must outlive the server.
   void SetResponseStore(ResponseStore* store, int64_t retention_s);
+  // Background responses queued or running now. Thread-safe.
+  size_t BackgroundRunning() const { return background_ == nullptr ? 0 : background_->Running(); }
   // The Conversations API (/v1/conversations and a Responses request's
   // `conversation`; null: those are refused); set before Run(); must
   // outlive the server.

@@ -306,6 +306,11 @@ int RunServe(ServeConfig cfg) {
             "Responses API answers held for previous_response_id and GET /v1/responses/{id} "
             "(expired ones until the next store).",
             [rs] { return static_cast<double>(rs->Count()); });
+      const api::HttpServer* server = &http;
+      gauge("outpost_background_responses_running",
+            "Responses API background responses queued or running (each on a thread of its "
+            "own).",
+            [server] { return static_cast<double>(server->BackgroundRunning()); });
       spdlog::info("responses: {}/responses.db (each kept {} s)", StateDir(cfg),
                    cfg.responses_retention_ms / 1000);
     } else {
