@@ -4,8 +4,9 @@ response created with background=True answers at once (queued), runs on
 without its client, is polled to the same answer a foreground request gives,
 is streamed and resumed from any event (starting_after) after the client
 hung up, is cancelled (idempotently) and frees its conversation, cannot be
-continued before it has an answer, and fails honestly when the server
-stops under it."""
+continued before it has an answer, is drained by a stop (SIGTERM) like a
+request in flight, and fails honestly when the server stops under it."""
+import signal
 import time
 
 import openai
@@ -130,8 +131,8 @@ def test_bad_background_requests_are_named(client, model_id, server):
         client.responses.retrieve(run.id)
 
 
-def test_a_run_the_server_did_not_finish_reads_failed_after_a_restart(tmp_path):
-    flags = ("--state-dir", str(tmp_path / "state"), "--ctx-size", "1024")
+def test_a_stop_drains_runs_and_a_crash_leaves_them_failed(tmp_path):
+    flags = ("--state-dir", str(tmp_path / "state"), "--ctx-size", "4096")
     with serve(*flags) as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
         model = c.models.list().data[0].id
@@ -145,15 +146,26 @@ def test_a_run_the_server_did_not_finish_reads_failed_after_a_restart(tmp_path):
         failed = c.responses.retrieve(r.id)
         assert failed.status == "failed" and failed.background is True
         assert "server stopped" in failed.error.message
-        # A run cut by a stop (SIGTERM) also ends failed, with its reason.
-        r2 = c.responses.create(model=model, background=True, input="Count.",
-                                max_output_tokens=800, extra_body={"ignore_eos": True})
-        assert wait_in_progress(c, r2.id)
+        # SIGTERM drains: a short run in flight finishes as it would have ...
+        short = c.responses.create(model=model, background=True, input="Say hi.",
+                                   max_output_tokens=40, extra_body={"ignore_eos": True})
+        assert wait_in_progress(c, short.id)
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(timeout=30)
+    assert "1 background response(s)" in s.final_log and "drained in" in s.final_log
     with serve(*flags) as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
-        stopped = c.responses.retrieve(r2.id)
-        assert stopped.status == "failed", stopped.status
-        assert "shutting down" in stopped.error.message
+        done = c.responses.retrieve(short.id)
+        assert done.status == "incomplete" and done.usage.output_tokens == 40, done.status
+        # ... and one that outlasts the drain (cut by a second SIGTERM) fails
+        # with the reason.
+        long = c.responses.create(model=model, background=True, input="Count.",
+                                  max_output_tokens=3000, extra_body={"ignore_eos": True})
+        assert wait_in_progress(c, long.id)
+    with serve(*flags) as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        cut = c.responses.retrieve(long.id)
+        assert cut.status == "failed" and "shutting down" in cut.error.message
 
 
 def wait_in_progress(client, rid, timeout=30):

@@ -508,7 +508,8 @@ int RunServe(ServeConfig cfg) {
   }
 
   // Drain: refuse new connections and requests, let those in flight (streams
-  // too) finish for up to drain_timeout; a second signal cuts it short.
+  // and background responses too) finish for up to drain_timeout; a second
+  // signal cuts it short.
   util::SdNotify("STOPPING=1\nSTATUS=draining");
   serving.SetReady(false);
   // Batch lines still running are cut; they run again after the restart.
@@ -517,24 +518,28 @@ int RunServe(ServeConfig cfg) {
   for (auto& s : models.Schedulers()) s->BeginDrain();
   const auto drain_start = std::chrono::steady_clock::now();
   const auto drain_end = drain_start + std::chrono::milliseconds(cfg.drain_timeout_ms);
-  spdlog::info("signal {} received: draining {} request(s) in flight (up to {} ms)", sig,
-               http.InFlight(), cfg.drain_timeout_ms);
+  auto in_flight = [&http] {
+    return http.InFlight() + static_cast<int64_t>(http.BackgroundRunning());
+  };
+  spdlog::info(
+      "signal {} received: draining {} request(s) in flight, {} background response(s) (up to "
+      "{} ms)",
+      sig, http.InFlight(), http.BackgroundRunning(), cfg.drain_timeout_ms);
   for (;;) {
-    if (http.InFlight() == 0) {
+    if (in_flight() == 0) {
       spdlog::info("drained in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now() - drain_start)
                                            .count());
       break;
     }
     if (std::chrono::steady_clock::now() >= drain_end) {
-      spdlog::warn("drain_timeout: cutting {} request(s) still in flight", http.InFlight());
+      spdlog::warn("drain_timeout: cutting {} request(s) still in flight", in_flight());
       break;
     }
     const timespec poll{0, 50 * 1000 * 1000};
     const int again = sigtimedwait(&sigs, nullptr, &poll);
     if (again == SIGINT || again == SIGTERM) {
-      spdlog::warn("signal {} again: cutting {} request(s) still in flight", again,
-                   http.InFlight());
+      spdlog::warn("signal {} again: cutting {} request(s) still in flight", again, in_flight());
       break;
     }
   }
