@@ -1,4 +1,5 @@
-"""Shared by tests/integration and tests/e2e: the harness on sys.path and one shared server."""
+"""Shared by tests/integration and tests/e2e: the harness on sys.path, one shared
+server, and the official openai client for it (a module may define its own)."""
 import os
 import sys
 
@@ -14,3 +15,15 @@ def server():
     with serve("--parallel", "8", "--ctx-size", "1024", "--queue-length", "32",
                "--max-body-size", "64KiB") as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    """The official openai client on the shared server."""
+    import openai  # only the tests that use it need the package
+    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def model_id(client):
+    return client.models.list().data[0].id

@@ -14,16 +14,6 @@ import pytest
 from outpost_harness import serve
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
-
-
-@pytest.fixture(scope="module")
-def model_id(client):
-    return client.models.list().data[0].id
-
-
 def wait_done(client, rid, timeout=60):
     deadline = time.monotonic() + timeout
     while True:

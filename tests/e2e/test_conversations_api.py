@@ -14,16 +14,6 @@ import pytest
 from outpost_harness import serve
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
-
-
-@pytest.fixture(scope="module")
-def model_id(client):
-    return client.models.list().data[0].id
-
-
 BRIEF = "You are a helpful assistant."
 CODE = "Remember this code word: PELICAN."
 ASK_CODE = "What was the code word?"

@@ -3,16 +3,6 @@ import openai
 import pytest
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
-
-
-@pytest.fixture(scope="module")
-def model_id(client):
-    return client.models.list().data[0].id
-
-
 def test_models_list(client):
     models = client.models.list()
     assert len(models.data) == 1

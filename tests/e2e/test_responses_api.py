@@ -16,16 +16,6 @@ import pytest
 from outpost_harness import serve
 
 
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.base + "/v1", api_key="not-needed", max_retries=0)
-
-
-@pytest.fixture(scope="module")
-def model_id(client):
-    return client.models.list().data[0].id
-
-
 ASK = "What is the capital of France?"
 BRIEF = "You are a helpful assistant."
 

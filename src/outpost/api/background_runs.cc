@@ -82,8 +82,7 @@ StatusOr<std::shared_ptr<BackgroundRun>> BackgroundRuns::Start(
   std::lock_guard<std::mutex> lock(mu_);
   ReapLocked();
   if (stopped_) return Status::ResourceExhausted("the server is shutting down");
-  size_t running = 0;
-  for (const auto& [_, e] : runs_) running += e.run->done() ? 0 : 1;
+  const size_t running = RunningLocked();
   if (running >= max_running_) {
     return Status::ResourceExhausted("background responses: " + std::to_string(running) +
                                      " are running, the most this server runs at once; retry "
@@ -113,6 +112,10 @@ std::shared_ptr<BackgroundRun> BackgroundRuns::Find(const std::string& owner,
 
 size_t BackgroundRuns::Running() const {
   std::lock_guard<std::mutex> lock(mu_);
+  return RunningLocked();
+}
+
+size_t BackgroundRuns::RunningLocked() const {
   size_t running = 0;
   for (const auto& [_, e] : runs_) running += e.run->done() ? 0 : 1;
   return running;

@@ -96,6 +96,7 @@ class BackgroundRuns {
     std::shared_ptr<BackgroundRun> run;
     std::thread thread;
   };
+  size_t RunningLocked() const OUTPOST_REQUIRES(mu_);
   // Joins the threads of finished runs and forgets those past keep_ms.
   void ReapLocked() OUTPOST_REQUIRES(mu_);
 
