@@ -149,7 +149,7 @@ class HttpServer {
   void HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res);
   // POST /v1/responses: OpenAI's Responses API over the chat path.
   void HandleResponses(const HttpRequest& req, HttpResponse& res);
-  struct ResponseTurn;  // responses_handler.cc
+  struct ResponseTurn;  // responses_turn.h
   // The body read, checked and held (its conversation) as a turn; null
   // when an error has been written to `res`.
   std::unique_ptr<ResponseTurn> PrepareResponse(const HttpRequest& req, HttpResponse& res);

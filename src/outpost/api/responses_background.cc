@@ -1,0 +1,203 @@
+// HttpServer::StartBackground, RunBackground, StreamBackground — a
+// Responses turn with `background: true` runs on a thread of its own
+// (background_runs.h): the client gets the queued Response (or the run's
+// events) at once, and the stored record moves queued → in_progress → the
+// answer, or failed / cancelled. The Keeper stores the answer and the
+// status writer below sets the other ends; both run on the run's worker
+// thread, one after the other, so they never race.
+#include <spdlog/spdlog.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "outpost/api/errors.h"
+#include "outpost/api/http_server.h"
+#include "outpost/api/json_fields.h"
+#include "outpost/api/responses_turn.h"
+#include "outpost/api/sse.h"
+#include "outpost/router/local_target.h"
+
+namespace outpost::api {
+namespace {
+
+using nlohmann::json;
+
+// A background run's writer: its stream goes into the run; the first bytes
+// mark the stored response in_progress (`started`).
+class RunWriter final : public ChunkWriter {
+ public:
+  RunWriter(BackgroundRun* run, std::function<void()> started)
+      : run_(run), started_(std::move(started)) {}
+  bool Write(const std::string& data) override {
+    if (started_) {
+      started_();
+      started_ = nullptr;
+    }
+    run_->Write(data);
+    return !run_->cancelled();
+  }
+
+ private:
+  BackgroundRun* run_;
+  std::function<void()> started_;
+};
+
+// The error a failed run ends with: the `response.failed` event's, an
+// `error` event's, or an error body's; {code, message}.
+json RunError(const std::vector<std::string>& events, const std::string& error_body) {
+  auto from = [](const json& e) -> json {
+    if (!e.is_object()) return nullptr;
+    const json code = e.value("code", json());
+    const json message = e.value("message", json());
+    return {{"code", code.is_string() ? code : json("server_error")},
+            {"message", message.is_string() ? message : json("the response failed")}};
+  };
+  if (!error_body.empty()) {
+    const json b = json::parse(error_body, nullptr, false);
+    if (b.is_object() && b.contains("error")) return from(b["error"]);
+  }
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    const size_t data = it->find("data:");
+    if (data == std::string::npos) continue;
+    const json e = json::parse(it->substr(data + 5), nullptr, false);
+    if (!e.is_object()) continue;
+    if (e.value("type", json()) == "response.failed" && e.contains("response")) {
+      return from(e["response"].value("error", json()));
+    }
+    if (e.value("type", json()) == "error") return from(e);
+  }
+  return {{"code", "server_error"}, {"message", "the response ended without an answer"}};
+}
+
+}  // namespace
+
+void HttpServer::StartBackground(std::unique_ptr<ResponseTurn> turn, const HttpRequest& req,
+                                 HttpResponse& res) {
+  // The run streams, whatever the client asked: its events are what a
+  // client that resumes reads. An upstream gets the same (and never
+  // `background`: this server runs it).
+  // What would fail the run at once fails the create instead, as OpenAI
+  // answers it: a prompt a model served here cannot hold.
+  if (const auto model = serving_->Find(turn->call.request.model)) {
+    scheduler::GenerationRequest gen;
+    Status st = router::LocalTarget::Prepare(*model, turn->call, &gen);
+    if (st.ok()) st = model->scheduler->CheckFits(gen);
+    if (!st.ok()) return SendError(res, ForResponses(st));
+  }
+  const bool stream = turn->call.request.stream;
+  turn->call.request.stream = true;
+  turn->counted = false;  // this create is the request counted
+  {
+    json body = json::parse(turn->call.body, nullptr, false);
+    if (body.is_object()) {
+      body.erase("background");
+      body["stream"] = true;
+      turn->call.body = DumpLossy(body);
+    }
+  }
+  const int64_t now = clock_->UnixSeconds();
+  StoredResponse rec;
+  rec.id = turn->info.id;
+  rec.owner = turn->keep.owner;
+  rec.created_at = turn->info.created_at;
+  rec.expires_at = now + responses_retention_s_;
+  rec.response = PendingResponseBody(turn->info, "queued");
+  rec.input_items = turn->keep.input_items;
+  rec.context = "[]";  // nothing to continue until it has an answer
+  if (Status st = responses_->Put(rec, now); !st.ok()) return SendError(res, st);
+  std::shared_ptr<ResponseTurn> shared(std::move(turn));
+  auto run = background_->Start(rec.id, rec.owner,
+                                [this, shared, req](const std::shared_ptr<BackgroundRun>& r) {
+                                  RunBackground(std::move(*shared), req, r);
+                                });
+  if (!run.ok()) {
+    (void)responses_->Delete(rec.owner, rec.id, now);
+    return SendError(res, run.status());
+  }
+  if (stream)
+    return StreamBackground(*run, -1, router::EndpointPath(router::Endpoint::kResponses), res);
+  res.set_content(rec.response, "application/json");
+}
+
+void HttpServer::RunBackground(ResponseTurn turn, HttpRequest req,
+                               std::shared_ptr<BackgroundRun> run) {
+  const std::string id = turn.info.id, owner = turn.keep.owner;
+  req.client_gone = [run] { return run->cancelled(); };
+  ResponseStore* store = responses_;
+  const util::Clock* clock = clock_;
+  // Sets the stored response's status (and error) while it has no answer.
+  auto set_status = [&](const char* status, const json& error) {
+    const int64_t now = clock->UnixSeconds();
+    auto rec = store->Get(owner, id, now);
+    if (!rec.ok() || !Unfinished(StatusOf(rec->response))) return;  // deleted, or answered
+    json r = json::parse(rec->response, nullptr, false);
+    if (!r.is_object()) return;
+    r["status"] = status;
+    if (!error.is_null()) r["error"] = error;
+    rec->response = DumpLossy(r);
+    if (Status st = store->Put(*rec, now); !st.ok()) {
+      spdlog::warn("responses: background {} not updated: {}", id, st.message());
+    }
+  };
+  HttpResponse res;
+  RunResponse(std::move(turn), req, res);
+  std::string error_body;
+  if (res.streamed() && res.status == 200) {
+    RunWriter writer(run.get(), [&] { set_status("in_progress", nullptr); });
+    while (res.provider(writer)) {
+    }
+    if (res.on_end) res.on_end(!run->cancelled());
+  } else {
+    error_body = res.body;
+  }
+  // Answered (completed or incomplete): the Keeper has stored it. Else it
+  // ends failed, or cancelled when its client asked.
+  if (run->cancelled() && !run->shut_down()) {
+    set_status("cancelled", nullptr);
+    return;
+  }
+  bool ended = false;
+  json error = run->shut_down()
+                   ? json{{"code", "server_error"},
+                          {"message", "the server stopped before the answer was whole"}}
+                   : RunError(run->EventsAfter(-1, 0, &ended), error_body);
+  set_status("failed", error);
+  if (!error_body.empty()) {
+    // Nothing was streamed: a reader still gets the end.
+    auto rec = store->Get(owner, id, clock->UnixSeconds());
+    if (rec.ok()) {
+      json e = {{"type", "response.failed"},
+                {"sequence_number", run->events()},
+                {"response", json::parse(rec->response, nullptr, false)}};
+      run->Write(SseEvent("response.failed", DumpLossy(e)));
+    }
+  }
+}
+
+void HttpServer::StreamBackground(std::shared_ptr<BackgroundRun> run, int64_t after,
+                                  const std::string& route, HttpResponse& res) {
+  const ApiStats stats = stats_;
+  auto next = std::make_shared<int64_t>(after);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_stream(
+      "text/event-stream",
+      [run, next, stats, route](ChunkWriter& out) {
+        bool ended = false;
+        std::string data;
+        for (std::string& e : run->EventsAfter(*next, 1000, &ended)) {
+          data += e;
+          ++*next;
+        }
+        if (!data.empty() && !out.Write(data)) return false;
+        if (!ended) return true;
+        stats.requests.With({route, "200"}).Add();
+        return false;
+      },
+      nullptr);
+}
+
+}  // namespace outpost::api
