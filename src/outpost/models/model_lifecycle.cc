@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "outpost/models/canary_plan.h"
+#include "outpost/scheduler/collecting_sink.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
@@ -18,43 +19,6 @@ using Steady = std::chrono::steady_clock;
 double SecondsSince(Steady::time_point t) {
   return std::chrono::duration<double>(Steady::now() - t).count();
 }
-
-// The warm-up answer, collected; OnDone wakes the waiting operation.
-class WarmupSink final : public scheduler::GenerationSink {
- public:
-  void OnText(int, std::string text) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    text_ += text;
-  }
-  void OnDone(scheduler::GenerationResult r) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    result_ = std::move(r);
-    done_ = true;
-    cv_.notify_all();
-  }
-  bool Cancelled() override { return false; }
-
-  // False when no answer came within `timeout`.
-  bool Wait(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return done_; });
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return text_;
-  }
-  scheduler::GenerationResult result() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return result_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
-  scheduler::GenerationResult result_;
-  bool done_ = false;
-};
 
 // True when no request holds `m` and its scheduler has nothing queued or
 // running: nobody can reach it any more, so it may be unloaded.
@@ -146,7 +110,7 @@ StatusOr<std::shared_ptr<ServedModel>> ModelLifecycle::LoadVersion(const ModelVe
   req.sampling.temperature = 0.0f;
   req.operation = "chat";
   Status st = m->scheduler->Prepare(in, false, &req);
-  auto sink = std::make_shared<WarmupSink>();
+  auto sink = std::make_shared<scheduler::CollectingSink>();
   if (st.ok()) st = m->scheduler->Submit(std::move(req), sink);
   if (st.ok() && !sink->Wait(std::chrono::minutes(5))) {
     st = Status::Internal("the warm-up generation did not finish within 5 minutes");

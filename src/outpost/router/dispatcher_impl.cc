@@ -3,47 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
+
+#include "outpost/scheduler/collecting_sink.h"
 
 namespace outpost::router {
 namespace {
-
-// The local half of a confidence cascade: the whole answer, collected before
-// anything reaches the client. Cancelled when the client is gone.
-class CollectedAnswer final : public scheduler::GenerationSink {
- public:
-  explicit CollectedAnswer(std::shared_ptr<ResponseSink> client) : client_(std::move(client)) {}
-
-  void OnText(int, std::string text) override {  // one choice: the cascade needs n = 1
-    std::lock_guard<std::mutex> lock(mu_);
-    text_ += text;
-  }
-  void OnDone(scheduler::GenerationResult r) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    result_ = std::move(r);
-    done_ = true;
-    cv_.notify_all();
-  }
-  bool Cancelled() override { return client_->Cancelled(); }
-
-  // Blocks until OnDone (the scheduler always sends it).
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-  }
-  const std::string& text() const { return text_; }
-  const scheduler::GenerationResult& result() const { return result_; }
-
- private:
-  const std::shared_ptr<ResponseSink> client_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
-  scheduler::GenerationResult result_;
-  bool done_ = false;
-};
 
 bool Retryable(const Status& st) {
   return st.code() == StatusCode::kResourceExhausted || st.code() == StatusCode::kUnavailable;
@@ -176,17 +141,19 @@ void DispatcherImpl::RunCascade(const models::ServedModel& model, scheduler::Gen
   // Announced first so the sink can watch its client while the local answer
   // is collected (a client that leaves cancels it).
   sink->OnLocalStart(LocalAnswerMeta{model.id, model.system_fingerprint, nullptr, model.version});
-  auto local = std::make_shared<CollectedAnswer>(sink);
+  // The local half of the cascade: the whole answer, collected before
+  // anything reaches the client; cancelled when the client is gone.
+  auto local = std::make_shared<scheduler::CollectingSink>([sink] { return sink->Cancelled(); });
   if (Status st = model.scheduler->Submit(std::move(gen), local); !st.ok()) {
     sink->OnRoute(RouteReport{"local", reason.ToString()});
     sink->OnError(st);
     return;
   }
   local->Wait();
-  const scheduler::GenerationResult& r = local->result();
+  const scheduler::GenerationResult r = local->result();
   auto answer_locally = [&](const RouteReason& why) {
     sink->OnRoute(RouteReport{"local", why.ToString()});
-    if (!local->text().empty()) sink->OnText(0, local->text());
+    if (std::string text = local->text(); !text.empty()) sink->OnText(0, std::move(text));
     sink->OnDone(r);
   };
   if (r.finish == scheduler::FinishReason::kError) {
