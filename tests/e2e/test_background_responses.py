@@ -1,6 +1,7 @@
 """End-to-end: the Responses API's background mode through the official
 openai client against a live outpost serve on the default model — a
-response created with background=True answers at once (queued), runs on
+response created with background=True answers at once (queued, and stays
+queued while the box is full), runs on
 without its client, is polled to the same answer a foreground request gives,
 is streamed and resumed from any event (starting_after) after the client
 hung up, is cancelled (idempotently) and frees its conversation, cannot be
@@ -56,6 +57,10 @@ def test_a_stream_resumes_from_any_event_after_the_client_hung_up(client, model_
     stream.close()  # the link drops; the run goes on
     rid = first[0].response.id
     assert first[0].type == "response.created" and first[0].response.background is True
+    # Queued until the model begins, as OpenAI's background streams say it.
+    assert [(e.type, e.response.status) for e in first[:3]] == [
+        ("response.created", "queued"), ("response.queued", "queued"),
+        ("response.in_progress", "in_progress")]
     rest = list(client.responses.retrieve(rid, stream=True, starting_after=5))
     events = first + rest
     assert [e.sequence_number for e in events] == list(range(len(events)))
@@ -119,6 +124,43 @@ def test_bad_background_requests_are_named(client, model_id, server):
     assert client.responses.delete(run.id) is None
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(run.id)
+
+
+def test_a_run_behind_a_full_box_stays_queued_until_the_model_takes_it(tmp_path):
+    # One session, and a queue wait of 1 s: an interactive request would get
+    # a 503 after it; a background run waits its turn, and says so.
+    with serve("--state-dir", str(tmp_path / "state"), "--parallel", "1",
+               "--queue-wait", "1s") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        model = c.models.list().data[0].id
+        first = c.responses.create(model=model, background=True, input="Count.",
+                                   max_output_tokens=3000, extra_body={"ignore_eos": True})
+        assert wait_in_progress(c, first.id)
+        second = c.responses.create(model=model, background=True, stream=True, **ASK)
+        head = []
+        for e in second:
+            head.append(e)
+            if len(head) == 2:
+                break
+        second.close()
+        rid = head[0].response.id
+        assert [(e.type, e.response.status) for e in head] == [
+            ("response.created", "queued"), ("response.queued", "queued")]
+        with pytest.raises(openai.APIStatusError) as busy:  # the interactive one
+            c.responses.create(model=model, input="Hi.", max_output_tokens=2)
+        assert busy.value.status_code in (429, 503)
+        time.sleep(2.5)  # past the queue wait, twice
+        states = (c.responses.retrieve(rid).status, c.responses.retrieve(first.id).status)
+        assert states == ("queued", "in_progress"), states
+        c.responses.cancel(first.id)  # the session frees: the second begins
+        done = wait_done(c, rid)
+        assert done.status in ("completed", "incomplete") and done.output_text
+        events = list(c.responses.retrieve(rid, stream=True))
+        assert [e.type for e in events[:3]] == ["response.created", "response.queued",
+                                                "response.in_progress"]
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        assert events[-1].response.output_text == done.output_text
+        assert events[-1].response.id == rid
 
 
 def test_a_stop_drains_runs_and_a_crash_leaves_them_failed(tmp_path):

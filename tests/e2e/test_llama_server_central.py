@@ -231,3 +231,8 @@ def test_a_background_response_runs_here_and_is_answered_by_llama_server(client,
     assert done.output_text == fg.output_text and done.output_text
     events = list(client.responses.retrieve(r.id, stream=True))
     assert events[-1].response.id == r.id and events[-1].response.background is True
+    # The relayed stream is numbered as one with the run's own queued events
+    # in front (llama-server counts from 0 too): starting_after counts right.
+    assert [e.type for e in events[:2]] == ["response.created", "response.queued"]
+    assert [e.type for e in events].count("response.created") == 1
+    assert [e.sequence_number for e in events] == list(range(len(events)))

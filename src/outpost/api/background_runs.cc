@@ -6,29 +6,9 @@ namespace outpost::api {
 
 void BackgroundRun::Write(std::string_view data) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t added = 0;
-  size_t at = 0;
-  while (at < data.size()) {
-    const size_t nl = data.find('\n', at);
-    const size_t end = nl == std::string_view::npos ? data.size() : nl + 1;
-    partial_.append(data.substr(at, end - at));
-    at = end;
-    if (nl == std::string_view::npos) break;
-    // A blank line (LF or CRLF) ends the event.
-    const size_t n = partial_.size();
-    const bool blank = (n >= 2 && partial_[n - 2] == '\n') ||
-                       (n >= 3 && partial_[n - 2] == '\r' && partial_[n - 3] == '\n') ||
-                       partial_ == "\n" || partial_ == "\r\n";
-    if (blank) {
-      // Blank lines between events are not events of their own.
-      if (partial_.find_first_not_of("\r\n") != std::string::npos) {
-        events_.push_back(std::move(partial_));
-        ++added;
-      }
-      partial_.clear();
-    }
-  }
-  if (added > 0) cv_.notify_all();
+  std::vector<std::string> whole = splitter_.Feed(data);
+  for (std::string& e : whole) events_.push_back(std::move(e));
+  if (!whole.empty()) cv_.notify_all();
 }
 
 std::vector<std::string> BackgroundRun::EventsAfter(int64_t after, int64_t wait_ms, bool* ended) {
@@ -67,10 +47,7 @@ bool BackgroundRun::WaitDone(int64_t wait_ms) {
 void BackgroundRun::Finish(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   // A last event without its blank line is still an event.
-  if (partial_.find_first_not_of("\r\n") != std::string::npos) {
-    events_.push_back(std::move(partial_) + "\n\n");
-  }
-  partial_.clear();
+  if (std::string last = splitter_.Flush(); !last.empty()) events_.push_back(std::move(last));
   done_ = true;
   done_at_ms_ = now_ms;
   cv_.notify_all();

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "outpost/api/sse.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/status.h"
 #include "outpost/util/thread_annotations.h"
@@ -67,7 +68,7 @@ class BackgroundRun {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> events_ OUTPOST_GUARDED_BY(mu_);
-  std::string partial_ OUTPOST_GUARDED_BY(mu_);  // an event not yet ended
+  SseEventSplitter splitter_ OUTPOST_GUARDED_BY(mu_);
   bool done_ OUTPOST_GUARDED_BY(mu_) = false;
   int64_t done_at_ms_ OUTPOST_GUARDED_BY(mu_) = 0;
 };

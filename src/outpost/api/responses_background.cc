@@ -7,10 +7,14 @@
 // thread, one after the other, so they never race.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "outpost/api/errors.h"
@@ -25,24 +29,58 @@ namespace {
 
 using nlohmann::json;
 
-// A background run's writer: its stream goes into the run; the first bytes
-// mark the stored response in_progress (`started`).
+// How long a background run waits for a free session (asking again each
+// Retry-After) before it fails with the box's "over capacity" error.
+constexpr int64_t kMaxQueuedMs = 10 * 60 * 1000;
+
+// A background run's writer: the stream its turn makes, into the run. The
+// run opened with its own response.created and response.queued (status
+// queued: written when it started, before a model had it), so the
+// stream's own ones are dropped, and each event is renumbered to its place
+// in the run (a relayed stream counts from 0 too, or not at all —
+// llama-server's): event i is sequence_number i, what `starting_after`
+// counts. The first event kept
+// (response.in_progress, or whatever an upstream sends first: the model
+// has begun) marks the stored response in_progress (`started`) before a
+// reader can see it.
 class RunWriter final : public ChunkWriter {
  public:
   RunWriter(BackgroundRun* run, std::function<void()> started)
       : run_(run), started_(std::move(started)) {}
   bool Write(const std::string& data) override {
+    for (std::string& e : splitter_.Feed(data)) Forward(std::move(e));
+    return !run_->cancelled();
+  }
+  // The stream has ended: an event without its blank line still counts.
+  void Flush() {
+    if (std::string last = splitter_.Flush(); !last.empty()) Forward(std::move(last));
+  }
+
+ private:
+  void Forward(std::string event) {
+    const size_t data = event.find("data:");
+    json e = data == std::string::npos
+                 ? json()
+                 : json::parse(event.substr(data + 5, event.find('\n', data) - data - 5), nullptr,
+                               false);
+    if (e.is_object()) {
+      const json type = e.value("type", json());
+      if (type == "response.created" || type == "response.queued") return;
+      if (type.is_string()) {  // numbered even where the upstream did not number it
+        e["sequence_number"] = run_->events();
+        event = SseEvent(type.get<std::string>(), DumpLossy(e));
+      }
+    }
     if (started_) {
       started_();
       started_ = nullptr;
     }
-    run_->Write(data);
-    return !run_->cancelled();
+    run_->Write(event);
   }
 
- private:
   BackgroundRun* run_;
   std::function<void()> started_;
+  SseEventSplitter splitter_;
 };
 
 // The error a failed run ends with: the `response.failed` event's, an
@@ -142,13 +180,43 @@ void HttpServer::RunBackground(ResponseTurn turn, HttpRequest req,
       spdlog::warn("responses: background {} not updated: {}", id, st.message());
     }
   };
+  // The run opens queued, as OpenAI's does: a reader that comes before the
+  // model has it (the box may be full) sees that much.
+  {
+    const std::string queued = PendingResponseBody(turn.info, "queued");
+    for (const char* type : {"response.created", "response.queued"}) {
+      json e = {{"type", type},
+                {"sequence_number", run->events()},
+                {"response", json::parse(queued, nullptr, false)}};
+      run->Write(SseEvent(type, DumpLossy(e)));
+    }
+  }
+  // A box that is full does not fail the run: it waits its turn (queued)
+  // and asks again, up to kMaxQueuedMs — an interactive request gets a 429
+  // after max_queue_wait instead; a run has no client waiting on a socket.
   HttpResponse res;
-  RunResponse(std::move(turn), req, res);
+  const auto queued_since = clock->Now();
+  for (;;) {
+    res = HttpResponse();
+    RunResponse(ResponseTurn(turn), req, res);  // a copy: a retry needs the turn again
+    const bool busy = !res.streamed() && (res.status == 429 || res.status == 503);
+    if (!busy || run->cancelled() ||
+        clock->Now() - queued_since > std::chrono::milliseconds(kMaxQueuedMs)) {
+      break;
+    }
+    spdlog::debug("responses: background {} waits for a free session ({})", id, res.status);
+    const int64_t retry_ms =
+        std::clamp<int64_t>(1000 * std::atoll(res.header("Retry-After").c_str()), 200, 2000);
+    for (int64_t slept = 0; slept < retry_ms && !run->cancelled(); slept += 50) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
   std::string error_body;
   if (res.streamed() && res.status == 200) {
     RunWriter writer(run.get(), [&] { set_status("in_progress", nullptr); });
     while (res.provider(writer)) {
     }
+    writer.Flush();
     if (res.on_end) res.on_end(!run->cancelled());
   } else {
     error_body = res.body;

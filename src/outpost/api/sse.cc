@@ -26,4 +26,33 @@ std::string SseEvent(std::string_view name, std::string_view payload) {
   return out + SseData(payload);
 }
 
+std::vector<std::string> SseEventSplitter::Feed(std::string_view data) {
+  std::vector<std::string> events;
+  size_t at = 0;
+  while (at < data.size()) {
+    const size_t nl = data.find('\n', at);
+    const size_t end = nl == std::string_view::npos ? data.size() : nl + 1;
+    partial_.append(data.substr(at, end - at));
+    at = end;
+    if (nl == std::string_view::npos) break;
+    const size_t n = partial_.size();
+    const bool blank = (n >= 2 && partial_[n - 2] == '\n') ||
+                       (n >= 3 && partial_[n - 2] == '\r' && partial_[n - 3] == '\n') ||
+                       partial_ == "\n" || partial_ == "\r\n";
+    if (!blank) continue;
+    if (partial_.find_first_not_of("\r\n") != std::string::npos) {
+      events.push_back(std::move(partial_));
+    }
+    partial_.clear();
+  }
+  return events;
+}
+
+std::string SseEventSplitter::Flush() {
+  std::string last;
+  if (partial_.find_first_not_of("\r\n") != std::string::npos) last = std::move(partial_) + "\n\n";
+  partial_.clear();
+  return last;
+}
+
 }  // namespace outpost::api
