@@ -50,7 +50,10 @@ std::vector<std::string> SseEventSplitter::Feed(std::string_view data) {
 
 std::string SseEventSplitter::Flush() {
   std::string last;
-  if (partial_.find_first_not_of("\r\n") != std::string::npos) last = std::move(partial_) + "\n\n";
+  if (partial_.find_first_not_of("\r\n") != std::string::npos) {
+    const char* end = partial_.back() == '\n' ? "\n" : "\n\n";
+    last = std::move(partial_) + end;
+  }
   partial_.clear();
   return last;
 }

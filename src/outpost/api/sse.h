@@ -28,8 +28,8 @@ class SseEventSplitter {
  public:
   // The events `data` completes, in order.
   std::vector<std::string> Feed(std::string_view data);
-  // At the stream's end: a last event that had no blank line, given one
-  // ("\n\n" appended); empty when there is none.
+  // At the stream's end: a last event that had no blank line, given one;
+  // empty when there is none.
   std::string Flush();
 
  private:
