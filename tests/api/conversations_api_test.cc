@@ -24,6 +24,11 @@ class ConversationsApiTest : public ::testing::Test {
     auto s = ConversationStore::Open(path, 3600);
     ASSERT_TRUE(s.ok()) << s.status().message();
     store_ = std::move(s).value();
+    const std::string rpath = testing::TempFile("", ".db");
+    std::filesystem::remove(rpath);
+    auto r = ResponseStore::Open(rpath);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    responses_ = std::move(r).value();
   }
 
   HttpResponse Call(const std::string& method, const std::string& target, const std::string& body,
@@ -35,7 +40,8 @@ class ConversationsApiTest : public ::testing::Test {
     if (q != std::string::npos) req.query = target.substr(q + 1);
     req.body = body;
     HttpResponse res;
-    ServeConversations(with_store ? store_.get() : nullptr, req, res, owner, clock_, random_);
+    ServeConversations(with_store ? store_.get() : nullptr, with_store ? responses_.get() : nullptr,
+                       req, res, owner, clock_, random_);
     return res;
   }
 
@@ -47,6 +53,7 @@ class ConversationsApiTest : public ::testing::Test {
   }
 
   std::unique_ptr<ConversationStore> store_;
+  std::unique_ptr<ResponseStore> responses_;
   testing::SimClock clock_;
   testing::SeededRandom random_{7};
 };
@@ -173,6 +180,13 @@ TEST_F(ConversationsApiTest, BadCallsAreNamedAndChangeNothing) {
       {"an unknown sub-path", "GET", c + "/messages", "", 404, ""},
       {"too deep", "GET", c + "/items/a/b", "", 404, ""},
       {"an empty id", "GET", "/v1/conversations/", "", 404, ""},
+      {"a reference without an id", "POST", c + "/items", R"({"items": [{"type":
+       "item_reference"}]})",
+       400, "items[0].id"},
+      {"a reference to no item", "POST", c + "/items",
+       R"({"items": [{"type": "item_reference", "id": "msg_nope"}]})", 404, "items[0].id"},
+      {"a reference at create to no item", "POST", "/v1/conversations",
+       R"({"items": [{"type": "item_reference", "id": "msg_nope"}]})", 404, "items[0].id"},
   };
   for (const Case& k : cases) {
     HttpResponse res = Call(k.method, k.target, k.body);
@@ -192,6 +206,37 @@ TEST_F(ConversationsApiTest, BadCallsAreNamedAndChangeNothing) {
   EXPECT_EQ(Call("GET", c, "", "k2").status, 404);
   EXPECT_EQ(Call("DELETE", c, "", "k2").status, 404);
   EXPECT_EQ(store_->Count(), 1);
+}
+
+TEST_F(ConversationsApiTest, AnItemReferenceBecomesTheItemItNames) {
+  // One of the owner's stored responses brought an answer item.
+  StoredResponse r;
+  r.id = "resp_1";
+  r.owner = "k1";
+  r.expires_at = clock_.UnixSeconds() + 3600;
+  r.response = "{}";
+  json answer = Message("assistant", "Paris.");
+  answer["id"] = "msg_answer";
+  r.items = {{"msg_answer", answer.dump()}};
+  ASSERT_TRUE(responses_->Put(r, clock_.UnixSeconds()).ok());
+  json ref = {{"type", "item_reference"}, {"id", "msg_answer"}};
+  const json created = CallJson("POST", "/v1/conversations",
+                                {{"items", {Message("user", "Capital of France?"), ref}}});
+  const std::string c = "/v1/conversations/" + created["id"].get<std::string>();
+  json items = CallJson("GET", c + "/items?order=asc", nullptr)["data"];
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1]["role"], "assistant");
+  EXPECT_EQ(items[1]["content"][0]["text"], "Paris.");
+  EXPECT_EQ(items[1]["id"], "msg_answer");
+  // The conversation's own first item, named again.
+  const std::string first = items[0]["id"];
+  const json added =
+      CallJson("POST", c + "/items", {{"items", {{{"type", "item_reference"}, {"id", first}}}}});
+  EXPECT_EQ(added["data"][0]["content"][0]["text"], "Capital of France?");
+  EXPECT_EQ(CallJson("GET", c + "/items", nullptr)["data"].size(), 3u);
+  // Another key's stored items are not found.
+  HttpResponse other = Call("POST", "/v1/conversations", json({{"items", {ref}}}).dump(), "k2");
+  EXPECT_EQ(other.status, 404) << other.body;
 }
 
 TEST_F(ConversationsApiTest, ItemsWaitForATurnInProgress) {

@@ -502,5 +502,31 @@ TEST(ParseResponsesRequest, AnItemReferenceIsTheStoredItemItNames) {
   EXPECT_EQ(unknown.status().param(), "input[1].id");
 }
 
+TEST(ParseResponsesRequest, AnItemReferenceNamesAnItemOfTheConversationSoFar) {
+  int lookups = 0;
+  ResponsesParseOptions o = WithConversation(&lookups);
+  std::vector<std::string> asked;
+  o.item = [&](const std::string& id, const std::string& param) -> StatusOr<std::string> {
+    asked.push_back(id);
+    return Status::NotFound("no stored item with id '" + id + "'", param);
+  };
+  // msg_u was added through the Conversations API: no stored response has it.
+  auto r = ParseResponsesRequest(R"({"conversation": "conv_1", "input": [
+    {"type": "item_reference", "id": "msg_u"}, {"role": "user", "content": "Again?"}]})",
+                                 o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->chat.messages.size(), 4u);
+  EXPECT_EQ(r->chat.messages[2].content, "Pump 3 is loud.");
+  EXPECT_TRUE(asked.empty());
+  // One it does not hold is asked of the stored responses, and not found.
+  auto unknown = ParseResponsesRequest(R"({"conversation": "conv_1", "input": [
+    {"type": "item_reference", "id": "msg_x"}]})",
+                                       o);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(unknown.status().param(), "input[0].id");
+  EXPECT_EQ(asked, std::vector<std::string>{"msg_x"});
+}
+
 }  // namespace
 }  // namespace outpost::api

@@ -2,7 +2,8 @@
 official openai client against a live outpost serve on the default model —
 a conversation made, read, changed and deleted; Responses requests that name
 it read its items and add their input and answer to it (body and stream);
-items added and deleted by hand change what the next answer reads; a turn
+items added and deleted by hand change what the next answer reads; items
+named by item_reference (a conversation's own, a stored answer's); a turn
 holding its conversation (conversation_locked) until its answer is in it;
 truncation "auto" dropping the oldest turns of a conversation past the
 context; and conversations kept across a restart and refused when the server
@@ -93,6 +94,40 @@ def test_items_added_and_deleted_by_hand_are_what_the_next_answer_reads(client, 
     r = client.responses.create(**kw, conversation=conv.id, temperature=0, max_output_tokens=40)
     assert r.usage.input_tokens == after
     assert len(client.conversations.items.list(conv.id).data) == 5
+
+
+def test_item_references_name_a_conversations_items_and_stored_answers(client, model_id):
+    kw = dict(model=model_id, instructions=BRIEF, temperature=0, max_output_tokens=16)
+    answered = client.responses.create(**kw, input=CODE)  # stored, in no conversation
+    conv = client.conversations.create(items=[{"type": "message", "role": "user",
+                                               "content": "And the colour is green."}])
+    own = client.conversations.items.list(conv.id).data[0]
+    # items.create: a stored answer's item and the conversation's own, by id.
+    added = client.conversations.items.create(
+        conv.id, items=[{"type": "item_reference", "id": answered.output[0].id},
+                        {"type": "item_reference", "id": own.id}])
+    assert [i.id for i in added.data] == [answered.output[0].id, own.id]
+    assert added.data[0].content[0].text == answered.output_text
+    assert added.data[1].content[0].text == "And the colour is green."
+    # A turn in the conversation names one of its items (kept by hand, never
+    # in a stored response): the same prompt as the item itself.
+    ref = client.responses.input_tokens.count(
+        model=model_id, conversation=conv.id,
+        input=[{"type": "item_reference", "id": own.id}]).input_tokens
+    inline = client.responses.input_tokens.count(
+        model=model_id, conversation=conv.id,
+        input=[{"role": "user", "content": "And the colour is green."}]).input_tokens
+    assert ref == inline
+    r = client.responses.create(**kw, conversation=conv.id,
+                                input=[{"type": "item_reference", "id": own.id}])
+    assert r.status in ("completed", "incomplete") and r.usage.input_tokens > 0
+    # One nobody holds is a 404 naming where it was; nothing was added.
+    count = len(client.conversations.items.list(conv.id, limit=100).data)
+    with pytest.raises(openai.NotFoundError) as e:
+        client.conversations.items.create(conv.id, items=[{"type": "item_reference",
+                                                           "id": "msg_nope"}])
+    assert e.value.body["param"] == "items[0].id"
+    assert len(client.conversations.items.list(conv.id, limit=100).data) == count
 
 
 def test_a_streamed_answer_joins_the_conversation_before_its_last_event(client, model_id):

@@ -7,6 +7,7 @@
 #include "outpost/api/json_fields.h"
 #include "outpost/api/openai_response.h"
 #include "outpost/api/responses_request.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::api {
 namespace {
@@ -33,10 +34,11 @@ StatusOr<json> BodyObject(const std::string& body) {
   return j;
 }
 
-// `items` as the store keeps them: checked, listed, at most 20. `required`:
-// absent or empty is an error.
+// `items` as the store keeps them: item_references resolved (`lookup`),
+// checked, listed, at most 20. `required`: absent or empty is an error.
 StatusOr<std::vector<ConversationItem>> NewItems(const json& body, bool required,
-                                                 util::Random& random, json* listed) {
+                                                 util::Random& random, const ItemLookup& lookup,
+                                                 json* listed) {
   auto it = body.find("items");
   if (it == body.end() || it->is_null() || (it->is_array() && it->empty())) {
     if (required) return Status::InvalidArgument("'items' must hold at least one item", "items");
@@ -48,7 +50,9 @@ StatusOr<std::vector<ConversationItem>> NewItems(const json& body, bool required
                                        " items at a time, got " + std::to_string(it->size()),
                                    "items");
   }
-  auto checked = ListedInputItems(*it, "items", random);
+  json items = *it;
+  OUTPOST_RETURN_IF_ERROR(ResolveItemReferences(&items, "items", lookup));
+  auto checked = ListedInputItems(items, "items", random);
   if (!checked.ok()) return checked.status();
   *listed = std::move(checked).value();
   std::vector<ConversationItem> out;
@@ -66,8 +70,9 @@ bool IsConversationsPath(const std::string& path) {
   return path == kRoot || path.rfind(std::string(kRoot) + "/", 0) == 0;
 }
 
-void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpResponse& res,
-                        const std::string& owner, const util::Clock& clock, util::Random& random) {
+void ServeConversations(ConversationStore* store, ResponseStore* responses, const HttpRequest& req,
+                        HttpResponse& res, const std::string& owner, const util::Clock& clock,
+                        util::Random& random) {
   // /v1/conversations[/{id}[/items[/{item_id}]]]
   std::vector<std::string> parts;
   for (size_t at = kRoot.size(); at < req.path.size();) {
@@ -101,6 +106,19 @@ void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpRe
                                            "conversation in a Responses request's 'input'"));
   }
   const int64_t now = clock.UnixSeconds();
+  // An item_reference in new items: an item of this conversation (`in`;
+  // none at create), else one of the owner's stored responses.
+  auto lookup_in = [&](const std::string& in) -> ItemLookup {
+    return [&, in](const std::string& item_id, const std::string& param) -> StatusOr<std::string> {
+      if (!in.empty()) {
+        auto item = store->Item(owner, in, item_id, now);
+        if (item.ok()) return std::move(item->item);
+      }
+      if (responses != nullptr) return responses->Item(owner, item_id, now, param);
+      return Status::NotFound("no item with id '" + item_id + "' in the conversation '" + in + "'",
+                              param);
+    };
+  };
 
   if (parts.empty()) {  // create
     auto body = BodyObject(req.body);
@@ -108,7 +126,7 @@ void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpRe
     const json metadata = body->value("metadata", json(nullptr));
     if (Status st = CheckMetadata(metadata); !st.ok()) return SendError(res, st);
     json listed;
-    auto items = NewItems(*body, /*required=*/false, random, &listed);
+    auto items = NewItems(*body, /*required=*/false, random, lookup_in(""), &listed);
     if (!items.ok()) return SendError(res, items.status());
     StoredConversation c;
     c.id = NewId("conv_", random);
@@ -163,11 +181,12 @@ void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpRe
   if (m == "POST") {
     auto body = BodyObject(req.body);
     if (!body.ok()) return SendError(res, body.status());
-    json listed;
-    auto items = NewItems(*body, /*required=*/true, random, &listed);
-    if (!items.ok()) return SendError(res, items.status());
+    // Held first: the references below read the conversation as it stays.
     auto hold = store->Hold(owner, id, now, "conversation_id");
     if (!hold.ok()) return SendError(res, hold.status());
+    json listed;
+    auto items = NewItems(*body, /*required=*/true, random, lookup_in(id), &listed);
+    if (!items.ok()) return SendError(res, items.status());
     if (Status st = store->Append(owner, id, *items, now); !st.ok()) return SendError(res, st);
     return SendJson(res, ListJson(std::move(listed), false));
   }

@@ -4,7 +4,9 @@
 // A Responses request naming a conversation reads its items and adds its
 // input and answer to it (responses_handler.cc).
 //
-// Items are checked as a Responses request's input items are, and kept as
+// Items are checked as a Responses request's input items are (an
+// item_reference becomes the item it names: one of this conversation's, or
+// of a stored response), and kept as
 // `input_items` lists them (typed, content as parts, an id each). Every
 // conversation belongs to the API key that made it ("" without keys);
 // another key's are 404s. State lives in a ConversationStore; without one
@@ -20,6 +22,7 @@
 
 #include "outpost/api/conversation_store.h"
 #include "outpost/api/http_message.h"
+#include "outpost/api/response_store.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/random.h"
 
@@ -28,8 +31,11 @@ namespace outpost::api {
 // /v1/conversations and below.
 bool IsConversationsPath(const std::string& path);
 
-// `owner`: the caller's key id ("" when the API is open). `store` may be null.
-void ServeConversations(ConversationStore* store, const HttpRequest& req, HttpResponse& res,
-                        const std::string& owner, const util::Clock& clock, util::Random& random);
+// `owner`: the caller's key id ("" when the API is open). `store` may be
+// null; `responses` (null: none) resolves an item_reference in new items
+// that is not the conversation's own.
+void ServeConversations(ConversationStore* store, ResponseStore* responses, const HttpRequest& req,
+                        HttpResponse& res, const std::string& owner, const util::Clock& clock,
+                        util::Random& random);
 
 }  // namespace outpost::api

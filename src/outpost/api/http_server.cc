@@ -204,7 +204,8 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
     return batch_->Handle(req, res, OwnerOf(req));
   }
   if (IsConversationsPath(path)) {
-    return ServeConversations(conversations_, req, res, OwnerOf(req), *clock_, *random_);
+    return ServeConversations(conversations_, responses_, req, res, OwnerOf(req), *clock_,
+                              *random_);
   }
   const bool get = req.method == "GET" || req.method == "HEAD";  // HEAD: the front drops the body
   const bool post = req.method == "POST";

@@ -127,8 +127,8 @@ Status ItemMessages(const json& input, const std::string& field, json* messages)
       continue;  // an earlier answer's reasoning: nothing this model reads
     } else if (type == "item_reference") {
       return Unsupported(f + ".type",
-                         "item_reference is resolved only in a Responses request's 'input' "
-                         "(against stored responses); send the item itself here");
+                         "item_reference is resolved only in a Responses request's 'input' and "
+                         "in conversation items; send the item itself here");
     } else {
       return Status::InvalidArgument("'" + f + ".type' '" + type +
                                          "' is not supported (message, function_call, "
@@ -183,30 +183,6 @@ json ListedItems(const json& items, util::Random& random) {
     out.push_back(std::move(item));
   }
   return out;
-}
-
-// Each {"type": "item_reference", "id"} in `input` becomes the stored item
-// it names (`*referenced` set if there was one).
-Status ResolveReferences(const ResponsesParseOptions& options, json* input, bool* referenced) {
-  for (size_t i = 0; i < input->size(); ++i) {
-    json& item = (*input)[i];
-    if (!item.is_object() || item.value("type", json()) != "item_reference") continue;
-    const std::string f = "input[" + std::to_string(i) + "]";
-    std::string id;
-    OUTPOST_RETURN_IF_ERROR(ItemString(item, "id", f, &id));
-    if (!options.item) {
-      return Unsupported(f + ".type",
-                         "item_reference needs stored responses, and this server stores none "
-                         "(responses_retention: 0); send the item itself");
-    }
-    std::string stored;
-    OUTPOST_ASSIGN_OR_RETURN(stored, options.item(id, f + ".id"));
-    json resolved = json::parse(stored, nullptr, false);
-    if (!resolved.is_object()) return Status::Internal("the stored item '" + id + "' is damaged");
-    item = std::move(resolved);
-    *referenced = true;
-  }
-  return Status::Ok();
 }
 
 // conversation: "conv_..." or {"id": "conv_..."}.
@@ -312,6 +288,33 @@ StatusOr<json> ListedInputItems(const json& items, const std::string& field, uti
   json messages = json::array();
   OUTPOST_RETURN_IF_ERROR(ItemMessages(items, field, &messages));
   return ListedItems(items, random);
+}
+
+Status ResolveItemReferences(json* items, const std::string& field, const ItemLookup& lookup,
+                             bool* referenced) {
+  if (!items->is_array()) return Status::Ok();  // InputItems / ListedInputItems say why
+  for (size_t i = 0; i < items->size(); ++i) {
+    json& item = (*items)[i];
+    if (!item.is_object() || item.value("type", json()) != "item_reference") continue;
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    std::string id;
+    OUTPOST_RETURN_IF_ERROR(ItemString(item, "id", f, &id));
+    if (!lookup) {
+      return Unsupported(f + ".type",
+                         "item_reference needs stored responses, and this server stores none "
+                         "(responses_retention: 0); send the item itself");
+    }
+    std::string found;
+    OUTPOST_ASSIGN_OR_RETURN(found, lookup(id, f + ".id"));
+    json resolved = json::parse(found, nullptr, false);
+    if (!resolved.is_object()) return Status::Internal("the stored item '" + id + "' is damaged");
+    if (resolved.value("type", json()) == "item_reference") {
+      return Status::Internal("the stored item '" + id + "' is itself a reference");
+    }
+    item = std::move(resolved);
+    if (referenced != nullptr) *referenced = true;
+  }
+  return Status::Ok();
 }
 
 Status ForResponses(Status st) {
@@ -430,7 +433,20 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   json input;
   OUTPOST_ASSIGN_OR_RETURN(input, InputItems(j));
   bool referenced = false;
-  OUTPOST_RETURN_IF_ERROR(ResolveReferences(options, &input, &referenced));
+  // An item_reference names an item of the turns in front of this input (a
+  // conversation's own items included: they may never have been in a
+  // stored response), else one of a stored response.
+  ItemLookup lookup = [&](const std::string& id,
+                          const std::string& param) -> StatusOr<std::string> {
+    for (auto it = context.rbegin(); it != context.rend(); ++it) {
+      if (it->is_object() && it->value("id", json()) == id) return DumpLossy(*it);
+    }
+    if (options.item) return options.item(id, param);
+    return Status::NotFound("no item with id '" + id + "' in the conversation so far", param);
+  };
+  const bool lookups = options.item || context.size() > 0;
+  OUTPOST_RETURN_IF_ERROR(
+      ResolveItemReferences(&input, "input", lookups ? lookup : ItemLookup(), &referenced));
   OUTPOST_RETURN_IF_ERROR(ItemMessages(input, "input", &messages));
   if (messages.empty() || (messages.size() == 1 && Given(j, "instructions"))) {
     return Status::InvalidArgument("'input' holds no message (only reasoning items)", "input");

@@ -85,6 +85,19 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
 StatusOr<nlohmann::json> ListedInputItems(const nlohmann::json& items, const std::string& field,
                                           util::Random& random);
 
+// Finds the item (a JSON object) an item_reference's `id` names, or
+// NotFound naming `param`.
+using ItemLookup =
+    std::function<StatusOr<std::string>(const std::string& id, const std::string& param)>;
+
+// Each {"type": "item_reference", "id"} in `items` (a JSON array; anything
+// else is left for the item checks) replaced by the item `lookup` finds;
+// `*referenced` (optional) set if there was one. Errors name field[i]:
+// InvalidArgument for a missing id, the lookup's NotFound, 400
+// unsupported_parameter when `lookup` is null (no stored responses).
+Status ResolveItemReferences(nlohmann::json* items, const std::string& field,
+                             const ItemLookup& lookup, bool* referenced = nullptr);
+
 // A chat rule's error (from here, or from the model's checks after the
 // parse: a tool's parameters, a schema the grammar cannot enforce, a prompt
 // too long) in the Responses request's own field names.
