@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "mocks/temp_file.h"
+#include "outpost/util/sqlite.h"
 
 namespace outpost::api {
 namespace {
@@ -109,6 +110,72 @@ TEST(ResponseStore, ABackgroundRunLeftUnfinishedFailsAtTheNextOpen) {
             R"({"id":"x","status":"completed","error":null})");
   EXPECT_EQ((*s)->Get("", "resp_cancelled", 200)->response,
             R"({"id":"x","status":"cancelled","error":null})");
+}
+
+TEST(ResponseStore, ABackgroundRunWithItsRequestIsUnfinishedAtTheNextOpen) {
+  const std::string path = NewDbPath();
+  {
+    auto s = ResponseStore::Open(path);
+    ASSERT_TRUE(s.ok());
+    int n = 0;
+    for (const char* status : {"in_progress", "queued", "completed"}) {
+      StoredResponse r = Record(std::string("resp_") + status, "k1", 1000);
+      r.created_at = 100 + n++;
+      r.response = std::string(R"({"id":"x","status":")") + status + R"("})";
+      r.request = R"({"body":"{}","headers":{}})";
+      ASSERT_TRUE((*s)->Put(r, 100).ok());
+    }
+    StoredResponse gone = Record("resp_expired", "k1", 150);
+    gone.response = R"({"status":"queued"})";
+    gone.request = R"({"body":"{}"})";
+    ASSERT_TRUE((*s)->Put(gone, 100).ok());
+  }
+  auto s = ResponseStore::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto runs = (*s)->Unfinished(200);
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  ASSERT_EQ(runs->size(), 2u);  // oldest first; not the answered one, nor the expired
+  EXPECT_EQ((*runs)[0].id, "resp_in_progress");
+  EXPECT_EQ((*runs)[1].id, "resp_queued");
+  EXPECT_EQ((*runs)[0].owner, "k1");
+  EXPECT_EQ((*runs)[0].request, R"({"body":"{}","headers":{}})");
+  EXPECT_EQ((*runs)[1].response, R"({"id":"x","status":"queued"})");  // not failed
+  // Get reads the request too; a Put without one clears it.
+  EXPECT_EQ((*s)->Get("k1", "resp_queued", 200)->request, R"({"body":"{}","headers":{}})");
+  StoredResponse answered = (*runs)[1];
+  answered.response = R"({"id":"x","status":"completed"})";
+  answered.request.clear();
+  ASSERT_TRUE((*s)->Put(answered, 200).ok());
+  EXPECT_EQ((*s)->Unfinished(200)->size(), 1u);
+}
+
+TEST(ResponseStore, AStoreFromBeforeRunsWereResumedGainsTheColumn) {
+  const std::string path = NewDbPath();
+  {
+    auto db = util::SqliteDb::Open(path, "old store");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("CREATE TABLE responses(id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                           "created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, response "
+                           "TEXT NOT NULL, input_items TEXT NOT NULL, context TEXT NOT NULL)")
+                    .ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO responses VALUES('resp_old', '', 1, 1000, "
+                           "'{\"status\":\"queued\"}', '[]', '[]')")
+                    .ok());
+  }
+  auto s = ResponseStore::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  // Left unfinished with no request to run it again: failed, as before.
+  auto old = (*s)->Get("", "resp_old", 10);
+  ASSERT_TRUE(old.ok());
+  EXPECT_NE(old->response.find(R"("status":"failed")"), std::string::npos) << old->response;
+  EXPECT_EQ(old->request, "");
+  EXPECT_TRUE((*s)->Unfinished(10)->empty());
+  StoredResponse r = Record("resp_new", "", 1000);
+  r.request = "{}";
+  ASSERT_TRUE((*s)->Put(r, 10).ok());
+  EXPECT_EQ((*s)->Get("", "resp_new", 10)->request, "{}");
 }
 
 TEST(ResponseStore, AnUnwritablePlaceIsUnavailableNamingThePath) {

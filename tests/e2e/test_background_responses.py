@@ -6,7 +6,8 @@ without its client, is polled to the same answer a foreground request gives,
 is streamed and resumed from any event (starting_after) after the client
 hung up, is cancelled (idempotently) and frees its conversation, cannot be
 continued before it has an answer, is drained by a stop (SIGTERM) like a
-request in flight, and fails honestly when the server stops under it."""
+request in flight, runs again from the start after a crash or a stop that
+cut it, and fails saying why when it cannot (its key revoked)."""
 import signal
 import time
 
@@ -163,21 +164,25 @@ def test_a_run_behind_a_full_box_stays_queued_until_the_model_takes_it(tmp_path)
         assert events[-1].response.id == rid
 
 
-def test_a_stop_drains_runs_and_a_crash_leaves_them_failed(tmp_path):
+def test_a_crash_or_a_stop_does_not_lose_a_run(tmp_path):
     flags = ("--state-dir", str(tmp_path / "state"), "--ctx-size", "4096")
     with serve(*flags) as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
         model = c.models.list().data[0].id
         r = c.responses.create(model=model, background=True, input="Count.",
-                               max_output_tokens=800, extra_body={"ignore_eos": True})
+                               max_output_tokens=120, extra_body={"ignore_eos": True})
         assert wait_in_progress(c, r.id)
         s.proc.kill()  # kill -9: no chance to say anything
         s.proc.wait()
     with serve(*flags) as s:
+        # It runs again from the start, under its id, and is answered whole.
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
-        failed = c.responses.retrieve(r.id)
-        assert failed.status == "failed" and failed.background is True
-        assert "server stopped" in failed.error.message
+        again = wait_done(c, r.id)
+        assert again.status == "incomplete" and again.usage.output_tokens == 120, again.error
+        assert again.background is True and again.created_at == r.created_at
+        events = list(c.responses.retrieve(r.id, stream=True))
+        assert events[0].type == "response.created" and events[-1].type == "response.incomplete"
+        assert "background response(s) left unfinished run again" in s.log()
         # SIGTERM drains: a short run in flight finishes as it would have ...
         short = c.responses.create(model=model, background=True, input="Say hi.",
                                    max_output_tokens=40, extra_body={"ignore_eos": True})
@@ -189,15 +194,35 @@ def test_a_stop_drains_runs_and_a_crash_leaves_them_failed(tmp_path):
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
         done = c.responses.retrieve(short.id)
         assert done.status == "incomplete" and done.usage.output_tokens == 40, done.status
-        # ... and one that outlasts the drain (cut by a second SIGTERM) fails
-        # with the reason.
+        # ... and one that outlasts the drain (cut by a second SIGTERM) is
+        # queued again, and runs at the next start.
         long = c.responses.create(model=model, background=True, input="Count.",
                                   max_output_tokens=3000, extra_body={"ignore_eos": True})
         assert wait_in_progress(c, long.id)
+    assert s.stopped_by == "SIGTERM twice"
     with serve(*flags) as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
-        cut = c.responses.retrieve(long.id)
-        assert cut.status == "failed" and "shutting down" in cut.error.message
+        assert wait_in_progress(c, long.id), c.responses.retrieve(long.id).status
+        assert c.responses.cancel(long.id).status == "cancelled"
+
+
+def test_a_run_whose_key_was_revoked_fails_after_the_restart(tmp_path):
+    state = ("--state-dir", str(tmp_path / "state"))
+    with serve(*state, "--api-key", "key-one") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
+        model = c.models.list().data[0].id
+        r = c.responses.create(model=model, background=True, input="Count.",
+                               max_output_tokens=200, extra_body={"ignore_eos": True})
+        assert wait_in_progress(c, r.id)
+        s.proc.kill()
+        s.proc.wait()
+    # Restarted with only another key: the run is not made on its behalf.
+    with serve(*state, "--api-key", "key-two") as s:
+        assert "cannot run again after the restart" in s.log()
+    with serve(*state, "--api-key", "key-one") as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
+        failed = c.responses.retrieve(r.id)
+        assert failed.status == "failed" and "could not run again" in failed.error.message
 
 
 def wait_in_progress(client, rid, timeout=30):

@@ -92,6 +92,13 @@ size_t BackgroundRuns::Running() const {
   return RunningLocked();
 }
 
+size_t BackgroundRuns::Started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t started = 0;
+  for (const auto& [_, e] : runs_) started += !e.run->done() && e.run->started() ? 1 : 0;
+  return started;
+}
+
 size_t BackgroundRuns::RunningLocked() const {
   size_t running = 0;
   for (const auto& [_, e] : runs_) running += e.run->done() ? 0 : 1;

@@ -54,6 +54,10 @@ class BackgroundRun {
   void Cancel(bool shutdown = false);
   bool cancelled() const { return cancelled_.load(); }
   bool shut_down() const { return shut_down_.load(); }
+  // The model has begun it (its first token): a stop lets it finish within
+  // the drain; one not begun is cut at once (and runs after the restart).
+  void MarkStarted() { started_ = true; }
+  bool started() const { return started_.load(); }
   bool done() const;
   // Waits until the work has returned; false after `wait_ms`.
   bool WaitDone(int64_t wait_ms);
@@ -65,6 +69,7 @@ class BackgroundRun {
   const std::string id_, owner_;
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> started_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> events_ OUTPOST_GUARDED_BY(mu_);
@@ -89,6 +94,8 @@ class BackgroundRuns {
   // The owner's run `id`, running or finished and still kept; null if none.
   std::shared_ptr<BackgroundRun> Find(const std::string& owner, const std::string& id);
   size_t Running() const;
+  // Of those, the ones the model has begun (BackgroundRun::started()).
+  size_t Started() const;
   // Cancels every run and waits for all; Start refuses from then on.
   void Stop();
 

@@ -130,6 +130,18 @@ class HttpServer {
   void SetResponseStore(ResponseStore* store, int64_t retention_s);
   // Background responses queued or running now. Thread-safe.
   size_t BackgroundRunning() const { return background_ == nullptr ? 0 : background_->Running(); }
+  // Of those, the ones the model has begun: what a stop's drain waits for.
+  size_t BackgroundStarted() const { return background_ == nullptr ? 0 : background_->Started(); }
+  // Runs again the background responses the last process left unfinished
+  // (ResponseStore::Unfinished), as they were asked; one that cannot be
+  // (its conversation or model gone) is failed saying why. Call once the
+  // model is ready. Returns how many run again.
+  size_t ResumeBackground();
+  // Cuts the background runs still going (a stop, after its drain): each
+  // goes back to queued, to run again at the next start. Waits for them.
+  void StopBackground() {
+    if (background_ != nullptr) background_->Stop();
+  }
   // The Conversations API (/v1/conversations and a Responses request's
   // `conversation`; null: those are refused); set before Run(); must
   // outlive the server.

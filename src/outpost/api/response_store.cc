@@ -30,11 +30,15 @@ Status NoSuchResponse(const std::string& id, const std::string& param) {
 StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& path) {
   auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true, kSchema);
   if (!db.ok()) return db.status();
-  // No run survives its process: what one left queued or in progress failed.
+  // A store made before background runs were resumed lacks the column
+  // ("duplicate column" on a current one is expected and ignored).
+  (void)(*db)->Exec("ALTER TABLE responses ADD COLUMN request TEXT NOT NULL DEFAULT ''");
+  // A run the last process left without its request cannot run again: failed.
   OUTPOST_RETURN_IF_ERROR((*db)->Exec(
       "UPDATE responses SET response = json_set(response, '$.status', 'failed', '$.error', "
       "json_object('code', 'server_error', 'message', 'the server stopped before the answer was "
-      "whole')) WHERE json_extract(response, '$.status') IN ('queued', 'in_progress')"));
+      "whole')) WHERE json_extract(response, '$.status') IN ('queued', 'in_progress') AND "
+      "request = ''"));
   return std::unique_ptr<ResponseStore>(new ResponseStore(std::move(db).value()));
 }
 
@@ -67,7 +71,7 @@ Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {
   }
   Stmt s(db_->get(),
          "INSERT OR REPLACE INTO responses(id, owner, created_at, expires_at, response, "
-         "input_items, context) VALUES(?,?,?,?,?,?,?)");
+         "input_items, context, request) VALUES(?,?,?,?,?,?,?,?)");
   s.Bind(1, r.id);
   s.Bind(2, r.owner);
   s.Bind(3, r.created_at);
@@ -75,15 +79,41 @@ Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {
   s.Bind(5, r.response);
   s.Bind(6, r.input_items);
   s.Bind(7, r.context);
+  s.Bind(8, r.request);
   return s.Run();
+}
+
+StatusOr<std::vector<StoredResponse>> ResponseStore::Unfinished(int64_t now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_->get(),
+         "SELECT id, owner, created_at, expires_at, response, input_items, context, request FROM "
+         "responses WHERE json_extract(response, '$.status') IN ('queued', 'in_progress') AND "
+         "request != '' AND expires_at > ? ORDER BY created_at, rowid");
+  s.Bind(1, now);
+  std::vector<StoredResponse> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    StoredResponse r;
+    r.id = s.Text(0);
+    r.owner = s.Text(1);
+    r.created_at = s.Int(2);
+    r.expires_at = s.Int(3);
+    r.response = s.Text(4);
+    r.input_items = s.Text(5);
+    r.context = s.Text(6);
+    r.request = s.Text(7);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return Status::Internal("response store: listing unfinished runs failed");
+  return out;
 }
 
 StatusOr<StoredResponse> ResponseStore::Get(const std::string& owner, const std::string& id,
                                             int64_t now, const std::string& param) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_->get(),
-         "SELECT created_at, expires_at, response, input_items, context FROM responses WHERE id "
-         "= ? AND owner = ? AND expires_at > ?");
+         "SELECT created_at, expires_at, response, input_items, context, request FROM responses "
+         "WHERE id = ? AND owner = ? AND expires_at > ?");
   s.Bind(1, id);
   s.Bind(2, owner);
   s.Bind(3, now);
@@ -96,6 +126,7 @@ StatusOr<StoredResponse> ResponseStore::Get(const std::string& owner, const std:
   r.response = s.Text(2);
   r.input_items = s.Text(3);
   r.context = s.Text(4);
+  r.request = s.Text(5);
   return r;
 }
 

@@ -41,14 +41,22 @@ struct StoredResponse {
   // The items this response brought — its input items and its output items
   // — by id, for item_reference: (id, the item as JSON).
   std::vector<std::pair<std::string, std::string>> items;
+  // A background response without its end yet: the request that runs it
+  // again after a restart ({"body", "headers"}, JSON); "" otherwise.
+  std::string request;
 };
 
 class ResponseStore {
  public:
   // One process at a time (a lock beside the file). A background response
-  // the last process left queued or in_progress is marked failed (no run
-  // outlives its process). Errors: Unavailable naming the path.
+  // the last process left queued or in_progress with no `request` to run
+  // it again is marked failed; those with one are Unfinished(). Errors:
+  // Unavailable naming the path.
   static StatusOr<std::unique_ptr<ResponseStore>> Open(const std::string& path);
+
+  // Every owner's live background responses still queued or in_progress
+  // with a `request`, oldest first: what a start runs again.
+  StatusOr<std::vector<StoredResponse>> Unfinished(int64_t now);
 
   // Adds or replaces r.id (its items too), and deletes what expired before
   // `now`. ResourceExhausted on a full disk.

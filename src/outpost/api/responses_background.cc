@@ -23,6 +23,7 @@
 #include "outpost/api/responses_turn.h"
 #include "outpost/api/sse.h"
 #include "outpost/router/local_target.h"
+#include "outpost/router/upstream_client.h"
 
 namespace outpost::api {
 namespace {
@@ -110,6 +111,57 @@ json RunError(const std::vector<std::string>& events, const std::string& error_b
   return {{"code", "server_error"}, {"message", "the response ended without an answer"}};
 }
 
+// The headers a run needs to be asked again as it was (identity, routing,
+// class, session), as the Batch API keeps its batches' own.
+constexpr const char* kRunHeaders[] = {
+    "Authorization",       "X-Outpost-Priority", "X-Data-Class",          "X-Outpost-Tier",
+    "X-Latency-Budget-Ms", "X-Session-Id",       router::kForwardedHeader};
+
+// StoredResponse::request for a run: {"body", "headers"}.
+std::string RunRequest(const HttpRequest& req) {
+  json headers = json::object();
+  for (const char* h : kRunHeaders) {
+    if (req.has_header(h)) headers[h] = req.header(h);
+  }
+  return DumpLossy(json{{"body", req.body}, {"headers", std::move(headers)}});
+}
+
+// The request RunRequest() kept; a damaged one is an empty POST (a 400).
+HttpRequest FromRunRequest(const std::string& kept) {
+  HttpRequest req;
+  req.method = "POST";
+  req.path = router::EndpointPath(router::Endpoint::kResponses);
+  req.remote_addr = "restart";
+  const json j = json::parse(kept, nullptr, false);
+  if (!j.is_object()) return req;
+  if (j.value("body", json()).is_string()) req.body = j["body"].get<std::string>();
+  const json headers = j.value("headers", json());
+  if (headers.is_object()) {
+    for (const auto& [name, value] : headers.items()) {
+      if (value.is_string()) req.headers.emplace_back(name, value.get<std::string>());
+    }
+  }
+  return req;
+}
+
+// Sets a background response's stored status (and error) while it has no
+// answer. A status that ends it (failed, cancelled) also drops the request
+// that would run it again after a restart.
+void SetPendingStatus(ResponseStore* store, const std::string& owner, const std::string& id,
+                      const char* status, const json& error, int64_t now) {
+  auto rec = store->Get(owner, id, now);
+  if (!rec.ok() || !Unfinished(StatusOf(rec->response))) return;  // deleted, or answered
+  json r = json::parse(rec->response, nullptr, false);
+  if (!r.is_object()) return;
+  r["status"] = status;
+  if (!error.is_null()) r["error"] = error;
+  rec->response = DumpLossy(r);
+  if (!Unfinished(status)) rec->request.clear();
+  if (Status st = store->Put(*rec, now); !st.ok()) {
+    spdlog::warn("responses: background {} not updated: {}", id, st.message());
+  }
+}
+
 }  // namespace
 
 void HttpServer::StartBackground(std::unique_ptr<ResponseTurn> turn, const HttpRequest& req,
@@ -144,7 +196,8 @@ void HttpServer::StartBackground(std::unique_ptr<ResponseTurn> turn, const HttpR
   rec.expires_at = now + responses_retention_s_;
   rec.response = PendingResponseBody(turn->info, "queued");
   rec.input_items = turn->keep.input_items;
-  rec.context = "[]";  // nothing to continue until it has an answer
+  rec.context = "[]";             // nothing to continue until it has an answer
+  rec.request = RunRequest(req);  // to run it again if a stop or a crash cuts it
   if (Status st = responses_->Put(rec, now); !st.ok()) return SendError(res, st);
   std::shared_ptr<ResponseTurn> shared(std::move(turn));
   auto run = background_->Start(rec.id, rec.owner,
@@ -152,7 +205,7 @@ void HttpServer::StartBackground(std::unique_ptr<ResponseTurn> turn, const HttpR
                                   RunBackground(std::move(*shared), req, r);
                                 });
   if (!run.ok()) {
-    (void)responses_->Delete(rec.owner, rec.id, now);
+    if (!shared->resumed) (void)responses_->Delete(rec.owner, rec.id, now);
     return SendError(res, run.status());
   }
   if (stream)
@@ -166,19 +219,8 @@ void HttpServer::RunBackground(ResponseTurn turn, HttpRequest req,
   req.client_gone = [run] { return run->cancelled(); };
   ResponseStore* store = responses_;
   const util::Clock* clock = clock_;
-  // Sets the stored response's status (and error) while it has no answer.
   auto set_status = [&](const char* status, const json& error) {
-    const int64_t now = clock->UnixSeconds();
-    auto rec = store->Get(owner, id, now);
-    if (!rec.ok() || !Unfinished(StatusOf(rec->response))) return;  // deleted, or answered
-    json r = json::parse(rec->response, nullptr, false);
-    if (!r.is_object()) return;
-    r["status"] = status;
-    if (!error.is_null()) r["error"] = error;
-    rec->response = DumpLossy(r);
-    if (Status st = store->Put(*rec, now); !st.ok()) {
-      spdlog::warn("responses: background {} not updated: {}", id, st.message());
-    }
+    SetPendingStatus(store, owner, id, status, error, clock->UnixSeconds());
   };
   // The run opens queued, as OpenAI's does: a reader that comes before the
   // model has it (the box may be full) sees that much.
@@ -213,7 +255,10 @@ void HttpServer::RunBackground(ResponseTurn turn, HttpRequest req,
   }
   std::string error_body;
   if (res.streamed() && res.status == 200) {
-    RunWriter writer(run.get(), [&] { set_status("in_progress", nullptr); });
+    RunWriter writer(run.get(), [&] {
+      set_status("in_progress", nullptr);
+      run->MarkStarted();
+    });
     while (res.provider(writer)) {
     }
     writer.Flush();
@@ -221,18 +266,19 @@ void HttpServer::RunBackground(ResponseTurn turn, HttpRequest req,
   } else {
     error_body = res.body;
   }
-  // Answered (completed or incomplete): the Keeper has stored it. Else it
-  // ends failed, or cancelled when its client asked.
-  if (run->cancelled() && !run->shut_down()) {
+  // Answered (completed or incomplete): the Keeper has stored it. Cut by a
+  // stop: queued again, to run from the start at the next one. Else it ends
+  // failed, or cancelled when its client asked.
+  if (run->shut_down()) {
+    set_status("queued", nullptr);
+    return;
+  }
+  if (run->cancelled()) {
     set_status("cancelled", nullptr);
     return;
   }
   bool ended = false;
-  json error = run->shut_down()
-                   ? json{{"code", "server_error"},
-                          {"message", "the server stopped before the answer was whole"}}
-                   : RunError(run->EventsAfter(-1, 0, &ended), error_body);
-  set_status("failed", error);
+  set_status("failed", RunError(run->EventsAfter(-1, 0, &ended), error_body));
   if (!error_body.empty()) {
     // Nothing was streamed: a reader still gets the end.
     auto rec = store->Get(owner, id, clock->UnixSeconds());
@@ -266,6 +312,63 @@ void HttpServer::StreamBackground(std::shared_ptr<BackgroundRun> run, int64_t af
         return false;
       },
       nullptr);
+}
+
+size_t HttpServer::ResumeBackground() {
+  if (responses_ == nullptr || background_ == nullptr) return 0;
+  auto runs = responses_->Unfinished(clock_->UnixSeconds());
+  if (!runs.ok()) {
+    spdlog::error("responses: unfinished background responses not read: {}",
+                  runs.status().message());
+    return 0;
+  }
+  size_t resumed = 0;
+  for (const StoredResponse& rec : *runs) {
+    const HttpRequest req = FromRunRequest(rec.request);
+    HttpResponse res;
+    // Read and checked again: what it names (a conversation, an earlier
+    // response, a model) may have gone with the restart.
+    std::unique_ptr<ResponseTurn> turn;
+    if (OwnerOf(req) != rec.owner) {
+      SendError(res, Status(StatusCode::kPermissionDenied,
+                            "its API key is no longer the one it was made with"));
+    } else if (Status st = options_.api_keys.required()
+                               ? options_.api_keys.Check(req.header("Authorization"))
+                               : Status::Ok();
+               !st.ok()) {
+      SendError(res, st);  // a key no longer accepted runs nothing
+    } else {
+      turn = PrepareResponse(req, res);
+    }
+    if (turn != nullptr) {
+      turn->resumed = true;
+      turn->call.id = turn->info.id = rec.id;
+      turn->info.created_at = rec.created_at;
+      StartBackground(std::move(turn), req, res);
+    }
+    if (res.status == 200) {
+      ++resumed;
+      continue;
+    }
+    const json body = json::parse(res.body, nullptr, false);
+    const json e = body.is_object() ? body.value("error", json()) : json();
+    const std::string why = e.is_object() && e.value("message", json()).is_string()
+                                ? e["message"].get<std::string>()
+                                : "status " + std::to_string(res.status);
+    spdlog::warn("responses: background {} cannot run again after the restart: {}", rec.id, why);
+    SetPendingStatus(responses_, rec.owner, rec.id, "failed",
+                     {{"code", "server_error"},
+                      {"message",
+                       "the server restarted before the answer was whole, and it "
+                       "could not run again: " +
+                           why}},
+                     clock_->UnixSeconds());
+  }
+  if (resumed > 0) {
+    spdlog::info("responses: {} background response(s) left unfinished run again from the start",
+                 resumed);
+  }
+  return resumed;
 }
 
 }  // namespace outpost::api

@@ -63,7 +63,8 @@ struct HttpServer::ResponseTurn {
   router::CompletionCall call;
   ResponseInfo info;
   bool background = false;
-  bool counted = true;  // a stream's end counts the request (a background run's does not)
+  bool resumed = false;  // a background run again after a restart: its record is kept, whatever
+  bool counted = true;   // a stream's end counts the request (a background run's does not)
 };
 
 // A stored Response's status ("" if it has none).

@@ -451,6 +451,10 @@ int RunServe(ServeConfig cfg) {
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
                models.count());
   serving.SetReady(true);
+  // Background responses a stop or a crash cut run again, before the first
+  // client's turn can take their conversations (a client was answered
+  // "loading" until the line above).
+  http.ResumeBackground();
   history.Start();
   if (batch_runner) batch_runner->Start();
   if (uplink.uplink) uplink.uplink->Start();
@@ -508,8 +512,8 @@ int RunServe(ServeConfig cfg) {
   }
 
   // Drain: refuse new connections and requests, let those in flight (streams
-  // and background responses too) finish for up to drain_timeout; a second
-  // signal cuts it short.
+  // and background responses the model has begun too) finish for up to
+  // drain_timeout; a second signal cuts it short.
   util::SdNotify("STOPPING=1\nSTATUS=draining");
   serving.SetReady(false);
   // Batch lines still running are cut; they run again after the restart.
@@ -519,12 +523,12 @@ int RunServe(ServeConfig cfg) {
   const auto drain_start = std::chrono::steady_clock::now();
   const auto drain_end = drain_start + std::chrono::milliseconds(cfg.drain_timeout_ms);
   auto in_flight = [&http] {
-    return http.InFlight() + static_cast<int64_t>(http.BackgroundRunning());
+    return http.InFlight() + static_cast<int64_t>(http.BackgroundStarted());
   };
   spdlog::info(
       "signal {} received: draining {} request(s) in flight, {} background response(s) (up to "
       "{} ms)",
-      sig, http.InFlight(), http.BackgroundRunning(), cfg.drain_timeout_ms);
+      sig, http.InFlight(), http.BackgroundStarted(), cfg.drain_timeout_ms);
   for (;;) {
     if (in_flight() == 0) {
       spdlog::info("drained in {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -552,6 +556,9 @@ int RunServe(ServeConfig cfg) {
     audit_log->CheckpointNow();  // the listener queues it for the uplink
   }
   if (uplink.uplink) uplink.uplink->Stop();  // the last window goes into the spool
+  // Background responses still going (or not yet begun) are cut before the
+  // models stop under them: each is queued again, to run at the next start.
+  http.StopBackground();
   models.Stop();
   // Stopping the schedulers ended every cut stream with an error event ("the
   // server is shutting down"); the HTTP workers write it. Let them, briefly,
