@@ -182,7 +182,7 @@ def test_a_crash_or_a_stop_does_not_lose_a_run(tmp_path):
         assert again.background is True and again.created_at == r.created_at
         events = list(c.responses.retrieve(r.id, stream=True))
         assert events[0].type == "response.created" and events[-1].type == "response.incomplete"
-        assert "background response(s) left unfinished run again" in s.log()
+        assert wait_log(s, "background response(s) left unfinished run again")
         # SIGTERM drains: a short run in flight finishes as it would have ...
         short = c.responses.create(model=model, background=True, input="Say hi.",
                                    max_output_tokens=40, extra_body={"ignore_eos": True})
@@ -218,11 +218,22 @@ def test_a_run_whose_key_was_revoked_fails_after_the_restart(tmp_path):
         s.proc.wait()
     # Restarted with only another key: the run is not made on its behalf.
     with serve(*state, "--api-key", "key-two") as s:
-        assert "cannot run again after the restart" in s.log()
+        # The runs left unfinished are read once the model is ready, just
+        # after /ready answers.
+        assert wait_log(s, "cannot run again after the restart")
     with serve(*state, "--api-key", "key-one") as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
         failed = c.responses.retrieve(r.id)
         assert failed.status == "failed" and "could not run again" in failed.error.message
+
+
+def wait_log(server, text, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in server.log():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def wait_in_progress(client, rid, timeout=30):

@@ -1,10 +1,13 @@
-// HttpServer::StartBackground, RunBackground, StreamBackground — a
-// Responses turn with `background: true` runs on a thread of its own
-// (background_runs.h): the client gets the queued Response (or the run's
-// events) at once, and the stored record moves queued → in_progress → the
-// answer, or failed / cancelled. The Keeper stores the answer and the
-// status writer below sets the other ends; both run on the run's worker
-// thread, one after the other, so they never race.
+// HttpServer::StartBackground, RunBackground, StreamBackground,
+// ResumeBackground — a Responses turn with `background: true` runs on a
+// thread of its own (background_runs.h): the client gets the queued
+// Response (or the run's events) at once, and the stored record moves
+// queued → in_progress (the first token) → the answer, or failed /
+// cancelled. The Keeper stores the answer and SetPendingStatus the other
+// ends; both run on the run's worker thread, one after the other, so they
+// never race. The record keeps the request until the run ends: a run a
+// stop or a crash cut is queued again and ResumeBackground, at the next
+// start, runs it from the beginning under the same id.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -40,10 +43,9 @@ constexpr int64_t kMaxQueuedMs = 10 * 60 * 1000;
 // stream's own ones are dropped, and each event is renumbered to its place
 // in the run (a relayed stream counts from 0 too, or not at all —
 // llama-server's): event i is sequence_number i, what `starting_after`
-// counts. The first event kept
-// (response.in_progress, or whatever an upstream sends first: the model
-// has begun) marks the stored response in_progress (`started`) before a
-// reader can see it.
+// counts. The first event kept (response.in_progress, or whatever an
+// upstream sends first: the model has begun) marks the stored response
+// in_progress (`started`) before a reader can see it.
 class RunWriter final : public ChunkWriter {
  public:
   RunWriter(BackgroundRun* run, std::function<void()> started)
