@@ -25,6 +25,24 @@ Status NoSuchResponse(const std::string& id, const std::string& param) {
                           param);
 }
 
+// A record's columns, in the order RecordOf reads them.
+constexpr const char* kRecordColumns =
+    "id, owner, created_at, expires_at, response, input_items, context, request";
+
+// The row a SELECT of kRecordColumns stands on (its items are not read).
+StoredResponse RecordOf(Stmt& s) {
+  StoredResponse r;
+  r.id = s.Text(0);
+  r.owner = s.Text(1);
+  r.created_at = s.Int(2);
+  r.expires_at = s.Int(3);
+  r.response = s.Text(4);
+  r.input_items = s.Text(5);
+  r.context = s.Text(6);
+  r.request = s.Text(7);
+  return r;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& path) {
@@ -85,25 +103,15 @@ Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {
 
 StatusOr<std::vector<StoredResponse>> ResponseStore::Unfinished(int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_->get(),
-         "SELECT id, owner, created_at, expires_at, response, input_items, context, request FROM "
-         "responses WHERE json_extract(response, '$.status') IN ('queued', 'in_progress') AND "
-         "request != '' AND expires_at > ? ORDER BY created_at, rowid");
+  const std::string sql = std::string("SELECT ") + kRecordColumns +
+                          " FROM responses WHERE json_extract(response, '$.status') IN "
+                          "('queued', 'in_progress') AND request != '' AND expires_at > ? "
+                          "ORDER BY created_at, rowid";
+  Stmt s(db_->get(), sql.c_str());
   s.Bind(1, now);
   std::vector<StoredResponse> out;
   int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) {
-    StoredResponse r;
-    r.id = s.Text(0);
-    r.owner = s.Text(1);
-    r.created_at = s.Int(2);
-    r.expires_at = s.Int(3);
-    r.response = s.Text(4);
-    r.input_items = s.Text(5);
-    r.context = s.Text(6);
-    r.request = s.Text(7);
-    out.push_back(std::move(r));
-  }
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(RecordOf(s));
   if (rc != SQLITE_DONE) return Status::Internal("response store: listing unfinished runs failed");
   return out;
 }
@@ -111,23 +119,14 @@ StatusOr<std::vector<StoredResponse>> ResponseStore::Unfinished(int64_t now) {
 StatusOr<StoredResponse> ResponseStore::Get(const std::string& owner, const std::string& id,
                                             int64_t now, const std::string& param) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_->get(),
-         "SELECT created_at, expires_at, response, input_items, context, request FROM responses "
-         "WHERE id = ? AND owner = ? AND expires_at > ?");
+  const std::string sql = std::string("SELECT ") + kRecordColumns +
+                          " FROM responses WHERE id = ? AND owner = ? AND expires_at > ?";
+  Stmt s(db_->get(), sql.c_str());
   s.Bind(1, id);
   s.Bind(2, owner);
   s.Bind(3, now);
   if (s.Step() != SQLITE_ROW) return NoSuchResponse(id, param);
-  StoredResponse r;
-  r.id = id;
-  r.owner = owner;
-  r.created_at = s.Int(0);
-  r.expires_at = s.Int(1);
-  r.response = s.Text(2);
-  r.input_items = s.Text(3);
-  r.context = s.Text(4);
-  r.request = s.Text(5);
-  return r;
+  return RecordOf(s);
 }
 
 StatusOr<std::string> ResponseStore::Item(const std::string& owner, const std::string& item_id,
