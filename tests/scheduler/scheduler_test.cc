@@ -225,6 +225,70 @@ TEST(Scheduler, BatchSequencesSitOutTheStepsThatPrefillAHigherClassPrompt) {
   EXPECT_EQ(interactive->text, std::string(60, 'z'));
 }
 
+TEST(Scheduler, APatientRequestGivesItsQueuePlaceToOneAClientWaitsOn) {
+  Fixture f(Opts(/*sessions=*/1, /*max_queue=*/1), std::string(20, 'z'));
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  auto running = f.Sink("running");
+  ASSERT_TRUE(f.Submit(running).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  auto patient_req = [] {
+    GenerationRequest req;
+    req.prompt.assign(4, 'a');
+    req.max_queue_wait_ms = 600000;  // a background response's
+    return req;
+  };
+  auto patient = f.Sink("patient"), patient2 = f.Sink("patient2");
+  ASSERT_TRUE(f.sched->Submit(patient_req(), patient).ok());
+  // Another patient one does not push it out: the queue is full for it.
+  EXPECT_EQ(f.sched->Submit(patient_req(), patient2).code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(patient->done);
+  // One a client waits on, of the same class, takes its place.
+  auto client = f.Sink("client");
+  ASSERT_TRUE(f.Submit(client).ok());
+  ASSERT_TRUE(patient->done);
+  EXPECT_EQ(patient->result.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(patient->result.error.message().find("to one a client is waiting on"),
+            std::string::npos)
+      << patient->result.error.message();
+  EXPECT_GE(patient->result.error.retry_after_s(), 1);
+  EXPECT_EQ(stats.rejected_by_reason.With({"displaced"}).value(), 1u);
+  // A patient one of a higher class is not displaced by a default one.
+  Fixture g(Opts(1, 1), std::string(20, 'z'));
+  auto busy = g.Sink("busy"), urgent = g.Sink("urgent"), plain = g.Sink("plain");
+  ASSERT_TRUE(g.Submit(busy).ok());
+  ASSERT_TRUE(g.sched->StepForTest());
+  GenerationRequest high = patient_req();
+  high.priority = Priority::kPriority;
+  ASSERT_TRUE(g.sched->Submit(std::move(high), urgent).ok());
+  EXPECT_EQ(g.Submit(plain).code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(urgent->done);
+}
+
+TEST(Scheduler, ARequestWithItsOwnQueueWaitOutlastsTheDefaultAndKeepsItsPlace) {
+  Fixture f(Opts(1, 4), std::string(50, 'z'));  // one session, max_queue_wait 1000 ms
+  auto running = f.Sink("running"), patient = f.Sink("patient"), plain = f.Sink("plain");
+  ASSERT_TRUE(f.Submit(running).ok());
+  GenerationRequest req;
+  req.prompt.assign(4, 'a');
+  req.max_queue_wait_ms = 5000;
+  ASSERT_TRUE(f.sched->Submit(std::move(req), patient).ok());  // first in the queue
+  ASSERT_TRUE(f.Submit(plain).ok());
+  ASSERT_TRUE(f.sched->StepForTest());
+  f.clock.Advance(std::chrono::milliseconds(1001));
+  ASSERT_TRUE(f.sched->StepForTest());
+  // The plain one behind it expired; the patient one is still first in line.
+  ASSERT_TRUE(plain->done);
+  EXPECT_EQ(plain->result.error.code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(patient->done);
+  f.clock.Advance(std::chrono::milliseconds(4000));
+  ASSERT_TRUE(f.sched->StepForTest());
+  ASSERT_TRUE(patient->done);
+  EXPECT_EQ(patient->result.finish, FinishReason::kError);
+  EXPECT_NE(patient->result.error.message().find("waited 5000 ms"), std::string::npos)
+      << patient->result.error.message();
+  EXPECT_FALSE(running->done);
+}
+
 TEST(Scheduler, QueuedRequestExpiresWithRetryAfterOnSimulatedTime) {
   Fixture f(Opts(1, 2), std::string(50, 'z'));
   auto running = f.Sink("running"), waiting = f.Sink("waiting");

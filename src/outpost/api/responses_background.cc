@@ -236,13 +236,20 @@ void HttpServer::RunBackground(ResponseTurn turn, HttpRequest req,
     }
   }
   // A box that is full does not fail the run: it waits its turn (queued)
-  // and asks again, up to kMaxQueuedMs — an interactive request gets a 429
-  // after max_queue_wait instead; a run has no client waiting on a socket.
+  // up to kMaxQueuedMs — an interactive request gets a 503 after
+  // max_queue_wait instead; a run has no client waiting on a socket. It
+  // waits in the scheduler's queue (patient: a request a client waits on
+  // takes its place when the queue is full), and asks again when it was
+  // turned away (a full queue, a displaced place, an upstream's 429).
   HttpResponse res;
   const auto queued_since = clock->Now();
   for (;;) {
     res = HttpResponse();
-    RunResponse(ResponseTurn(turn), req, res);  // a copy: a retry needs the turn again
+    ResponseTurn attempt(turn);  // a copy: a retry needs the turn again
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock->Now() - queued_since);
+    attempt.call.max_queue_wait_ms = std::max<int64_t>(1, kMaxQueuedMs - waited.count());
+    RunResponse(std::move(attempt), req, res);
     const bool busy = !res.streamed() && (res.status == 429 || res.status == 503);
     if (!busy || run->cancelled() ||
         clock->Now() - queued_since > std::chrono::milliseconds(kMaxQueuedMs)) {

@@ -91,6 +91,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   const CompletionRequest& r = call.request;
   gen->id = call.id;
   gen->priority = call.priority;
+  gen->max_queue_wait_ms = call.max_queue_wait_ms;
   gen->sampling = r.sampling;
   gen->max_tokens = r.max_tokens;
   gen->stop = r.stop;

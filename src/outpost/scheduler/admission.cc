@@ -58,7 +58,7 @@ Status Scheduler::Submit(GenerationRequest req, std::shared_ptr<GenerationSink> 
     const auto in_system = active_ + queued_choices_;
     const int cls = static_cast<int>(req.priority);
     const int32_t over = in_system + req.n - (options_.sessions + options_.max_queue);
-    if (over > 0 && !DisplaceLowerLocked(cls, over)) {
+    if (over > 0 && !DisplaceLowerLocked(cls, PatientLocked(req), over)) {
       const int32_t retry = RetryAfterLocked();
       stats_.rejected.Add();
       stats_.rejected_by_reason.With({"queue_full"}).Add();
@@ -136,26 +136,37 @@ std::deque<Scheduler::Queued>* Scheduler::NextQueueLocked() {
   return next;
 }
 
-bool Scheduler::DisplaceLowerLocked(int cls, int32_t needed) {
-  int32_t lower = 0;
-  for (int c = cls + 1; c < kPriorityClasses; ++c) {
-    for (const auto& q : queue_[c]) lower += q.req.n;
+bool Scheduler::DisplaceLowerLocked(int cls, bool patient, int32_t needed) {
+  // Who gives way: every queued request of a lower class and, to one that
+  // is not patient, the patient ones of its own class (a background
+  // response waits longer than a client on a socket does). Lowest class
+  // first, newest first.
+  auto gives_way = [&](int c, const Queued& q) {
+    return c > cls || (c == cls && !patient && PatientLocked(q.req));
+  };
+  int32_t available = 0;
+  for (int c = cls; c < kPriorityClasses; ++c) {
+    for (const auto& q : queue_[c]) available += gives_way(c, q) ? q.req.n : 0;
   }
-  if (lower < needed) return false;
-  for (int c = kPriorityClasses - 1; c > cls && needed > 0; --c) {
-    while (!queue_[c].empty() && needed > 0) {
-      Queued victim = std::move(queue_[c].back());
-      queue_[c].pop_back();
+  if (available < needed) return false;
+  for (int c = kPriorityClasses - 1; c >= cls && needed > 0; --c) {
+    std::deque<Queued>& q = queue_[c];
+    for (auto it = q.end(); it != q.begin() && needed > 0;) {
+      --it;
+      if (!gives_way(c, *it)) continue;
+      Queued victim = std::move(*it);
+      it = q.erase(it);
       queued_choices_ -= victim.req.n;
       needed -= victim.req.n;
       const int32_t retry = RetryAfterLocked();
       GenerationResult r;
       r.finish = FinishReason::kError;
-      r.error = Status::ResourceExhausted(
-                    std::string("over capacity: this '") + PriorityName(static_cast<Priority>(c)) +
-                    "' request gave its place in the queue to one of a higher class "
-                    "(priority > default > flex > batch); retry after " +
-                    std::to_string(retry) + " s")
+      const std::string to = c > cls ? "one of a higher class (priority > default > flex > batch)"
+                                     : "one a client is waiting on";
+      r.error = Status::ResourceExhausted(std::string("over capacity: this '") +
+                                          PriorityName(static_cast<Priority>(c)) +
+                                          "' request gave its place in the queue to " + to +
+                                          "; retry after " + std::to_string(retry) + " s")
                     .WithRetryAfter(retry);
       stats_.rejected.Add();
       stats_.rejected_by_reason.With({"displaced"}).Add();
@@ -167,7 +178,6 @@ bool Scheduler::DisplaceLowerLocked(int cls, int32_t needed) {
 
 int32_t Scheduler::AdmitLocked() {
   const auto now = clock_->Now();
-  const auto max_wait = std::chrono::milliseconds(options_.max_queue_wait_ms);
   for (auto& q : queue_) {
     // Cancelled requests leave the queue at once (they hold no KV).
     for (auto it = q.begin(); it != q.end();) {
@@ -181,21 +191,28 @@ int32_t Scheduler::AdmitLocked() {
         ++it;
       }
     }
-    // Expire requests that waited too long.
-    while (!q.empty() && now - q.front().enqueued > max_wait) {
+    // Expire requests that waited too long: max_queue_wait, or their own
+    // longer wait (anywhere in the queue, so not only at its front).
+    for (auto it = q.begin(); it != q.end();) {
+      const int64_t wait_ms =
+          it->req.max_queue_wait_ms > 0 ? it->req.max_queue_wait_ms : options_.max_queue_wait_ms;
+      if (now - it->enqueued <= std::chrono::milliseconds(wait_ms)) {
+        ++it;
+        continue;
+      }
       GenerationResult r;
       r.finish = FinishReason::kError;
       const int32_t retry = RetryAfterLocked();
       r.error = Status::ResourceExhausted(
-                    "over capacity: waited " + std::to_string(options_.max_queue_wait_ms) +
+                    "over capacity: waited " + std::to_string(wait_ms) +
                     " ms in the queue (max_queue_wait) without a free session; retry after " +
                     std::to_string(retry) + " s")
                     .WithRetryAfter(retry);
       stats_.rejected.Add();
       stats_.rejected_by_reason.With({"queue_timeout"}).Add();
-      queued_choices_ -= q.front().req.n;
-      q.front().sink->OnDone(std::move(r));
-      q.pop_front();
+      queued_choices_ -= it->req.n;
+      it->sink->OnDone(std::move(r));
+      it = q.erase(it);
     }
   }
   // Admit into idle slots, by class with aging (NextQueueLocked), first come

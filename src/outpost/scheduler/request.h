@@ -69,6 +69,10 @@ struct GenerationRequest {
   int32_t n = 1;
   std::vector<std::string> stop;  // stop strings (not included in output)
   Priority priority = Priority::kInteractive;
+  // How long it may wait in the queue for a session before it is refused
+  // (503); 0: the scheduler's max_queue_wait. A background response waits
+  // longer: no client holds a socket open for it.
+  int64_t max_queue_wait_ms = 0;
   // Compute each sampled token's log-probability under the model's raw
   // distribution (costs one pass over the vocabulary per token).
   bool want_logprobs = false;

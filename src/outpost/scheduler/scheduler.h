@@ -442,9 +442,16 @@ class Scheduler {
   // The queue to admit from next (nullptr when empty): see the header comment.
   std::deque<Queued>* NextQueueLocked() OUTPOST_REQUIRES(mu_);
   // Submit(): makes room for `needed` choices of class `cls` by displacing
-  // queued requests of lower classes; false (nothing displaced) when they
-  // hold too few.
-  bool DisplaceLowerLocked(int cls, int32_t needed) OUTPOST_REQUIRES(mu_);
+  // queued requests of lower classes and, for a request that is not
+  // patient, patient ones of its own class; false (nothing displaced) when
+  // they hold too few.
+  bool DisplaceLowerLocked(int cls, bool patient, int32_t needed) OUTPOST_REQUIRES(mu_);
+  // A request that waits longer than max_queue_wait (its own
+  // max_queue_wait_ms): a background response, which gives its queue place
+  // to a request a client is waiting on.
+  bool PatientLocked(const GenerationRequest& req) const OUTPOST_REQUIRES(mu_) {
+    return req.max_queue_wait_ms > options_.max_queue_wait_ms;
+  }
   // Engine thread, before a step: when the request admission takes next is
   // of a class above batch and too few sessions are idle for it, ends
   // running batch-class requests (newest first) with a 503 "preempted" and
