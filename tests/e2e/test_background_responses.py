@@ -128,10 +128,12 @@ def test_bad_background_requests_are_named(client, model_id, server):
 
 
 def test_a_run_behind_a_full_box_stays_queued_until_the_model_takes_it(tmp_path):
-    # One session, and a queue wait of 1 s: an interactive request would get
-    # a 503 after it; a background run waits its turn, and says so.
+    # One session, one queue place, and a queue wait of 1 s: an interactive
+    # request gets a 503 after it; a background run waits its turn in the
+    # queue, and says so — and gives its place to the request a client waits
+    # on, then takes it again.
     with serve("--state-dir", str(tmp_path / "state"), "--parallel", "1",
-               "--queue-wait", "1s") as s:
+               "--queue-length", "1", "--queue-wait", "1s") as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
         model = c.models.list().data[0].id
         first = c.responses.create(model=model, background=True, input="Count.",
@@ -149,10 +151,17 @@ def test_a_run_behind_a_full_box_stays_queued_until_the_model_takes_it(tmp_path)
             ("response.created", "queued"), ("response.queued", "queued")]
         with pytest.raises(openai.APIStatusError) as busy:  # the interactive one
             c.responses.create(model=model, input="Hi.", max_output_tokens=2)
-        assert busy.value.status_code in (429, 503)
+        # It had the queue place (the run gave it up) and waited it out; it
+        # was not refused as "queue full".
+        assert busy.value.status_code == 503, busy.value
+        assert "waited 1000 ms in the queue" in str(busy.value), busy.value
+        assert s.metric("outpost_requests_rejected_total", reason="displaced") == 1
         time.sleep(2.5)  # past the queue wait, twice
         states = (c.responses.retrieve(rid).status, c.responses.retrieve(first.id).status)
         assert states == ("queued", "in_progress"), states
+        # The run waits in the queue with its own wait: only the interactive
+        # request timed out (a retry each queue_wait would count one each).
+        assert s.metric("outpost_requests_rejected_total", reason="queue_timeout") == 1
         c.responses.cancel(first.id)  # the session frees: the second begins
         done = wait_done(c, rid)
         assert done.status in ("completed", "incomplete") and done.output_text
@@ -218,9 +227,10 @@ def test_a_run_whose_key_was_revoked_fails_after_the_restart(tmp_path):
         s.proc.wait()
     # Restarted with only another key: the run is not made on its behalf.
     with serve(*state, "--api-key", "key-two") as s:
-        # The runs left unfinished are read once the model is ready, just
-        # after /ready answers.
-        assert wait_log(s, "cannot run again after the restart")
+        # The runs left unfinished are read once the model is loaded, before
+        # /ready answers (so they hold their conversations before a client
+        # turn can): the line is there when serve() sees the server ready.
+        assert "cannot run again after the restart" in s.log(), s.log()
     with serve(*state, "--api-key", "key-one") as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
         failed = c.responses.retrieve(r.id)

@@ -135,7 +135,9 @@ class HttpServer {
   // Runs again the background responses the last process left unfinished
   // (ResponseStore::Unfinished), as they were asked; one that cannot be
   // (its conversation or model gone) is failed saying why. Call once the
-  // model is ready. Returns how many run again.
+  // models are loaded and before the server says it is ready, so that the
+  // runs hold their conversations before any client's turn can. Returns
+  // how many run again.
   size_t ResumeBackground();
   // Cuts the background runs still going (a stop, after its drain): each
   // goes back to queued, to run again at the next start. Waits for them.
@@ -163,7 +165,9 @@ class HttpServer {
   void HandleResponses(const HttpRequest& req, HttpResponse& res);
   struct ResponseTurn;  // responses_turn.h
   // The body read, checked and held (its conversation) as a turn; null
-  // when an error has been written to `res`.
+  // when an error has been written to `res`. It does not ask whether the
+  // server is ready: HandleResponses does, and ResumeBackground runs before
+  // the server says it is.
   std::unique_ptr<ResponseTurn> PrepareResponse(const HttpRequest& req, HttpResponse& res);
   // The turn answered into `res`: a Response body or its event stream.
   void RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResponse& res);

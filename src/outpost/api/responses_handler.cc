@@ -47,6 +47,9 @@ struct ResponseStream {
 }  // namespace
 
 void HttpServer::HandleResponses(const HttpRequest& req, HttpResponse& res) {
+  if (!serving_->ready()) {
+    return SendError(res, Status::Unavailable("the model is still loading").WithRetryAfter(1));
+  }
   std::unique_ptr<ResponseTurn> turn = PrepareResponse(req, res);
   if (turn == nullptr) return;  // the error is written
   if (turn->background) return StartBackground(std::move(turn), req, res);
@@ -59,9 +62,6 @@ std::unique_ptr<HttpServer::ResponseTurn> HttpServer::PrepareResponse(const Http
     SendError(res, st);
     return nullptr;
   };
-  if (!serving_->ready()) {
-    return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
-  }
   auto turn = std::make_unique<ResponseTurn>();
   Keeper& keep = turn->keep;
   keep.owner = OwnerOf(req);

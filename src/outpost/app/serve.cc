@@ -450,11 +450,11 @@ int RunServe(ServeConfig cfg) {
   spdlog::info("memory: {} of the budget {} reserved by {} model(s)",
                util::FormatBytes(ledger.reserved()), util::FormatBytes(ledger.budget()),
                models.count());
-  serving.SetReady(true);
-  // Background responses a stop or a crash cut run again, before the first
-  // client's turn can take their conversations (a client was answered
-  // "loading" until the line above).
+  // Background responses a stop or a crash cut run again, and take their
+  // conversations' holds, before the first client's turn can: until
+  // SetReady, a client is answered "loading".
   http.ResumeBackground();
+  serving.SetReady(true);
   history.Start();
   if (batch_runner) batch_runner->Start();
   if (uplink.uplink) uplink.uplink->Start();
