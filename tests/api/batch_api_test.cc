@@ -9,6 +9,7 @@
 #include "mocks/seeded_random.h"
 #include "mocks/sim_clock.h"
 #include "mocks/temp_file.h"
+#include "outpost/api/api_keys.h"
 
 namespace outpost::api {
 namespace {
@@ -134,9 +135,11 @@ TEST_F(BatchApiTest, ABatchOfAGoodFileIsInProgressWithItsCountsWindowAndMetadata
   const json cancelled = json::parse(Call("POST", "/v1/batches/" + id + "/cancel", "").body);
   EXPECT_EQ(cancelled["status"], "cancelling");
   EXPECT_FALSE(cancelled["cancelling_at"].is_null());
-  // Forwarded with every line: the creator's key (never shown).
+  // Forwarded with every line: the creator's key (never shown), kept by its
+  // id, never the key itself (kept_request.h).
   EXPECT_EQ(res.body.find("key-of-k1"), std::string::npos);
-  EXPECT_NE(store_->GetBatch("k1", id)->headers_json.find("Bearer key-of-k1"), std::string::npos);
+  const json kept = json::parse(store_->GetBatch("k1", id)->headers_json);
+  EXPECT_EQ(kept, json({{"X-Outpost-Key-Id", ApiKeyId("key-of-k1")}})) << kept.dump();
 }
 
 TEST_F(BatchApiTest, ABadInputFileGivesAFailedBatchListingTheBadLines) {

@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "outpost/audit/audit_crypto.h"
+
 namespace outpost::api {
 namespace {
 
@@ -67,6 +69,18 @@ Status ApiKeys::Check(std::string_view authorization) const {
   for (const auto& k : keys_) match |= ConstantTimeEquals(presented, k);
   if (!match) return Status(StatusCode::kUnauthenticated, "the API key is not valid");
   return Status::Ok();
+}
+
+std::string ApiKeys::KeyWithId(const std::string& id) const {
+  if (id.empty()) return "";
+  for (const auto& k : keys_) {
+    if (ApiKeyId(k) == id) return k;
+  }
+  return "";
+}
+
+std::string ApiKeyId(const std::string& key) {
+  return key.empty() ? std::string() : audit::Sha256Hex(key).substr(0, 12);
 }
 
 std::string PresentedKey(const std::string& authorization) {

@@ -21,6 +21,11 @@ namespace outpost::api {
 // whole value when it is not a bearer token.
 std::string PresentedKey(const std::string& authorization);
 
+// A key's id, what logs, audit records, owners and kept requests name
+// instead of the key: the first 12 hex digits of SHA-256 over it ("" for
+// no key).
+std::string ApiKeyId(const std::string& key);
+
 class ApiKeys {
  public:
   ApiKeys() = default;  // no keys: every request is allowed
@@ -38,6 +43,9 @@ class ApiKeys {
   // "Bearer K" for a known K; else Unauthenticated saying what was wrong
   // (missing, not a bearer token, or not a known key).
   Status Check(std::string_view authorization) const;
+
+  // The known key whose ApiKeyId is `id`; "" when none is.
+  std::string KeyWithId(const std::string& id) const;
 
  private:
   std::vector<std::string> keys_;

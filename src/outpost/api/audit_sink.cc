@@ -1,13 +1,8 @@
 #include "outpost/api/audit_sink.h"
 
 #include "outpost/api/errors.h"
-#include "outpost/audit/audit_crypto.h"
 
 namespace outpost::api {
-
-std::string ApiKeyId(const std::string& key) {
-  return key.empty() ? std::string() : audit::Sha256Hex(key).substr(0, 12);
-}
 
 AuditSink::AuditSink(std::shared_ptr<router::ResponseSink> inner, audit::AuditLog* log,
                      AuditRequestInfo info)

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "outpost/api/api_keys.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/router/response_sink.h"
 
@@ -25,9 +26,6 @@ struct AuditRequestInfo {
   std::string data_class;  // as declared (X-Data-Class), "" if none
   std::string model;       // as requested
 };
-
-// The first 12 hex digits of SHA-256 over the key ("" for no key).
-std::string ApiKeyId(const std::string& key);
 
 class AuditSink final : public router::ForwardingSink {
  public:

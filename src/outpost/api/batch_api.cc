@@ -7,6 +7,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/json_fields.h"
+#include "outpost/api/kept_request.h"
 #include "outpost/api/multipart.h"
 #include "outpost/batch/batch_input.h"
 
@@ -268,11 +269,7 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
   b.created_at = now;
   b.expires_at = now + *window;
   b.metadata_json = metadata.dump();
-  json headers = json::object();
-  for (const char* h : {"Authorization", "X-Data-Class"}) {
-    if (req.has_header(h)) headers[h] = req.header(h);
-  }
-  b.headers_json = headers.dump();
+  b.headers_json = KeepHeaders(req, {"Authorization", "X-Data-Class"}).dump();
   batch::ParsedInput parsed = batch::ParseBatchInput(*content, b.endpoint, options_.max_lines);
   if (!parsed.errors.empty()) {
     b.status = batch::BatchStatus::kFailed;
@@ -349,12 +346,9 @@ batch::Executor LineExecutor(HttpServer* server) {
     req.body = line.body;
     req.remote_addr = "batch";
     req.client_gone = cancelled;
-    const json headers = json::parse(line.headers_json, nullptr, false);
-    if (headers.is_object()) {
-      for (const auto& [name, value] : headers.items()) {
-        if (value.is_string()) req.headers.emplace_back(name, value.get<std::string>());
-      }
-    }
+    RestoreHeaders(
+        json::parse(line.headers_json, nullptr, false),
+        [server](const std::string& id) { return server->KeyWithId(id); }, &req);
     req.headers.emplace_back("Content-Type", "application/json");
     req.headers.emplace_back("X-Outpost-Priority", "batch");
     HttpResponse res;

@@ -174,6 +174,15 @@ std::string HttpServer::OwnerOf(const HttpRequest& req) const {
   return ApiKeyId(PresentedKey(req.header("Authorization")));
 }
 
+std::string HttpServer::KeyWithId(const std::string& id) const {
+  if (std::string key = options_.api_keys.KeyWithId(id); !key.empty()) return key;
+  if (router_ == nullptr || id.empty()) return "";
+  for (const auto& [key, tenant] : router_->config().tenants) {
+    if (ApiKeyId(key) == id) return key;
+  }
+  return "";
+}
+
 void HttpServer::Serve(const HttpRequest& req, HttpResponse& res) {
   Route(req, res);
   // Streamed generation responses are counted when the stream ends.

@@ -153,6 +153,9 @@ class HttpServer {
   // the response is whole, or is a stream's provider (never for a batch
   // line: they do not stream). Thread-safe.
   void Execute(const HttpRequest& req, HttpResponse& res) { Serve(req, res); }
+  // The key a kept request names by its id (kept_request.h): one of the API
+  // keys, else a routing tenant's; "" when none has that id now.
+  std::string KeyWithId(const std::string& id) const;
 
  private:
   // /metrics: the front's connection counters.

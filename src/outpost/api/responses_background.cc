@@ -23,6 +23,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/json_fields.h"
+#include "outpost/api/kept_request.h"
 #include "outpost/api/responses_turn.h"
 #include "outpost/api/sse.h"
 #include "outpost/router/local_target.h"
@@ -113,23 +114,20 @@ json RunError(const std::vector<std::string>& events, const std::string& error_b
   return {{"code", "server_error"}, {"message", "the response ended without an answer"}};
 }
 
-// The headers a run needs to be asked again as it was (identity, routing,
-// class, session), as the Batch API keeps its batches' own.
-constexpr const char* kRunHeaders[] = {
-    "Authorization",       "X-Outpost-Priority", "X-Data-Class",          "X-Outpost-Tier",
-    "X-Latency-Budget-Ms", "X-Session-Id",       router::kForwardedHeader};
-
-// StoredResponse::request for a run: {"body", "headers"}.
+// StoredResponse::request for a run: {"body", "headers"} — the headers a
+// run needs to be asked again as it was (identity, routing, class,
+// session), the key as its id (kept_request.h), as the Batch API keeps its
+// batches' own.
 std::string RunRequest(const HttpRequest& req) {
-  json headers = json::object();
-  for (const char* h : kRunHeaders) {
-    if (req.has_header(h)) headers[h] = req.header(h);
-  }
+  json headers =
+      KeepHeaders(req, {"Authorization", "X-Outpost-Priority", "X-Data-Class", "X-Outpost-Tier",
+                        "X-Latency-Budget-Ms", "X-Session-Id", router::kForwardedHeader});
   return DumpLossy(json{{"body", req.body}, {"headers", std::move(headers)}});
 }
 
-// The request RunRequest() kept; a damaged one is an empty POST (a 400).
-HttpRequest FromRunRequest(const std::string& kept) {
+// The request RunRequest() kept, its key looked up by `key_with_id`; a
+// damaged one is an empty POST (a 400).
+HttpRequest FromRunRequest(const std::string& kept, const KeyLookup& key_with_id) {
   HttpRequest req;
   req.method = "POST";
   req.path = router::EndpointPath(router::Endpoint::kResponses);
@@ -137,12 +135,7 @@ HttpRequest FromRunRequest(const std::string& kept) {
   const json j = json::parse(kept, nullptr, false);
   if (!j.is_object()) return req;
   if (j.value("body", json()).is_string()) req.body = j["body"].get<std::string>();
-  const json headers = j.value("headers", json());
-  if (headers.is_object()) {
-    for (const auto& [name, value] : headers.items()) {
-      if (value.is_string()) req.headers.emplace_back(name, value.get<std::string>());
-    }
-  }
+  RestoreHeaders(j.value("headers", json()), key_with_id, &req);
   return req;
 }
 
@@ -333,12 +326,16 @@ size_t HttpServer::ResumeBackground() {
   }
   size_t resumed = 0;
   for (const StoredResponse& rec : *runs) {
-    const HttpRequest req = FromRunRequest(rec.request);
+    const HttpRequest req =
+        FromRunRequest(rec.request, [this](const std::string& id) { return KeyWithId(id); });
     HttpResponse res;
     // Read and checked again: what it names (a conversation, an earlier
     // response, a model) may have gone with the restart.
     std::unique_ptr<ResponseTurn> turn;
-    if (OwnerOf(req) != rec.owner) {
+    if (options_.api_keys.required() && !req.has_header("Authorization")) {
+      // Its key (kept by its id) is not among the keys this start knows.
+      SendError(res, Status(StatusCode::kPermissionDenied, "its API key is no longer accepted"));
+    } else if (OwnerOf(req) != rec.owner) {
       SendError(res, Status(StatusCode::kPermissionDenied,
                             "its API key is no longer the one it was made with"));
     } else if (Status st = options_.api_keys.required()
