@@ -150,6 +150,12 @@ def test_a_run_behind_a_full_box_stays_queued_until_the_model_takes_it(tmp_path)
         rid = head[0].response.id
         assert [(e.type, e.response.status) for e in head] == [
             ("response.created", "queued"), ("response.queued", "queued")]
+        # Those two events come before the run asks for a session: wait until
+        # it holds the queue place.
+        deadline = time.monotonic() + 10
+        while s.metric("outpost_queue_depth") < 1:
+            assert time.monotonic() < deadline, "the run never entered the queue"
+            time.sleep(0.02)
         with pytest.raises(openai.APIStatusError) as busy:  # the interactive one
             c.responses.create(model=model, input="Hi.", max_output_tokens=2)
         # It had the queue place (the run gave it up) and waited it out; it
