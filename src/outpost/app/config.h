@@ -142,7 +142,8 @@ struct ServeConfig {
 const std::vector<std::string>& ConfigKeys();
 
 // Each key's help text with its default, in the order `outpost serve --help`
-// shows them. Kept beside the setters; a test checks both cover the same keys.
+// shows them (config_docs.cc); a test checks that they and the setters cover
+// the same keys.
 struct ConfigKeyDoc {
   const char* key;
   const char* help;
