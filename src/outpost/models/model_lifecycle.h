@@ -1,5 +1,6 @@
 // ModelLifecycle — which version of each stored model serves, and the swaps
-// between versions while requests keep coming.
+// between versions while requests keep coming. model_lifecycle.cc holds the
+// swaps (activate, rollback) and the reaping; model_canary.cc the canaries.
 //
 // Activate: the candidate is loaded beside the active version (against the
 // same memory ledger) and warmed up with one short generation, which must
@@ -197,6 +198,9 @@ class ModelLifecycle {
   // up to drain_wait_ms for them.
   void Reap(bool wait) OUTPOST_REQUIRES(op_mu_);
   void Count(const std::string& model, const std::string& action, const std::string& result);
+  // OK unless `v`'s last validation failed and it is not forced: an
+  // activation's and a canary's gate.
+  static Status ValidationGate(const ModelVersion& v, bool force);
   void PublishVersions() OUTPOST_REQUIRES(op_mu_);
   // Reaper thread: unloads drained versions between operations and
   // evaluates the canaries.
