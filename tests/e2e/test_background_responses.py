@@ -11,6 +11,7 @@ cut it, and fails saying why when it cannot (its key revoked)."""
 import json
 import signal
 import time
+from pathlib import Path
 
 import openai
 import pytest
@@ -222,20 +223,28 @@ def test_a_crash_or_a_stop_does_not_lose_a_run(tmp_path):
         assert c.responses.cancel(long.id).status == "cancelled"
 
 
-def test_a_run_whose_key_was_revoked_fails_after_the_restart(tmp_path):
-    state = ("--state-dir", str(tmp_path / "state"))
-    with serve(*state, "--api-key", "key-one") as s:
-        c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
+def run_then_crash(state, key, tokens, also=lambda c, model: None):
+    """Starts a background run of `tokens` tokens with `key` (and `also`'s
+    work), kills the server mid-run; the run's id and what `also` returned."""
+    with serve(*state, "--api-key", key) as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key=key, max_retries=0)
         model = c.models.list().data[0].id
         r = c.responses.create(model=model, background=True, input="Count.",
-                               max_output_tokens=200, extra_body={"ignore_eos": True})
+                               max_output_tokens=tokens, extra_body={"ignore_eos": True})
+        extra = also(c, model)
         assert wait_in_progress(c, r.id)
         s.proc.kill()
         s.proc.wait()
-    # What the run keeps for a restart names its key by id, never the key.
-    kept = [p for p in (tmp_path / "state").rglob("*") if p.is_file()]
+    # What is kept for a restart names the key by its id, never the key.
+    kept = [p for p in Path(state[1]).rglob("*") if p.is_file()]
     assert any(p.name.startswith("responses.db") for p in kept), kept
-    assert not [p for p in kept if b"key-one" in p.read_bytes()]
+    assert not [p for p in kept if key.encode() in p.read_bytes()]
+    return r.id, extra
+
+
+def test_a_run_whose_key_was_revoked_fails_after_the_restart(tmp_path):
+    state = ("--state-dir", str(tmp_path / "state"))
+    rid, _ = run_then_crash(state, "key-one", 200)
     # Restarted with only another key: the run is not made on its behalf.
     with serve(*state, "--api-key", "key-two") as s:
         # The runs left unfinished are read once the model is loaded, before
@@ -244,39 +253,32 @@ def test_a_run_whose_key_was_revoked_fails_after_the_restart(tmp_path):
         assert "cannot run again after the restart" in s.log(), s.log()
     with serve(*state, "--api-key", "key-one") as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
-        failed = c.responses.retrieve(r.id)
+        failed = c.responses.retrieve(rid)
         assert failed.status == "failed" and "could not run again" in failed.error.message
         assert "its API key is no longer accepted" in failed.error.message, failed.error
 
 
 def test_a_run_and_a_batch_made_with_a_key_run_under_it_after_a_restart(tmp_path):
-    state = ("--state-dir", str(tmp_path / "state"))
-    with serve(*state, "--api-key", "key-one") as s:
-        c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
-        model = c.models.list().data[0].id
-        r = c.responses.create(model=model, background=True, input="Count.",
-                               max_output_tokens=120, extra_body={"ignore_eos": True})
+    def batch(c, model):
         lines = "".join(json.dumps({"custom_id": f"l{i}", "method": "POST",
                                     "url": "/v1/completions",
                                     "body": {"model": model, "prompt": "The capital of France is",
                                              "max_tokens": 4, "temperature": 0}}) + "\n"
                         for i in range(3))
         f = c.files.create(file=("b.jsonl", lines.encode()), purpose="batch")
-        b = c.batches.create(input_file_id=f.id, endpoint="/v1/completions",
-                             completion_window="24h")
-        assert wait_in_progress(c, r.id)
-        s.proc.kill()
-        s.proc.wait()
-    kept = [p for p in (tmp_path / "state").rglob("*") if p.is_file()]
-    assert not [p for p in kept if b"key-one" in p.read_bytes()]
+        return c.batches.create(input_file_id=f.id, endpoint="/v1/completions",
+                                completion_window="24h").id
+
+    state = ("--state-dir", str(tmp_path / "state"))
+    rid, batch_id = run_then_crash(state, "key-one", 120, also=batch)
     with serve(*state, "--api-key", "key-one") as s:
         # The key comes back from its id: the run and the batch's lines are
         # made on its behalf (keys are required: without it, 401s).
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="key-one", max_retries=0)
-        again = wait_done(c, r.id)
+        again = wait_done(c, rid)
         assert again.status == "incomplete" and again.usage.output_tokens == 120, again.error
         deadline = time.monotonic() + 120
-        while (done := c.batches.retrieve(b.id)).status != "completed":
+        while (done := c.batches.retrieve(batch_id)).status != "completed":
             assert time.monotonic() < deadline, done
             time.sleep(0.2)
         assert done.request_counts.completed == 3 and done.request_counts.failed == 0, done
