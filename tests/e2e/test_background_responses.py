@@ -7,7 +7,9 @@ is streamed and resumed from any event (starting_after) after the client
 hung up, is cancelled (idempotently) and frees its conversation, cannot be
 continued before it has an answer, is drained by a stop (SIGTERM) like a
 request in flight, runs again from the start after a crash or a stop that
-cut it, and fails saying why when it cannot (its key revoked)."""
+cut it (holding its conversation before /ready answers), under its key kept by
+id (no state file holds a key), and fails saying why when it cannot (its key
+revoked)."""
 import json
 import signal
 import time
@@ -221,6 +223,30 @@ def test_a_crash_or_a_stop_does_not_lose_a_run(tmp_path):
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
         assert wait_in_progress(c, long.id), c.responses.retrieve(long.id).status
         assert c.responses.cancel(long.id).status == "cancelled"
+
+
+def test_a_resumed_run_holds_its_conversation_before_the_server_is_ready(tmp_path):
+    state = ("--state-dir", str(tmp_path / "state"))
+    with serve(*state) as s:
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        model = c.models.list().data[0].id
+        conv = c.conversations.create(items=[{"role": "user", "content": "Hi."}])
+        r = c.responses.create(model=model, background=True, conversation=conv.id, **LONG)
+        assert wait_in_progress(c, r.id)
+        s.proc.kill()
+        s.proc.wait()
+    with serve(*state) as s:
+        # The first client turn after /ready finds the conversation held by
+        # the run that resumed, never the other way round.
+        c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as locked:
+            c.responses.create(model=model, conversation=conv.id, input="x", max_output_tokens=2)
+        assert locked.value.code == "conversation_locked"
+        done = wait_done(c, r.id)
+        assert done.status == "incomplete" and done.usage.output_tokens == 400, done.error
+        # Its turn was added once: the first item, its input, its answer.
+        items = c.conversations.items.list(conv.id, order="asc").data
+        assert [i.role for i in items] == ["user", "user", "assistant"], items
 
 
 def run_then_crash(state, key, tokens, also=lambda c, model: None):
