@@ -179,37 +179,31 @@ bool Scheduler::DisplaceLowerLocked(int cls, bool patient, int32_t needed) {
 int32_t Scheduler::AdmitLocked() {
   const auto now = clock_->Now();
   for (auto& q : queue_) {
-    // Cancelled requests leave the queue at once (they hold no KV).
-    for (auto it = q.begin(); it != q.end();) {
-      if (it->sink->Cancelled()) {
-        GenerationResult r;
-        r.finish = FinishReason::kCancelled;
-        queued_choices_ -= it->req.n;
-        it->sink->OnDone(std::move(r));
-        it = q.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    // Expire requests that waited too long: max_queue_wait, or their own
-    // longer wait (anywhere in the queue, so not only at its front).
+    // One pass: cancelled requests leave the queue at once (they hold no
+    // KV); requests that waited too long — max_queue_wait, or their own
+    // wait (anywhere in the queue, so not only at its front) — expire.
     for (auto it = q.begin(); it != q.end();) {
       const int64_t wait_ms =
           it->req.max_queue_wait_ms > 0 ? it->req.max_queue_wait_ms : options_.max_queue_wait_ms;
-      if (now - it->enqueued <= std::chrono::milliseconds(wait_ms)) {
+      const bool cancelled = it->sink->Cancelled();
+      if (!cancelled && now - it->enqueued <= std::chrono::milliseconds(wait_ms)) {
         ++it;
         continue;
       }
       GenerationResult r;
-      r.finish = FinishReason::kError;
-      const int32_t retry = RetryAfterLocked();
-      r.error = Status::ResourceExhausted(
-                    "over capacity: waited " + std::to_string(wait_ms) +
-                    " ms in the queue (max_queue_wait) without a free session; retry after " +
-                    std::to_string(retry) + " s")
-                    .WithRetryAfter(retry);
-      stats_.rejected.Add();
-      stats_.rejected_by_reason.With({"queue_timeout"}).Add();
+      if (cancelled) {
+        r.finish = FinishReason::kCancelled;
+      } else {
+        r.finish = FinishReason::kError;
+        const int32_t retry = RetryAfterLocked();
+        r.error = Status::ResourceExhausted(
+                      "over capacity: waited " + std::to_string(wait_ms) +
+                      " ms in the queue (max_queue_wait) without a free session; retry after " +
+                      std::to_string(retry) + " s")
+                      .WithRetryAfter(retry);
+        stats_.rejected.Add();
+        stats_.rejected_by_reason.With({"queue_timeout"}).Add();
+      }
       queued_choices_ -= it->req.n;
       it->sink->OnDone(std::move(r));
       it = q.erase(it);
