@@ -142,6 +142,74 @@ TEST_F(BatchApiTest, ABatchOfAGoodFileIsInProgressWithItsCountsWindowAndMetadata
   EXPECT_EQ(kept, json({{"X-Outpost-Key-Id", ApiKeyId("key-of-k1")}})) << kept.dump();
 }
 
+TEST_F(BatchApiTest, ABatchShowsItsModelUsageAndKeepsItsOutputExpiry) {
+  std::string lines;
+  for (int i = 0; i < 2; ++i) {
+    lines += json{{"custom_id", "r" + std::to_string(i)},
+                  {"method", "POST"},
+                  {"url", "/v1/chat/completions"},
+                  {"body",
+                   {{"model", "SmolLM2"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}}}
+                 .dump() +
+             "\n";
+  }
+  const std::string file = json::parse(Upload(lines).body)["id"];
+  HttpResponse res =
+      Call("POST", "/v1/batches",
+           json{{"input_file_id", file},
+                {"endpoint", "/v1/chat/completions"},
+                {"completion_window", "24h"},
+                {"output_expires_after", {{"anchor", "created_at"}, {"seconds", 7200}}}}
+               .dump());
+  ASSERT_EQ(res.status, 200) << res.body;
+  const json b = json::parse(res.body);
+  EXPECT_EQ(b["model"], "SmolLM2");
+  EXPECT_EQ(b["usage"], json({{"input_tokens", 0},
+                              {"input_tokens_details", {{"cached_tokens", 0}}},
+                              {"output_tokens", 0},
+                              {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                              {"total_tokens", 0}}));
+  EXPECT_EQ(store_->GetBatch("k1", b["id"])->output_expires_after, 7200);
+  // Without a model in its lines the batch's model is null until an answer names it.
+  const std::string plain = json::parse(Upload(Lines(1)).body)["id"];
+  res = Call(
+      "POST", "/v1/batches",
+      json{{"input_file_id", plain}, {"endpoint", "/v1/completions"}, {"completion_window", "24h"}}
+          .dump());
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_TRUE(json::parse(res.body)["model"].is_null());
+  EXPECT_EQ(store_->GetBatch("k1", json::parse(res.body)["id"])->output_expires_after, 0);
+}
+
+TEST(BatchUsage, ReadFromEveryEndpointsAnswer) {
+  const json chat = json::parse(
+      R"({"usage":{"prompt_tokens":30,"completion_tokens":8,"total_tokens":38,
+          "prompt_tokens_details":{"cached_tokens":24},
+          "completion_tokens_details":{"reasoning_tokens":0}}})");
+  batch::TokenUsage u = UsageOf(chat);
+  EXPECT_EQ(u.input, 30);
+  EXPECT_EQ(u.cached, 24);
+  EXPECT_EQ(u.output, 8);
+  const json responses = json::parse(
+      R"({"usage":{"input_tokens":12,"output_tokens":5,"total_tokens":17,
+          "input_tokens_details":{"cached_tokens":4},
+          "output_tokens_details":{"reasoning_tokens":1}}})");
+  u = UsageOf(responses);
+  EXPECT_EQ(u.input, 12);
+  EXPECT_EQ(u.cached, 4);
+  EXPECT_EQ(u.output, 5);
+  EXPECT_EQ(u.reasoning, 1);
+  u = UsageOf(json::parse(R"({"usage":{"prompt_tokens":7,"total_tokens":7}})"));  // embeddings
+  EXPECT_EQ(u.input, 7);
+  EXPECT_EQ(u.output, 0);
+  // An error body, or a usage of the wrong shape, counts nothing.
+  for (const char* body : {R"({"error":{"message":"bad"}})", R"({"usage":5})",
+                           R"({"usage":{"prompt_tokens":"many"}})"}) {
+    u = UsageOf(json::parse(body));
+    EXPECT_EQ(u.input + u.cached + u.output + u.reasoning, 0) << body;
+  }
+}
+
 TEST_F(BatchApiTest, ABadInputFileGivesAFailedBatchListingTheBadLines) {
   const std::string elsewhere =
       R"({"custom_id":"r9","method":"POST","url":"/v1/embeddings","body":{"input":"x"}})";
@@ -220,6 +288,28 @@ TEST_F(BatchApiTest, BadRequestsGetTheirStatusAndNameTheirField) {
        "metadata"},
       {"metadata value a number", "POST", "/v1/batches", with("metadata", {{"a", 1}}), "", 400,
        "metadata.a"},
+      {"output expiry a number", "POST", "/v1/batches", with("output_expires_after", 3600), "", 400,
+       "output_expires_after"},
+      {"output expiry without anchor", "POST", "/v1/batches",
+       with("output_expires_after", {{"seconds", 3600}}), "", 400, "output_expires_after.anchor"},
+      {"output expiry other anchor", "POST", "/v1/batches",
+       with("output_expires_after", {{"anchor", "completed_at"}, {"seconds", 3600}}), "", 400,
+       "output_expires_after.anchor"},
+      {"output expiry too short", "POST", "/v1/batches",
+       with("output_expires_after", {{"anchor", "created_at"}, {"seconds", 3599}}), "", 400,
+       "output_expires_after.seconds"},
+      {"output expiry too long", "POST", "/v1/batches",
+       with("output_expires_after", {{"anchor", "created_at"}, {"seconds", 2592001}}), "", 400,
+       "output_expires_after.seconds"},
+      {"output expiry in text", "POST", "/v1/batches",
+       with("output_expires_after", {{"anchor", "created_at"}, {"seconds", "3600"}}), "", 400,
+       "output_expires_after.seconds"},
+      {"output expiry without seconds", "POST", "/v1/batches",
+       with("output_expires_after", {{"anchor", "created_at"}}), "", 400,
+       "output_expires_after.seconds"},
+      {"output expiry unknown field", "POST", "/v1/batches",
+       with("output_expires_after", {{"anchor", "created_at"}, {"seconds", 3600}, {"days", 1}}), "",
+       400, "output_expires_after.days"},
       {"batches limit 101", "GET", "/v1/batches?limit=101", "", "", 400, "limit"},
       {"unknown batch", "GET", "/v1/batches/batch_nope", "", "", 404, "batch_id"},
       {"cancel by GET", "GET", "/v1/batches/batch_nope/cancel", "", "", 405, ""},

@@ -31,6 +31,12 @@ TEST(BatchInput, AGoodFileGivesOneLineEachInFileOrderWithTheirBodies) {
   EXPECT_EQ(in.lines[2].index, 3);  // the blank line keeps its number
   EXPECT_EQ(in.lines[1].url, kChat);
   EXPECT_EQ(nlohmann::json::parse(in.lines[1].body)["messages"][0]["content"], "two");
+  EXPECT_EQ(in.model, "default");  // the model every line names
+  EXPECT_EQ(ParseBatchInput(R"({"custom_id":"a","method":"POST","url":"/v1/chat/completions",)"
+                            R"("body":{"messages":[]}})",
+                            kChat, 100)
+                .model,
+            "");  // none named
 }
 
 TEST(BatchInput, LinesWithTheSamePromptPrefixShareTheStartOfTheirOrderKey) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "mocks/temp_file.h"
@@ -213,6 +214,115 @@ TEST(BatchStore, FinalizeWritesOkAnswersToTheOutputFileAndTheRestToTheErrorFile)
   EXPECT_TRUE(err[1]["response"].is_null());
   EXPECT_EQ(err[1]["error"]["code"], "batch_expired");
   EXPECT_EQ(store->GetFile("k1", "file-err")->purpose, "batch_output");
+}
+
+TEST(BatchStore, ABatchSumsItsLinesUsageAndTakesTheModelOfItsFirstAnswer) {
+  auto store = OpenStore(NewDbPath());
+  ASSERT_TRUE(store->CreateBatch(Batch("batch_1"), Lines(3)).ok());
+  auto b = store->GetBatch("k1", "batch_1");
+  EXPECT_EQ(b->model, "");
+  EXPECT_EQ(b->usage.input, 0);
+  LineResult r0 = Answer(200, "{}");
+  r0.usage = {20, 16, 5, 0};
+  r0.model = "served-model";
+  ASSERT_TRUE(store->RecordLine("batch_1", 0, r0, "r0").ok());
+  LineResult r1 = Answer(200, "{}");
+  r1.usage = {30, 0, 7, 2};
+  r1.model = "another-name";  // the batch keeps the first
+  ASSERT_TRUE(store->RecordLine("batch_1", 1, r1, "r1").ok());
+  // A repeated result for a done line counts once.
+  ASSERT_TRUE(store->RecordLine("batch_1", 1, r1, "r1b").ok());
+  b = store->GetBatch("k1", "batch_1");
+  EXPECT_EQ(b->model, "served-model");
+  EXPECT_EQ(b->usage.input, 50);
+  EXPECT_EQ(b->usage.cached, 16);
+  EXPECT_EQ(b->usage.output, 12);
+  EXPECT_EQ(b->usage.reasoning, 2);
+
+  // A batch whose lines named a model keeps that name.
+  BatchObject named = Batch("batch_2");
+  named.model = "SmolLM2";
+  ASSERT_TRUE(store->CreateBatch(named, Lines(1)).ok());
+  ASSERT_TRUE(store->RecordLine("batch_2", 0, r1, "r2").ok());
+  EXPECT_EQ(store->GetBatch("k1", "batch_2")->model, "SmolLM2");
+}
+
+TEST(BatchStore, OutputFilesExpireWhenTheBatchAskedAndNeverOtherwise) {
+  auto store = OpenStore(NewDbPath());
+  BatchObject b = Batch("batch_1");
+  b.output_expires_after = 7200;
+  ASSERT_TRUE(store->CreateBatch(b, Lines(2)).ok());
+  ASSERT_TRUE(store->CreateBatch(Batch("batch_2"), Lines(1)).ok());
+  ASSERT_TRUE(store->RecordLine("batch_1", 0, Answer(200, "{}"), "r0").ok());
+  ASSERT_TRUE(store->RecordLine("batch_1", 1, Answer(400, "{}"), "r1").ok());
+  ASSERT_TRUE(store->RecordLine("batch_2", 0, Answer(200, "{}"), "r2").ok());
+  BatchStore::Final f;
+  f.at = 1000;
+  f.output_file_id = "file-out1";
+  f.error_file_id = "file-err1";
+  ASSERT_TRUE(store->Finalize("batch_1", f).ok());
+  f.output_file_id = "file-out2";
+  f.error_file_id = "file-err2";
+  ASSERT_TRUE(store->Finalize("batch_2", f).ok());
+  EXPECT_EQ(store->GetFile("k1", "file-out1")->expires_at, 1000 + 7200);
+  EXPECT_EQ(store->GetFile("k1", "file-err1")->expires_at, 1000 + 7200);
+  EXPECT_EQ(store->GetFile("k1", "file-out2")->expires_at, 0);
+  EXPECT_EQ(store->DeleteExpiredFiles(1000 + 7200), 2);
+  EXPECT_FALSE(store->GetFile("k1", "file-out1").ok());
+  EXPECT_TRUE(store->GetFile("k1", "file-out2").ok());
+}
+
+TEST(BatchStore, AStoreMadeBeforeUsageWasKeptOpensAndCountsFromThen) {
+  const std::string path = NewDbPath();
+  {
+    // The tables as an older Outpost made them, with one batch half done.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* sql =
+        "CREATE TABLE batches(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, "
+        "owner TEXT NOT NULL, endpoint TEXT NOT NULL, input_file_id TEXT NOT NULL, "
+        "completion_window TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL, "
+        "in_progress_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, finalizing_at INTEGER NOT "
+        "NULL, completed_at INTEGER NOT NULL, failed_at INTEGER NOT NULL, expired_at INTEGER NOT "
+        "NULL, cancelling_at INTEGER NOT NULL, cancelled_at INTEGER NOT NULL, output_file_id TEXT "
+        "NOT NULL, error_file_id TEXT NOT NULL, metadata TEXT NOT NULL, errors TEXT NOT NULL, "
+        "headers TEXT NOT NULL, total INTEGER NOT NULL);"
+        "CREATE TABLE lines(batch_id TEXT NOT NULL, idx INTEGER NOT NULL, custom_id TEXT NOT "
+        "NULL, url TEXT NOT NULL, body TEXT NOT NULL, order_key TEXT NOT NULL, state INTEGER NOT "
+        "NULL DEFAULT 0, status_code INTEGER NOT NULL DEFAULT 0, request_id TEXT NOT NULL DEFAULT "
+        "'', response TEXT NOT NULL DEFAULT '', error_code TEXT NOT NULL DEFAULT '', "
+        "error_message TEXT NOT NULL DEFAULT '', result_id TEXT NOT NULL DEFAULT '', PRIMARY "
+        "KEY(batch_id, idx));"
+        "INSERT INTO batches(id, owner, endpoint, input_file_id, completion_window, status, "
+        "created_at, in_progress_at, expires_at, finalizing_at, completed_at, failed_at, "
+        "expired_at, cancelling_at, cancelled_at, output_file_id, error_file_id, metadata, "
+        "errors, headers, total) VALUES('batch_old', 'k1', '/v1/completions', 'file-in', '24h', "
+        "'in_progress', 100, 100, 86500, 0, 0, 0, 0, 0, 0, '', '', 'null', 'null', '{}', 2);"
+        "INSERT INTO lines(batch_id, idx, custom_id, url, body, order_key, state, status_code) "
+        "VALUES('batch_old', 0, 'a', '/v1/completions', '{}', 'a', 1, 200), ('batch_old', 1, "
+        "'b', '/v1/completions', '{}', 'b', 0, 0);";
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = OpenStore(path);
+  auto b = store->GetBatch("k1", "batch_old");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->counts.completed, 1);
+  EXPECT_EQ(b->usage.input, 0);  // its line answered before usage was kept
+  EXPECT_EQ(b->model, "");
+  LineResult r = Answer(200, "{}");
+  r.usage = {9, 0, 4, 0};
+  r.model = "m";
+  ASSERT_TRUE(store->RecordLine("batch_old", 1, r, "r1").ok());
+  b = store->GetBatch("k1", "batch_old");
+  EXPECT_EQ(b->counts.completed, 2);
+  EXPECT_EQ(b->usage.input, 9);
+  EXPECT_EQ(b->usage.output, 4);
+  EXPECT_EQ(b->model, "m");
+  // Opening it again (the columns are there now) changes nothing.
+  store.reset();
+  store = OpenStore(path);
+  EXPECT_EQ(store->GetBatch("k1", "batch_old")->usage.input, 9);
 }
 
 TEST(BatchStore, AnAllGoodBatchHasNoErrorFile) {

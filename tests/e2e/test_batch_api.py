@@ -100,6 +100,16 @@ def test_a_batch_runs_through_the_official_client_to_answers_that_make_sense(bat
     assert batch_server.metric("outpost_batch_lines_running") == 0
     output = client.files.retrieve(done.output_file_id)
     assert output.purpose == "batch_output"
+    assert output.expires_at is None  # no output_expires_after asked
+    # The lines named no model: the batch reports the one that served them, and
+    # its usage is the sum of its answers' (the 400 used none).
+    assert done.model == client.models.list().data[0].id
+    bodies = [o["response"]["body"] for o in out]
+    assert done.usage.input_tokens == sum(b["usage"]["prompt_tokens"] for b in bodies) > 0
+    assert done.usage.output_tokens == sum(b["usage"]["completion_tokens"] for b in bodies) > 0
+    assert done.usage.total_tokens == done.usage.input_tokens + done.usage.output_tokens
+    assert done.usage.input_tokens_details.cached_tokens == sum(
+        b["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0) for b in bodies)
     assert done.output_file_id in [x.id for x in client.files.list(purpose="batch_output").data]
 
 
@@ -140,12 +150,22 @@ def test_a_chat_batch_answers_each_line_with_a_chat_completion(batch_server):
                  url="/v1/chat/completions", max_tokens=12)
     f = client.files.create(file=("chat.jsonl", data), purpose="batch")
     b = client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                              completion_window="1h")
+                              completion_window="1h",
+                              output_expires_after={"anchor": "created_at", "seconds": 3600})
     done = wait_for(client, b.id, {"completed", "failed"})
     assert done.status == "completed" and done.error_file_id is None, done
-    for o in jsonl(client.files.content(done.output_file_id).text):
+    out = jsonl(client.files.content(done.output_file_id).text)
+    for o in out:
         msg = o["response"]["body"]["choices"][0]["message"]
         assert msg["role"] == "assistant" and msg["content"].strip(), o
+    output = client.files.retrieve(done.output_file_id)
+    assert output.expires_at == output.created_at + 3600, output
+    usage = [o["response"]["body"]["usage"] for o in out]
+    assert done.usage.input_tokens == sum(u["prompt_tokens"] for u in usage)
+    assert done.usage.output_tokens == sum(u["completion_tokens"] for u in usage)
+    # The chat template's opening is the same for all three: the later lines find it cached.
+    cached = sum(u.get("prompt_tokens_details", {}).get("cached_tokens", 0) for u in usage)
+    assert done.usage.input_tokens_details.cached_tokens == cached > 0, (done.usage, usage)
 
 
 def test_a_responses_batch_answers_each_line_with_a_response(batch_server):
@@ -163,6 +183,9 @@ def test_a_responses_batch_answers_each_line_with_a_response(batch_server):
     text = first["body"]["output"][0]["content"][0]["text"]
     assert "Paris" in text, first
     assert out["line-1"]["body"]["usage"]["output_tokens"] > 0
+    usage = [r["body"]["usage"] for r in out.values()]
+    assert done.usage.input_tokens == sum(u["input_tokens"] for u in usage) > 0
+    assert done.usage.output_tokens == sum(u["output_tokens"] for u in usage) > 0
 
 
 def test_a_bad_input_file_fails_the_batch_naming_each_bad_line(batch_server):
@@ -213,6 +236,10 @@ def test_files_and_batches_refuse_bad_requests_by_name_and_serve_on(batch_server
                                            "completion_window": "24h"}), 400, "endpoint"),
         ("post", "/v1/batches", dict(json={"input_file_id": "f", "endpoint": "/v1/completions",
                                            "completion_window": "forever"}), 400, "completion_window"),
+        ("post", "/v1/batches", dict(json={"input_file_id": "f", "endpoint": "/v1/completions",
+                                           "completion_window": "24h",
+                                           "output_expires_after": {"anchor": "created_at", "seconds": 60}}),
+         400, "output_expires_after.seconds"),
         ("get", "/v1/batches?limit=0", {}, 400, "limit"),
         ("get", "/v1/batches/batch_missing", {}, 404, "batch_id"),
         ("post", "/v1/batches/batch_missing/cancel", {}, 404, "batch_id"),

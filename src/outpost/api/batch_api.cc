@@ -41,7 +41,69 @@ json FileJson(const batch::FileObject& f) {
           {"status_details", nullptr}};
 }
 
+// A field of `usage` (or of one of its *_details objects) that is a count.
+int64_t Count(const json& obj, const char* details, const char* key) {
+  const json* o = &obj;
+  if (details != nullptr) {
+    auto d = obj.find(details);
+    if (d == obj.end() || !d->is_object()) return 0;
+    o = &*d;
+  }
+  auto v = o->find(key);
+  return v != o->end() && v->is_number_integer() ? v->get<int64_t>() : 0;
+}
+
 }  // namespace
+
+batch::TokenUsage UsageOf(const json& body) {
+  batch::TokenUsage u;
+  auto it = body.find("usage");
+  if (it == body.end() || !it->is_object()) return u;
+  const json& usage = *it;
+  if (usage.contains("input_tokens")) {  // the Responses API's names
+    u.input = Count(usage, nullptr, "input_tokens");
+    u.cached = Count(usage, "input_tokens_details", "cached_tokens");
+    u.output = Count(usage, nullptr, "output_tokens");
+    u.reasoning = Count(usage, "output_tokens_details", "reasoning_tokens");
+  } else {  // chat and text completions', embeddings' (no completion tokens)
+    u.input = Count(usage, nullptr, "prompt_tokens");
+    u.cached = Count(usage, "prompt_tokens_details", "cached_tokens");
+    u.output = Count(usage, nullptr, "completion_tokens");
+    u.reasoning = Count(usage, "completion_tokens_details", "reasoning_tokens");
+  }
+  return u;
+}
+
+StatusOr<int64_t> OutputExpiresAfter(const json& body) {
+  auto it = body.find("output_expires_after");
+  if (it == body.end() || it->is_null()) return int64_t{0};
+  if (!it->is_object()) {
+    return Status::InvalidArgument(
+        "output_expires_after must be an object {\"anchor\": \"created_at\", \"seconds\": N}",
+        "output_expires_after");
+  }
+  for (const auto& [key, value] : it->items()) {
+    if (key != "anchor" && key != "seconds") {
+      return Status::InvalidArgument("output_expires_after has an unknown field '" +
+                                         key.substr(0, 64) + "' (use anchor, seconds)",
+                                     "output_expires_after." + key.substr(0, 64));
+    }
+  }
+  auto anchor = it->find("anchor");
+  if (anchor == it->end() || !anchor->is_string() || *anchor != "created_at") {
+    return Status::InvalidArgument("output_expires_after.anchor must be 'created_at'",
+                                   "output_expires_after.anchor");
+  }
+  auto seconds = it->find("seconds");
+  if (seconds == it->end() || !seconds->is_number_integer() ||
+      seconds->get<int64_t>() < kMinFileExpiry || seconds->get<int64_t>() > kMaxFileExpiry) {
+    return Status::InvalidArgument(
+        "output_expires_after.seconds must be an integer from 3600 to 2592000, got " +
+            (seconds == it->end() ? std::string("none") : seconds->dump().substr(0, 32)),
+        "output_expires_after.seconds");
+  }
+  return seconds->get<int64_t>();
+}
 
 StatusOr<int64_t> ParseCompletionWindow(const std::string& s, int64_t max_s) {
   auto bad = [&] {
@@ -253,6 +315,9 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
   if (!window.ok()) return SendError(res, window.status());
   const json metadata = body.value("metadata", json(nullptr));
   if (Status st = CheckMetadata(metadata); !st.ok()) return SendError(res, st);
+  auto expires_after = OutputExpiresAfter(body);
+  if (!expires_after.ok()) return SendError(res, expires_after.status());
+  b.output_expires_after = *expires_after;
   auto input = store_->GetFile(owner, b.input_file_id);
   if (!input.ok()) return SendError(res, input.status().WithParam("input_file_id"));
   if (input->purpose != "batch") {
@@ -279,6 +344,7 @@ void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std:
   } else {
     b.status = batch::BatchStatus::kInProgress;
     b.in_progress_at = now;
+    b.model = parsed.model;
   }
   if (Status st = store_->CreateBatch(b, parsed.lines); !st.ok()) return SendError(res, st);
   if (runner_ != nullptr) runner_->Wake();
@@ -321,7 +387,14 @@ json BatchApi::BatchJson(const batch::BatchObject& b) const {
       {"cancelled_at", OrNull(b.cancelled_at)},
       {"request_counts",
        {{"total", b.counts.total}, {"completed", b.counts.completed}, {"failed", b.counts.failed}}},
-      {"metadata", json::parse(b.metadata_json, nullptr, false)}};
+      {"metadata", json::parse(b.metadata_json, nullptr, false)},
+      {"model", OrNull(b.model)},
+      {"usage",
+       {{"input_tokens", b.usage.input},
+        {"input_tokens_details", {{"cached_tokens", b.usage.cached}}},
+        {"output_tokens", b.usage.output},
+        {"output_tokens_details", {{"reasoning_tokens", b.usage.reasoning}}},
+        {"total_tokens", b.usage.input + b.usage.output}}}};
   if (j["errors"].is_discarded()) j["errors"] = nullptr;
   if (j["metadata"].is_discarded()) j["metadata"] = nullptr;
   // Outpost's addition: when the batch should be done at the rate its lines
@@ -372,8 +445,10 @@ batch::Executor LineExecutor(HttpServer* server) {
       r.body = std::move(res.body);
     }
     const json body = json::parse(r.body, nullptr, false);
-    if (body.is_object() && body.contains("id") && body["id"].is_string()) {
-      r.request_id = body["id"].get<std::string>();
+    if (body.is_object()) {
+      if (auto id = body.find("id"); id != body.end() && id->is_string()) r.request_id = *id;
+      if (auto m = body.find("model"); m != body.end() && m->is_string()) r.model = *m;
+      r.usage = UsageOf(body);
     }
     return r;
   };

@@ -69,4 +69,14 @@ batch::Executor LineExecutor(HttpServer* server);
 // completion_window.
 StatusOr<int64_t> ParseCompletionWindow(const std::string& s, int64_t max_s);
 
+// A create body's `output_expires_after` ({"anchor": "created_at", "seconds":
+// 3600…2592000}) → seconds; 0 when absent or null. Errors: InvalidArgument
+// naming the field.
+StatusOr<int64_t> OutputExpiresAfter(const nlohmann::json& body);
+
+// The tokens an answer's body reports in `usage`: the Responses API's
+// input/output names or chat and text completions' and embeddings'
+// prompt/completion ones; zeros when it has none.
+batch::TokenUsage UsageOf(const nlohmann::json& body);
+
 }  // namespace outpost::api

@@ -109,6 +109,7 @@ ParsedInput ParseBatchInput(const std::string& content, const std::string& endpo
     number = 0;
     fail("empty_file", "the input file holds no requests");
   }
+  out.model = model;
   return out;
 }
 

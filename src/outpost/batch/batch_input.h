@@ -28,6 +28,7 @@ struct InputError {
 struct ParsedInput {
   std::vector<BatchLine> lines;
   std::vector<InputError> errors;  // at most kMaxInputErrors; empty: the file is good
+  std::string model;               // the model every line names; "" when they name none
 };
 
 inline constexpr size_t kMaxInputErrors = 100;

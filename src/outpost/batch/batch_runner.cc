@@ -99,9 +99,12 @@ void BatchRunner::FinalizeUnlocked(std::unique_lock<std::mutex>& lock, const Bat
   const Status st = store_->Finalize(b.id, f);
   if (st.ok()) {
     const auto now = store_->GetBatch(b.owner, b.id);
-    const RequestCounts c = now.ok() ? now->counts : b.counts;
-    spdlog::info("batch {} {}: {} of {} lines answered 200, {} failed", b.id,
-                 BatchStatusName(status), c.completed, c.total, c.failed);
+    const BatchObject& done = now.ok() ? *now : b;
+    spdlog::info(
+        "batch {} {}: {} of {} lines answered 200, {} failed; {} input tokens ({} cached), "
+        "{} output tokens",
+        b.id, BatchStatusName(status), done.counts.completed, done.counts.total, done.counts.failed,
+        done.usage.input, done.usage.cached, done.usage.output);
   } else {
     spdlog::error("batch {}: cannot finalize: {}", b.id, st.message());
   }

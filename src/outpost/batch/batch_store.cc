@@ -19,20 +19,34 @@ constexpr const char* kSchema[] = {
     "NULL, completed_at INTEGER NOT NULL, failed_at INTEGER NOT NULL, expired_at INTEGER NOT NULL, "
     "cancelling_at INTEGER NOT NULL, cancelled_at INTEGER NOT NULL, output_file_id TEXT NOT NULL, "
     "error_file_id TEXT NOT NULL, metadata TEXT NOT NULL, errors TEXT NOT NULL, headers TEXT NOT "
-    "NULL, total INTEGER NOT NULL)",
+    "NULL, total INTEGER NOT NULL, model TEXT NOT NULL DEFAULT '', output_expires_after INTEGER "
+    "NOT NULL DEFAULT 0)",
     // state: 0 not yet run, 1 answered, 2 never run (expired).
     "CREATE TABLE IF NOT EXISTS lines(batch_id TEXT NOT NULL, idx INTEGER NOT NULL, custom_id "
     "TEXT NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL, order_key TEXT NOT NULL, state INTEGER "
     "NOT NULL DEFAULT 0, status_code INTEGER NOT NULL DEFAULT 0, request_id TEXT NOT NULL DEFAULT "
     "'', response TEXT NOT NULL DEFAULT '', error_code TEXT NOT NULL DEFAULT '', error_message "
-    "TEXT NOT NULL DEFAULT '', result_id TEXT NOT NULL DEFAULT '', PRIMARY KEY(batch_id, idx))",
+    "TEXT NOT NULL DEFAULT '', result_id TEXT NOT NULL DEFAULT '', input_tokens INTEGER NOT NULL "
+    "DEFAULT 0, cached_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT "
+    "0, reasoning_tokens INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(batch_id, idx))",
     "CREATE INDEX IF NOT EXISTS lines_by_state ON lines(batch_id, state, order_key, idx)",
 };
 
 constexpr const char* kBatchColumns =
     "id, owner, endpoint, input_file_id, completion_window, status, created_at, in_progress_at, "
     "expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at, cancelled_at, "
-    "output_file_id, error_file_id, metadata, errors, headers, total";
+    "output_file_id, error_file_id, metadata, errors, headers, total, model, output_expires_after";
+
+// Columns a store made before batches reported usage lacks ("duplicate
+// column" on a current one is expected and ignored).
+constexpr const char* kAddedColumns[] = {
+    "ALTER TABLE batches ADD COLUMN model TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE batches ADD COLUMN output_expires_after INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE lines ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE lines ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE lines ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE lines ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0",
+};
 
 BatchObject RowToBatch(Stmt& s) {
   BatchObject b;
@@ -57,6 +71,8 @@ BatchObject RowToBatch(Stmt& s) {
   b.errors_json = s.Text(18);
   b.headers_json = s.Text(19);
   b.counts.total = s.Int(20);
+  b.model = s.Text(21);
+  b.output_expires_after = s.Int(22);
   return b;
 }
 
@@ -121,6 +137,7 @@ bool IsTerminal(BatchStatus s) {
 StatusOr<std::unique_ptr<BatchStore>> BatchStore::Open(const std::string& path) {
   auto db = util::SqliteDb::Open(path, "batch store", /*exclusive=*/true, kSchema);
   if (!db.ok()) return db.status();
+  for (const char* sql : kAddedColumns) (void)(*db)->Exec(sql);
   return std::unique_ptr<BatchStore>(new BatchStore(std::move(db).value()));
 }
 
@@ -219,7 +236,7 @@ Status BatchStore::CreateBatch(const BatchObject& b, const std::vector<BatchLine
   if (Status st = db_->Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
   Status st = [&]() -> Status {
     Stmt s(db_->get(), (std::string("INSERT INTO batches(") + kBatchColumns +
-                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                            .c_str());
     s.Bind(1, b.id);
     s.Bind(2, b.owner);
@@ -242,6 +259,8 @@ Status BatchStore::CreateBatch(const BatchObject& b, const std::vector<BatchLine
     s.Bind(19, b.errors_json);
     s.Bind(20, b.headers_json);
     s.Bind(21, static_cast<int64_t>(lines.size()));
+    s.Bind(22, b.model);
+    s.Bind(23, b.output_expires_after);
     if (Status r = s.Run(); !r.ok()) return r;
     Stmt l(db_->get(),
            "INSERT INTO lines(batch_id, idx, custom_id, url, body, order_key) VALUES(?,?,?,?,?,?)");
@@ -264,17 +283,18 @@ Status BatchStore::CreateBatch(const BatchObject& b, const std::vector<BatchLine
   return db_->Exec("COMMIT");
 }
 
-RequestCounts BatchStore::CountsLocked(const std::string& batch_id) {
-  RequestCounts c;
+void BatchStore::CountLinesLocked(BatchObject* b) {
   Stmt s(db_->get(),
          "SELECT COALESCE(SUM(state = 1 AND status_code = 200), 0), COALESCE(SUM(state = 2 OR "
-         "(state = 1 AND status_code <> 200)), 0) FROM lines WHERE batch_id = ?");
-  s.Bind(1, batch_id);
+         "(state = 1 AND status_code <> 200)), 0), COALESCE(SUM(input_tokens), 0), "
+         "COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+         "COALESCE(SUM(reasoning_tokens), 0) FROM lines WHERE batch_id = ?");
+  s.Bind(1, b->id);
   if (s.Step() == SQLITE_ROW) {
-    c.completed = s.Int(0);
-    c.failed = s.Int(1);
+    b->counts.completed = s.Int(0);
+    b->counts.failed = s.Int(1);
+    b->usage = {s.Int(2), s.Int(3), s.Int(4), s.Int(5)};
   }
-  return c;
 }
 
 StatusOr<BatchObject> BatchStore::GetBatch(const std::string& owner, const std::string& id) {
@@ -286,9 +306,7 @@ StatusOr<BatchObject> BatchStore::GetBatch(const std::string& owner, const std::
   s.Bind(2, owner);
   if (s.Step() != SQLITE_ROW) return Status::NotFound("no batch with id '" + id + "'", "batch_id");
   BatchObject b = RowToBatch(s);
-  const int64_t total = b.counts.total;
-  b.counts = CountsLocked(id);
-  b.counts.total = total;
+  CountLinesLocked(&b);
   return b;
 }
 
@@ -393,18 +411,38 @@ std::vector<BatchLine> BatchStore::PendingLines(const std::string& batch_id, int
 Status BatchStore::RecordLine(const std::string& batch_id, int64_t index, const LineResult& r,
                               const std::string& result_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_->get(),
-         "UPDATE lines SET state = 1, status_code = ?, request_id = ?, response = ?, error_code = "
-         "?, error_message = ?, result_id = ? WHERE batch_id = ? AND idx = ? AND state = 0");
-  s.Bind(1, static_cast<int64_t>(r.status_code));
-  s.Bind(2, r.request_id);
-  s.Bind(3, r.body);
-  s.Bind(4, r.error_code);
-  s.Bind(5, r.error_message);
-  s.Bind(6, result_id);
-  s.Bind(7, batch_id);
-  s.Bind(8, index);
-  return s.Run();
+  if (Status st = db_->Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
+  Status st = [&]() -> Status {
+    Stmt s(db_->get(),
+           "UPDATE lines SET state = 1, status_code = ?, request_id = ?, response = ?, error_code "
+           "= ?, error_message = ?, result_id = ?, input_tokens = ?, cached_tokens = ?, "
+           "output_tokens = ?, reasoning_tokens = ? WHERE batch_id = ? AND idx = ? AND state = 0");
+    s.Bind(1, static_cast<int64_t>(r.status_code));
+    s.Bind(2, r.request_id);
+    s.Bind(3, r.body);
+    s.Bind(4, r.error_code);
+    s.Bind(5, r.error_message);
+    s.Bind(6, result_id);
+    s.Bind(7, r.usage.input);
+    s.Bind(8, r.usage.cached);
+    s.Bind(9, r.usage.output);
+    s.Bind(10, r.usage.reasoning);
+    s.Bind(11, batch_id);
+    s.Bind(12, index);
+    if (Status u = s.Run(); !u.ok()) return u;
+    if (r.model.empty() || r.status_code != 200) return Status::Ok();
+    // Lines that name no model are served by the default one: the first
+    // answer says which.
+    Stmt m(db_->get(), "UPDATE batches SET model = ? WHERE id = ? AND model = ''");
+    m.Bind(1, r.model);
+    m.Bind(2, batch_id);
+    return m.Run();
+  }();
+  if (!st.ok()) {
+    db_->Exec("ROLLBACK");
+    return st;
+  }
+  return db_->Exec("COMMIT");
 }
 
 std::string BatchStore::OutputLinesLocked(const std::string& batch_id, bool ok) {
@@ -434,11 +472,13 @@ std::string BatchStore::OutputLinesLocked(const std::string& batch_id, bool ok) 
 Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string owner;
+  int64_t expires_after = 0;
   {
-    Stmt o(db_->get(), "SELECT owner FROM batches WHERE id = ?");
+    Stmt o(db_->get(), "SELECT owner, output_expires_after FROM batches WHERE id = ?");
     o.Bind(1, batch_id);
     if (o.Step() != SQLITE_ROW) return Status::NotFound("no batch with id '" + batch_id + "'");
     owner = o.Text(0);
+    expires_after = o.Int(1);
   }
   if (Status st = db_->Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
   Status st = [&]() -> Status {
@@ -459,13 +499,14 @@ Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
       const std::string& id = ok == 1 ? f.output_file_id : f.error_file_id;
       Stmt a(db_->get(),
              "INSERT INTO files(id, owner, purpose, filename, bytes, created_at, expires_at, "
-             "content) VALUES(?,?,'batch_output',?,?,?,0,?)");
+             "content) VALUES(?,?,'batch_output',?,?,?,?,?)");
       a.Bind(1, id);
       a.Bind(2, owner);
       a.Bind(3, batch_id + (ok == 1 ? "_output.jsonl" : "_error.jsonl"));
       a.Bind(4, static_cast<int64_t>(content.size()));
       a.Bind(5, f.at);
-      a.BindBlob(6, content);
+      a.Bind(6, expires_after > 0 ? f.at + expires_after : int64_t{0});
+      a.BindBlob(7, content);
       if (Status r = a.Run(); !r.ok()) return r;
       ids[ok] = id;
     }

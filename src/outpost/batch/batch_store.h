@@ -59,7 +59,8 @@ class BatchStore {
   // --- batches -----------------------------------------------------------
   // The batch and its lines in one transaction.
   Status CreateBatch(const BatchObject& b, const std::vector<BatchLine>& lines);
-  // With its request counts. NotFound (param "batch_id") as for files.
+  // With its request counts and usage. NotFound (param "batch_id") as for
+  // files.
   StatusOr<BatchObject> GetBatch(const std::string& owner, const std::string& id);
   // Newest first; `after` a batch id.
   std::vector<BatchObject> ListBatches(const std::string& owner, const std::string& after,
@@ -78,12 +79,14 @@ class BatchStore {
   std::vector<BatchLine> PendingLines(const std::string& batch_id, int64_t limit,
                                       const std::set<int64_t>& skip);
   // Durable before it returns. A line already done keeps its first result.
+  // A 200 answer naming a model sets the batch's model when it has none.
   Status RecordLine(const std::string& batch_id, int64_t index, const LineResult& r,
                     const std::string& result_id);
   // One transaction: lines not yet run become `unrun` (an error code such as
   // batch_expired, or "" to leave them out), the output file (lines answered
   // 200) and the error file (the others) are written when not empty — owned
-  // by the batch's owner, purpose "batch_output", named from `file_ids` —
+  // by the batch's owner, purpose "batch_output", named from `file_ids`,
+  // expiring the batch's output_expires_after seconds after `at` (if set) —
   // and the batch takes its final status and stamp.
   struct Final {
     BatchStatus status = BatchStatus::kCompleted;
@@ -98,7 +101,8 @@ class BatchStore {
 
  private:
   explicit BatchStore(std::unique_ptr<util::SqliteDb> db) : db_(std::move(db)) {}
-  RequestCounts CountsLocked(const std::string& batch_id) OUTPOST_REQUIRES(mu_);
+  // Fills b's request counts (but total) and usage from its lines.
+  void CountLinesLocked(BatchObject* b) OUTPOST_REQUIRES(mu_);
   std::string OutputLinesLocked(const std::string& batch_id, bool ok) OUTPOST_REQUIRES(mu_);
 
   std::mutex mu_;

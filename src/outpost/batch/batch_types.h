@@ -43,6 +43,16 @@ struct RequestCounts {
   int64_t failed = 0;     // answered with an error, or never run (expired)
 };
 
+// Tokens a line's answer used, as its body's `usage` reports them (chat and
+// text completions' prompt/completion tokens, responses' input/output tokens,
+// embeddings' prompt tokens); a batch's usage is the sum over its lines.
+struct TokenUsage {
+  int64_t input = 0;
+  int64_t cached = 0;  // of input: found in the prefix cache
+  int64_t output = 0;
+  int64_t reasoning = 0;  // of output
+};
+
 struct BatchObject {
   std::string id;     // "batch_…"
   std::string owner;  // as FileObject::owner
@@ -65,6 +75,12 @@ struct BatchObject {
   std::string metadata_json = "null";  // an object or null
   std::string errors_json = "null";    // {"object":"list","data":[…]} or null
   RequestCounts counts;
+  TokenUsage usage;  // summed over the lines answered so far
+  // The model every line names ("" until known: lines that name none take the
+  // model of the first answer).
+  std::string model;
+  // Seconds after their creation the output and error files expire; 0: never.
+  int64_t output_expires_after = 0;
   // Request headers every line is sent with (Authorization, X-Data-Class),
   // as a JSON object; never shown.
   std::string headers_json = "{}";
@@ -87,6 +103,8 @@ struct LineResult {
   std::string body;  // the response body, JSON text
   std::string error_code;
   std::string error_message;
+  TokenUsage usage;   // from the body's `usage`, when it has one
+  std::string model;  // the body's `model`, when it names one
 };
 
 }  // namespace outpost::batch
