@@ -389,3 +389,62 @@ def test_unusable_uplink_and_audit_settings_stop_the_start(flags, words):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr[-2000:]
     assert words in p.stderr, p.stderr[-2000:]
+
+
+def test_a_batch_yielding_to_users_is_no_failure_in_the_summaries(tmp_path):
+    """Batch lines preempted by arriving users run again: the summaries (and the
+    failure-rate spike event) must not count those attempts as failed requests."""
+    import openai
+
+    rx = Receiver(free_port(), str(tmp_path / "ledger.db"))
+    box = Box(str(tmp_path / "state"), rx.port, "--uplink-interval", "1s", "--parallel", "2",
+              "--ctx-size", "512")
+    try:
+        box.start()
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{box.port}/v1", api_key="x", max_retries=0)
+        model = client.models.list().data[0].id
+        data = "".join(json.dumps({"custom_id": f"l{i}", "method": "POST", "url": "/v1/completions",
+                                   "body": {"prompt": f"Story number {i}:", "max_tokens": 48,
+                                            "ignore_eos": True}}) + "\n" for i in range(12))
+        f = client.files.create(file=("lines.jsonl", data.encode()), purpose="batch")
+        b = client.batches.create(input_file_id=f.id, endpoint="/v1/completions", completion_window="1h")
+        users = 0
+        while client.batches.retrieve(b.id).status == "in_progress":
+            r = client.completions.create(model=model, prompt="The capital of France is", max_tokens=8,
+                                          temperature=0)
+            assert "Paris" in r.choices[0].text
+            users += 1
+            time.sleep(0.1)
+        done = client.batches.retrieve(b.id)
+        assert done.status == "completed" and done.request_counts.completed == 12, done
+        preempted = box.metric('outpost_requests_rejected_total{model="%s",reason="preempted"}' % model,
+                               default=0)
+        assert preempted > 0, "no batch line was preempted: the test did not exercise it"
+        assert box.metric('outpost_requests_finished_total{model="%s",finish_reason="preempted"}' % model) \
+            == preempted
+        assert box.metric('outpost_batch_lines_total{outcome="refused"}') >= preempted
+        # Neither the request counter nor the standard duration histogram saw a failure.
+        metrics = httpx.get(f"http://127.0.0.1:{box.port}/metrics", timeout=10).text
+        bad = [x for x in metrics.splitlines()
+               if x.startswith('outpost_requests_total{endpoint="/v1/completions",status="5')
+               or "error_type=" in x]
+        assert not bad, bad
+        tokens = box.metric("outpost_completion_tokens_total")
+
+        def caught_up():
+            s = latest_summary(rx)
+            if not s or "outpost_completion_tokens_total" not in s:
+                return None
+            v = sum(p["asDouble"] for p in s["outpost_completion_tokens_total"]["sum"]["dataPoints"])
+            return s if v == tokens else None
+        s = wait_for(caught_up, 30, "a summary with this run's token count")
+        for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"]:
+            assert "error.type" not in [a["key"] for a in p["attributes"]], p
+        served = sum(int(p["count"]) for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"])
+        assert served == users + 12, (served, users)  # the users and the lines, each once
+        assert "outpost.failure_rate.spike" not in events(rx)
+        failure = [p["asDouble"] for p in s["outpost.window.failure_rate"]["gauge"]["dataPoints"]]
+        assert failure == [0.0], failure
+    finally:
+        box.stop()
+        rx.kill()

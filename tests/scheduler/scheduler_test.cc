@@ -12,6 +12,8 @@
 
 #include "mocks/fake_engine.h"
 #include "mocks/sim_clock.h"
+#include "outpost/telemetry/genai_stats.h"
+#include "outpost/telemetry/prometheus_text.h"
 #include "scheduler/scheduler_fixture.h"
 
 namespace outpost::scheduler {
@@ -164,6 +166,7 @@ TEST(Scheduler, AFullQueueDisplacesTheNewestOfTheLowestClassForAHigherOne) {
 TEST(Scheduler, ARunningBatchRequestGivesItsSessionToAWaitingInteractiveOne) {
   Fixture f(Opts(/*sessions=*/2, /*max_queue=*/4), std::string(40, 'z'));
   const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  f.sched->SetGenAiStats(std::make_shared<telemetry::GenAiServerStats>(&f.registry, "fake"));
   auto old_batch = f.Sink("old batch"), new_batch = f.Sink("new batch");
   ASSERT_TRUE(f.Submit(old_batch, 4, -1, Priority::kBatch).ok());
   ASSERT_TRUE(f.sched->StepForTest());
@@ -188,6 +191,19 @@ TEST(Scheduler, ARunningBatchRequestGivesItsSessionToAWaitingInteractiveOne) {
   EXPECT_EQ(interactive->text, std::string(40, 'z'));
   EXPECT_EQ(old_batch->text, std::string(40, 'z'));
   EXPECT_EQ(f.engine->TotalKvCells(), 0);
+  // The preempted request runs again (its caller's retry): it is no failed
+  // request in the failure rate the summaries carry, nor a finished one.
+  EXPECT_EQ(stats.finished.With({"preempted"}).value(), 1u);
+  EXPECT_EQ(stats.finished.With({"error"}).value(), 0u);
+  EXPECT_EQ(stats.finished.With({"stop"}).value() + stats.finished.With({"length"}).value(), 2u);
+  const std::string text = telemetry::PrometheusText(f.registry.Snapshot());
+  EXPECT_EQ(text.find("error_type="), std::string::npos) << text;
+  EXPECT_NE(
+      text.find(
+          "gen_ai_server_request_duration_seconds_count{gen_ai_operation_name=\"text_completion\","
+          "gen_ai_provider_name=\"outpost\",gen_ai_request_model=\"fake\"} 2"),
+      std::string::npos)
+      << text;
   // Batch work waiting behind batch work preempts nothing.
   auto b1 = f.Sink("b1"), b2 = f.Sink("b2"), b3 = f.Sink("b3");
   ASSERT_TRUE(f.Submit(b1, 4, -1, Priority::kBatch).ok());

@@ -121,6 +121,9 @@ TEST_F(UplinkTest, ASummaryGoesAsOtlpMetricsWithItsKeyAndLeavesTheSpool) {
   EXPECT_EQ(hp["bucketCounts"], nlohmann::json({"0", "1", "0", "0"}));
   EXPECT_EQ(hp["count"], "1");
   EXPECT_EQ(Attr(hp, "gen_ai.operation.name"), "chat");
+  // A success carries no error.type (OpenTelemetry sets it only on errors),
+  // not an empty one.
+  for (const auto& a : hp["attributes"]) EXPECT_NE(a["key"], "error.type") << hp.dump();
   // The queue's peak over the window, not only its last value.
   double peak = -1, last = -1;
   for (const auto& p : metrics["outpost_queue_depth"]["gauge"]["dataPoints"]) {

@@ -183,12 +183,15 @@ std::string HttpServer::KeyWithId(const std::string& id) const {
   return "";
 }
 
-void HttpServer::Serve(const HttpRequest& req, HttpResponse& res) {
+void HttpServer::Serve(const HttpRequest& req, HttpResponse& res, bool in_process) {
   Route(req, res);
   // Streamed generation responses are counted when the stream ends.
   const bool streamed =
       res.status == 200 && res.streamed() && res.content_type == "text/event-stream";
-  if (!streamed) stats_.requests.With({RouteLabel(req.path), std::to_string(res.status)}).Add();
+  const bool run_again = in_process && (res.status == 503 || res.status == 429);
+  if (!streamed && !run_again) {
+    stats_.requests.With({RouteLabel(req.path), std::to_string(res.status)}).Add();
+  }
   spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
 }
 

@@ -151,8 +151,12 @@ class HttpServer {
   // One request served in-process exactly as one that came over HTTP (keys,
   // routing, audit, metrics): how the batch runner runs a line. Blocks until
   // the response is whole, or is a stream's provider (never for a batch
-  // line: they do not stream). Thread-safe.
-  void Execute(const HttpRequest& req, HttpResponse& res) { Serve(req, res); }
+  // line: they do not stream). Thread-safe. One difference: an answer
+  // refusing it for capacity (503, 429) is not counted in
+  // outpost_requests_total — the runner runs the line again and counts it
+  // as outpost_batch_lines_total{outcome="refused"}, so batch work yielding
+  // to users never reads as a server failing.
+  void Execute(const HttpRequest& req, HttpResponse& res) { Serve(req, res, /*in_process=*/true); }
   // The key a kept request names by its id (kept_request.h): one of the API
   // keys, else a routing tenant's; "" when none has that id now.
   std::string KeyWithId(const std::string& id) const;
@@ -160,8 +164,9 @@ class HttpServer {
  private:
   // /metrics: the front's connection counters.
   void RegisterFrontStats();
-  // Every request: the API key, the route, the request counter.
-  void Serve(const HttpRequest& req, HttpResponse& res);
+  // Every request: the API key, the route, the request counter (see
+  // Execute() for an in-process request).
+  void Serve(const HttpRequest& req, HttpResponse& res, bool in_process = false);
   void Route(const HttpRequest& req, HttpResponse& res);
   void HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res);
   // POST /v1/responses: OpenAI's Responses API over the chat path.

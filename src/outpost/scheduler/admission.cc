@@ -320,6 +320,7 @@ bool Scheduler::PreemptBatch() {
             [](const auto& a, const auto& b) { return a->submitted > b->submitted; });
   for (const auto& g : victims) {
     if (needed <= 0) break;
+    g->preempted = true;
     const std::vector<size_t> members = g->slots;
     for (size_t i : members) {
       Slot& s = slots_[i];

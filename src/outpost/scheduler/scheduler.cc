@@ -522,11 +522,11 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     const std::string error_type = finish == FinishReason::kError ? StatusCodeName(r.error.code())
                                    : finish == FinishReason::kCancelled ? "cancelled"
                                                                         : "";
-    stats_.finished.With({FinishReasonName(finish)}).Add();
+    stats_.finished.With({g->preempted ? "preempted" : FinishReasonName(finish)}).Add();
     g->sink->OnDone(std::move(r));
     const double duration = Seconds(clock_->Now() - g->submitted);
-    stats_.request_duration.Observe(duration);
-    if (genai_) {
+    if (!g->preempted) stats_.request_duration.Observe(duration);
+    if (genai_ && !g->preempted) {
       const int32_t choices = static_cast<int32_t>(g->slots.size());
       genai_->Record(g->operation, duration,
                      g->has_first_token ? Seconds(g->first_token - g->submitted) : -1,

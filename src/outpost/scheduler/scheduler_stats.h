@@ -26,7 +26,7 @@
               "Requests turned away, by reason (queue_full, queue_timeout, displaced, shutting_down).",     \
               "reason")                                                                          \
   COUNTER_VEC(finished, "outpost_requests_finished_total",                                       \
-              "Requests that ran, by how they ended (stop, length, cancelled, error).",          \
+              "Requests that ran, by how they ended (stop, length, cancelled, error, preempted).",        \
               "finish_reason")                                                                   \
   HISTOGRAM(time_to_first_token, "outpost_time_to_first_token_seconds",                          \
             "Time from request arrival to its first generated token.",                           \

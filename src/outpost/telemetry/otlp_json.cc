@@ -38,10 +38,14 @@ std::string AttrName(const std::string& label) {
   return it == names.end() ? label : it->second;
 }
 
+// An empty label is no label (as in Prometheus' text): a successful
+// request's error_type is left out, as OpenTelemetry sets error.type only on
+// errors.
 json Attrs(const json& labels) {
   json out = json::array();
   if (!labels.is_object()) return out;
   for (const auto& [k, v] : labels.items()) {
+    if (v.is_string() && v.get<std::string>().empty()) continue;
     out.push_back(Str(AttrName(k), v.is_string() ? v.get<std::string>() : v.dump()));
   }
   return out;
