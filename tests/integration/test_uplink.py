@@ -162,6 +162,19 @@ def latest_summary(receiver):
     return {m["name"]: m for m in metrics}
 
 
+def summary_counting_all_tokens(rx, box, timeout=30):
+    """The newest summary once one carries every token the box has generated."""
+    tokens = box.metric("outpost_completion_tokens_total")
+
+    def caught_up():
+        s = latest_summary(rx)
+        if not s or "outpost_completion_tokens_total" not in s:
+            return None
+        v = sum(p["asDouble"] for p in s["outpost_completion_tokens_total"]["sum"]["dataPoints"])
+        return s if v == tokens else None
+    return wait_for(caught_up, timeout, "a summary with this run's token count")
+
+
 def test_summaries_reach_a_strict_receiver_and_say_what_happened(tmp_path):
     rx = Receiver(free_port(), str(tmp_path / "ledger.db"))
     box = Box(str(tmp_path / "state"), rx.port, "--uplink-interval", "1s")
@@ -172,15 +185,7 @@ def test_summaries_reach_a_strict_receiver_and_say_what_happened(tmp_path):
             r = httpx.post(f"http://127.0.0.1:{box.port}/v1/chat/completions",
                            json=chat_body(secret, max_tokens=8, temperature=0), timeout=120)
             assert r.status_code == 200, r.text
-        tokens = box.metric("outpost_completion_tokens_total")
-
-        def caught_up():
-            s = latest_summary(rx)
-            if not s or "outpost_completion_tokens_total" not in s:
-                return None
-            v = sum(p["asDouble"] for p in s["outpost_completion_tokens_total"]["sum"]["dataPoints"])
-            return s if v == tokens else None
-        s = wait_for(caught_up, 30, "a summary with this run's token count")
+        s = summary_counting_all_tokens(rx, box)
         dur = s["gen_ai.server.request.duration"]["histogram"]
         assert dur["aggregationTemporality"] == 2
         assert sum(int(p["count"]) for p in dur["dataPoints"]) >= 3
@@ -429,15 +434,7 @@ def test_a_batch_yielding_to_users_is_no_failure_in_the_summaries(tmp_path):
                if x.startswith('outpost_requests_total{endpoint="/v1/completions",status="5')
                or "error_type=" in x]
         assert not bad, bad
-        tokens = box.metric("outpost_completion_tokens_total")
-
-        def caught_up():
-            s = latest_summary(rx)
-            if not s or "outpost_completion_tokens_total" not in s:
-                return None
-            v = sum(p["asDouble"] for p in s["outpost_completion_tokens_total"]["sum"]["dataPoints"])
-            return s if v == tokens else None
-        s = wait_for(caught_up, 30, "a summary with this run's token count")
+        s = summary_counting_all_tokens(rx, box)
         for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"]:
             assert "error.type" not in [a["key"] for a in p["attributes"]], p
         served = sum(int(p["count"]) for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"])

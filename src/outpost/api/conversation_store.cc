@@ -23,16 +23,6 @@ Status NoSuchConversation(const std::string& id, const std::string& param) {
                           param);
 }
 
-// Runs `body` in one write transaction: all of it or none.
-template <typename F>
-Status InTransaction(util::SqliteDb* db, F&& body) {
-  OUTPOST_RETURN_IF_ERROR(db->Exec("BEGIN IMMEDIATE"));
-  Status st = body();
-  if (st.ok()) st = db->Exec("COMMIT");
-  if (!st.ok()) db->Exec("ROLLBACK");
-  return st;
-}
-
 Status InsertItems(util::SqliteDb* db, const std::string& conversation,
                    const std::vector<ConversationItem>& items) {
   Stmt last(db->get(),
@@ -80,7 +70,7 @@ Status ConversationStore::Touch(const std::string& id, int64_t now) {
 Status ConversationStore::Create(const StoredConversation& c,
                                  const std::vector<ConversationItem>& items, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
-  return InTransaction(db_.get(), [&]() -> Status {
+  return db_->InTransaction([&]() -> Status {
     OUTPOST_RETURN_IF_ERROR(db_->Exec(
         "DELETE FROM conversation_items WHERE conversation IN (SELECT id FROM conversations "
         "WHERE expires_at <= " +
@@ -131,7 +121,7 @@ Status ConversationStore::SetMetadata(const std::string& owner, const std::strin
 Status ConversationStore::Delete(const std::string& owner, const std::string& id, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
   OUTPOST_RETURN_IF_ERROR(Check(owner, id, now, "conversation_id"));
-  return InTransaction(db_.get(), [&]() -> Status {
+  return db_->InTransaction([&]() -> Status {
     Stmt items(db_->get(), "DELETE FROM conversation_items WHERE conversation = ?");
     items.Bind(1, id);
     OUTPOST_RETURN_IF_ERROR(items.Run());
@@ -146,7 +136,7 @@ Status ConversationStore::Append(const std::string& owner, const std::string& id
                                  const std::string& param) {
   std::lock_guard<std::mutex> lock(mu_);
   OUTPOST_RETURN_IF_ERROR(Check(owner, id, now, param));
-  return InTransaction(db_.get(), [&]() -> Status {
+  return db_->InTransaction([&]() -> Status {
     OUTPOST_RETURN_IF_ERROR(InsertItems(db_.get(), id, items));
     return Touch(id, now);
   });

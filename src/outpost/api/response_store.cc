@@ -62,11 +62,7 @@ StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& 
 
 Status ResponseStore::Put(const StoredResponse& r, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
-  OUTPOST_RETURN_IF_ERROR(db_->Exec("BEGIN IMMEDIATE"));
-  Status st = PutLocked(r, now);
-  if (st.ok()) st = db_->Exec("COMMIT");
-  if (!st.ok()) db_->Exec("ROLLBACK");
-  return st;
+  return db_->InTransaction([&] { return PutLocked(r, now); });
 }
 
 Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {

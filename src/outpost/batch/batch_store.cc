@@ -233,8 +233,7 @@ int64_t BatchStore::DeleteExpiredFiles(int64_t now) {
 
 Status BatchStore::CreateBatch(const BatchObject& b, const std::vector<BatchLine>& lines) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status st = db_->Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
-  Status st = [&]() -> Status {
+  return db_->InTransaction([&]() -> Status {
     Stmt s(db_->get(), (std::string("INSERT INTO batches(") + kBatchColumns +
                         ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
                            .c_str());
@@ -275,12 +274,7 @@ Status BatchStore::CreateBatch(const BatchObject& b, const std::vector<BatchLine
       if (Status r = l.Run(); !r.ok()) return r;
     }
     return Status::Ok();
-  }();
-  if (!st.ok()) {
-    db_->Exec("ROLLBACK");
-    return st;
-  }
-  return db_->Exec("COMMIT");
+  });
 }
 
 void BatchStore::CountLinesLocked(BatchObject* b) {
@@ -411,8 +405,7 @@ std::vector<BatchLine> BatchStore::PendingLines(const std::string& batch_id, int
 Status BatchStore::RecordLine(const std::string& batch_id, int64_t index, const LineResult& r,
                               const std::string& result_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (Status st = db_->Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
-  Status st = [&]() -> Status {
+  return db_->InTransaction([&]() -> Status {
     Stmt s(db_->get(),
            "UPDATE lines SET state = 1, status_code = ?, request_id = ?, response = ?, error_code "
            "= ?, error_message = ?, result_id = ?, input_tokens = ?, cached_tokens = ?, "
@@ -437,12 +430,7 @@ Status BatchStore::RecordLine(const std::string& batch_id, int64_t index, const 
     m.Bind(1, r.model);
     m.Bind(2, batch_id);
     return m.Run();
-  }();
-  if (!st.ok()) {
-    db_->Exec("ROLLBACK");
-    return st;
-  }
-  return db_->Exec("COMMIT");
+  });
 }
 
 std::string BatchStore::OutputLinesLocked(const std::string& batch_id, bool ok) {
@@ -480,8 +468,7 @@ Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
     owner = o.Text(0);
     expires_after = o.Int(1);
   }
-  if (Status st = db_->Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
-  Status st = [&]() -> Status {
+  return db_->InTransaction([&]() -> Status {
     if (!f.unrun_code.empty()) {
       Stmt u(db_->get(),
              "UPDATE lines SET state = 2, error_code = ?, error_message = ?, result_id = ? || idx "
@@ -523,12 +510,7 @@ Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
     b.Bind(4, ids[0]);
     b.Bind(5, batch_id);
     return b.Run();
-  }();
-  if (!st.ok()) {
-    db_->Exec("ROLLBACK");
-    return st;
-  }
-  return db_->Exec("COMMIT");
+  });
 }
 
 }  // namespace outpost::batch

@@ -35,6 +35,17 @@ class SqliteDb {
   // One or more statements without results. ResourceExhausted on a full
   // disk, Internal otherwise, with SQLite's message.
   Status Exec(const std::string& sql);
+  // Runs `body` (returning Status) in one write transaction (BEGIN
+  // IMMEDIATE): committed when it returns OK, rolled back when it or the
+  // commit fails — all of it or none. Returns the first error.
+  template <typename F>
+  Status InTransaction(F&& body) {
+    if (Status st = Exec("BEGIN IMMEDIATE"); !st.ok()) return st;
+    Status st = body();
+    if (st.ok()) st = Exec("COMMIT");
+    if (!st.ok()) (void)Exec("ROLLBACK");
+    return st;
+  }
   sqlite3* get() { return db_; }
   int64_t LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
   int Changes() { return sqlite3_changes(db_); }
