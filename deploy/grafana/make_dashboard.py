@@ -12,6 +12,8 @@ import os
 import sys
 
 I = 'instance=~"$instance"'
+# Users' latency: a Batch API's lines wait and decode in the lowest class by design.
+U = I + ',openai_response_service_tier!="batch"'
 R = "$__rate_interval"
 
 # (title, unit, kind, [(legend, expr)], width)
@@ -29,10 +31,10 @@ PANELS = [
     ("Serving", None, "row", [], 24),
     ("Time to first token p95 by box", "s", "timeseries",
      [("{{instance}}", f"histogram_quantile(0.95, sum by (le, instance) "
-                       f"(rate(gen_ai_server_time_to_first_token_seconds_bucket{{{I}}}[{R}])))")], 12),
+                       f"(rate(gen_ai_server_time_to_first_token_seconds_bucket{{{U}}}[{R}])))")], 12),
     ("Time per output token p50 by box", "s", "timeseries",
      [("{{instance}}", f"histogram_quantile(0.5, sum by (le, instance) "
-                       f"(rate(gen_ai_server_time_per_output_token_seconds_bucket{{{I}}}[{R}])))")], 12),
+                       f"(rate(gen_ai_server_time_per_output_token_seconds_bucket{{{U}}}[{R}])))")], 12),
     ("Tokens/s by box", "none", "timeseries",
      [("{{instance}}", f"sum by (instance) (rate(outpost_completion_tokens_total{{{I}}}[{R}]))")], 12),
     ("Queue by box", "none", "timeseries", [("{{instance}}", f"sum by (instance) (outpost_queue_depth{{{I}}})")], 12),

@@ -109,7 +109,7 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
     model = "SmolLM2-135M-Instruct.Q4_1"
     for op in ("chat", "text_completion"):
         base = {("gen_ai_operation_name", op), ("gen_ai_provider_name", "outpost"),
-                ("gen_ai_request_model", model)}
+                ("gen_ai_request_model", model), ("openai_response_service_tier", "default")}
         # A success carries no error_type (OpenTelemetry sets it only on errors).
         assert m[("gen_ai_server_request_duration_seconds_count", frozenset(base))] == 1
         assert m[("gen_ai_server_time_to_first_token_seconds_count", frozenset(base))] == 1
@@ -119,7 +119,7 @@ def test_genai_metrics_sensors_and_promtool(sysfs):
         assert 0 < ttft <= dur < 60
     # Embeddings: the request duration only (no tokens are generated).
     emb = {("gen_ai_operation_name", "embeddings"), ("gen_ai_provider_name", "outpost"),
-           ("gen_ai_request_model", model)}
+           ("gen_ai_request_model", model), ("openai_response_service_tier", "default")}
     assert m[("gen_ai_server_request_duration_seconds_count", frozenset(emb))] == 1
     assert 0 < m[("gen_ai_server_request_duration_seconds_sum", frozenset(emb))] < 60
     assert ("gen_ai_server_time_to_first_token_seconds_count", frozenset(emb)) not in m

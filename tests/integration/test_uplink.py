@@ -437,8 +437,12 @@ def test_a_batch_yielding_to_users_is_no_failure_in_the_summaries(tmp_path):
         s = summary_counting_all_tokens(rx, box)
         for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"]:
             assert "error.type" not in [a["key"] for a in p["attributes"]], p
-        served = sum(int(p["count"]) for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"])
-        assert served == users + 12, (served, users)  # the users and the lines, each once
+        served = {}
+        for p in s["gen_ai.server.request.duration"]["histogram"]["dataPoints"]:
+            tier = {a["key"]: a["value"]["stringValue"] for a in p["attributes"]}["openai.response.service_tier"]
+            served[tier] = served.get(tier, 0) + int(p["count"])
+        # The users and the lines, each once, told apart (the window's latencies are the users').
+        assert served == {"default": users, "batch": 12}, (served, users)
         assert "outpost.failure_rate.spike" not in events(rx)
         failure = [p["asDouble"] for p in s["outpost.window.failure_rate"]["gauge"]["dataPoints"]]
         assert failure == [0.0], failure

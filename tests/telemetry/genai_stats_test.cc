@@ -15,12 +15,12 @@ TEST(GenAiServerStats, StandardNamesLabelsAndOneValuePerRequest) {
   StatRegistry reg;
   GenAiServerStats s(&reg, "smollm2");
   // 2.0 s in all, first token after 0.5 s, 31 tokens: 1.5 s / 30 = 0.05 s per token.
-  s.Record("chat", 2.0, 0.5, 31, "");
-  s.Record("chat", 0.2, -1, 0, "unavailable");  // failed before any token
+  s.Record("chat", "default", 2.0, 0.5, 31, "");
+  s.Record("chat", "default", 0.2, -1, 0, "unavailable");  // failed before any token
   const std::string text = PrometheusText(reg.Snapshot());
   const std::string ok =
       "gen_ai_operation_name=\"chat\",gen_ai_provider_name=\"outpost\","
-      "gen_ai_request_model=\"smollm2\"";
+      "gen_ai_request_model=\"smollm2\",openai_response_service_tier=\"default\"";
   // A success has no error_type (OpenTelemetry sets error.type only on errors;
   // an empty label is no label to Prometheus, so the text leaves it out).
   EXPECT_NE(text.find("gen_ai_server_request_duration_seconds_count{" + ok + "} 1"),

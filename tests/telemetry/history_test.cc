@@ -56,17 +56,19 @@ TEST(History, RatesQuantilesAndGaugesFromTheRegistry) {
 
   tokens.Add(50);
   active.Set(3);
-  genai.Record("chat", 2.0, 0.3, 20, "");
-  genai.Record("chat", 1.0, 0.3, 10, "");
-  genai.Record("chat", 0.1, -1, 0, "internal");
-  genai.Record("chat", 0.1, -1, 0, "cancelled");
+  genai.Record("chat", "default", 2.0, 0.3, 20, "");
+  genai.Record("chat", "default", 1.0, 0.3, 10, "");
+  genai.Record("chat", "default", 0.1, -1, 0, "internal");
+  genai.Record("chat", "default", 0.1, -1, 0, "cancelled");
+  // A batch line waited its turn in the lowest class: a request, not a user's wait.
+  genai.Record("chat", "batch", 40.0, 30.0, 10, "");
   clock.Advance(std::chrono::seconds(5));
   h.SampleNow();
   const auto j = h.Json();
   ASSERT_EQ(j["points"].size(), 1u);
   const auto& p = j["points"][0];
   EXPECT_DOUBLE_EQ(p["tokens_per_s"].get<double>(), 10);     // 50 tokens in 5 s
-  EXPECT_DOUBLE_EQ(p["requests_per_s"].get<double>(), 0.8);  // 4 in 5 s
+  EXPECT_DOUBLE_EQ(p["requests_per_s"].get<double>(), 1.0);  // 5 in 5 s
   EXPECT_DOUBLE_EQ(p["errors_per_s"].get<double>(), 0.2);    // cancellations are not errors
   // Both first tokens are in the (0.25, 0.5] bucket: the median interpolates to 0.375.
   EXPECT_DOUBLE_EQ(p["ttft_p50_s"].get<double>(), 0.375);
@@ -75,7 +77,7 @@ TEST(History, RatesQuantilesAndGaugesFromTheRegistry) {
   EXPECT_DOUBLE_EQ(p["hottest_c"].get<double>(), 61.5);
   EXPECT_TRUE(p["power_w"].is_null());
   EXPECT_EQ(j["current"]["sensors"][0]["hw_id"], "cpu0");
-  EXPECT_DOUBLE_EQ(j["current"]["requests_total"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(j["current"]["requests_total"].get<double>(), 5);
 
   // A quiet interval: zero rates, no quantile.
   clock.Advance(std::chrono::seconds(5));

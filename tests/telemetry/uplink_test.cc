@@ -5,6 +5,8 @@
 
 #include <deque>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -48,12 +50,13 @@ class UplinkTest : public ::testing::Test {
              .CounterWith({"m"});
     queue_ = &reg_.Register({"outpost_queue_depth", "", StatType::kGauge, {"model"}, {}})
                   .GaugeWith({"m"});
-    duration_ = &reg_.Register({"gen_ai_server_request_duration_seconds",
-                                "",
-                                StatType::kHistogram,
-                                {"gen_ai_operation_name", "error_type"},
-                                {0.5, 1, 2}})
-                     .HistogramWith({"chat", ""});
+    durations_ =
+        &reg_.Register({"gen_ai_server_request_duration_seconds",
+                        "",
+                        StatType::kHistogram,
+                        {"gen_ai_operation_name", "openai_response_service_tier", "error_type"},
+                        {0.5, 1, 2}});
+    duration_ = &durations_->HistogramWith({"chat", "default", ""});
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::unique_ptr<Uplink> Make(const std::string& format = "otlp") {
@@ -73,6 +76,7 @@ class UplinkTest : public ::testing::Test {
   std::unique_ptr<Spool> spool_;
   Counter* tokens_;
   Gauge* queue_;
+  Family* durations_;
   Histogram* duration_;
 };
 
@@ -139,6 +143,33 @@ TEST_F(UplinkTest, ASummaryGoesAsOtlpMetricsWithItsKeyAndLeavesTheSpool) {
   EXPECT_EQ(spool_->Stats().records, 0);
   EXPECT_EQ(spool_->Stats().acked_seq_max, 1);
   EXPECT_EQ(up->SendOne(), Uplink::SendResult::kIdle);
+}
+
+TEST_F(UplinkTest, TheWindowsLatenciesAreUsersNotABatchsLines) {
+  auto up = Make();
+  duration_->Observe(0.7);
+  // A batch line that waited its turn in the lowest class.
+  durations_->HistogramWith({"chat", "batch", ""}).Observe(1.8);
+  durations_->HistogramWith({"chat", "batch", ""}).Observe(1.9);
+  clock_.Advance(std::chrono::seconds(60));
+  up->CloseWindow();
+  ASSERT_EQ(up->SendOne(), Uplink::SendResult::kDelivered);
+  const auto body = nlohmann::json::parse(transport_.sent.at(0).body);
+  std::map<std::string, nlohmann::json> metrics;
+  for (const auto& m : body["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]) {
+    metrics[m["name"]] = m;
+  }
+  // Every request counts as one; the latency quantiles are the user's alone.
+  EXPECT_EQ(metrics["outpost.window.requests"]["gauge"]["dataPoints"][0]["asDouble"], 3);
+  const auto& q = metrics["outpost.window.request_duration"]["summary"]["dataPoints"][0];
+  EXPECT_EQ(q["count"], "1");
+  for (const auto& v : q["quantileValues"]) EXPECT_LE(v["value"].get<double>(), 1.0) << q.dump();
+  // The standard histogram keeps both, told apart by the service tier.
+  std::set<std::string> tiers;
+  for (const auto& p : metrics["gen_ai.server.request.duration"]["histogram"]["dataPoints"]) {
+    tiers.insert(Attr(p, "openai.response.service_tier"));
+  }
+  EXPECT_EQ(tiers, (std::set<std::string>{"batch", "default"}));
 }
 
 struct RetryCase {
@@ -262,12 +293,7 @@ TEST_F(UplinkTest, TheWebhookGetsOneObjectPerRecordWithQuantiles) {
 
 TEST_F(UplinkTest, AFailureRateSpikeIsAnEventOnce) {
   auto up = Make();
-  auto& failed = reg_.Register({"gen_ai_server_request_duration_seconds",
-                                "",
-                                StatType::kHistogram,
-                                {"gen_ai_operation_name", "error_type"},
-                                {0.5, 1, 2}})
-                     .HistogramWith({"chat", "timeout"});
+  auto& failed = durations_->HistogramWith({"chat", "default", "timeout"});
   for (int w = 0; w < 2; ++w) {
     for (int i = 0; i < 5; ++i) failed.Observe(0.1);
     duration_->Observe(0.1);

@@ -132,8 +132,9 @@ void HttpServer::HandleEmbeddings(const HttpRequest& req, HttpResponse& res) {
   const auto start = std::chrono::steady_clock::now();
   auto r = served->embeddings->Embed(*inputs);
   if (served->genai) {
+    // Embeddings take no session: no class but the Batch API's mark.
     served->genai->Record(
-        "embeddings",
+        "embeddings", req.header("X-Outpost-Priority") == "batch" ? "batch" : "default",
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), -1, 0,
         r.ok() ? std::string() : StatusCodeName(r.status().code()));
   }

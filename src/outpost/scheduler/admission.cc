@@ -236,6 +236,7 @@ int32_t Scheduler::AdmitLocked() {
     group->remaining = q.req.n;
     group->submitted = q.enqueued;
     group->operation = q.req.operation;
+    group->priority = q.req.priority;
     group->result.choices.assign(n, FinishReason::kNone);
     group->result.usage.prompt_tokens = static_cast<int32_t>(q.req.prompt.size());
     stats_.prompt_tokens.Add(q.req.prompt.size());

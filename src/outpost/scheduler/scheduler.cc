@@ -528,7 +528,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     if (!g->preempted) stats_.request_duration.Observe(duration);
     if (genai_ && !g->preempted) {
       const int32_t choices = static_cast<int32_t>(g->slots.size());
-      genai_->Record(g->operation, duration,
+      genai_->Record(g->operation, PriorityName(g->priority), duration,
                      g->has_first_token ? Seconds(g->first_token - g->submitted) : -1,
                      choices > 0 ? g->generated / choices : g->generated, error_type);
     }

@@ -287,6 +287,7 @@ class Scheduler {
     bool has_first_token = false;
     int32_t generated = 0;  // tokens of the choices that finished
     std::string operation;
+    Priority priority = Priority::kInteractive;  // its admission class
     // Ended by PreemptBatch(): its caller runs it again, so it is no failure
     // (finish_reason "preempted"; no request duration, no gen_ai record).
     bool preempted = false;

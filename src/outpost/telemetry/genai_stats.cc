@@ -30,7 +30,7 @@ std::vector<double> GenAiTimePerOutputTokenBounds() {
 GenAiServerStats::GenAiServerStats(StatRegistry* registry, std::string model)
     : model_(std::move(model)) {
   const std::vector<std::string> labels = {"gen_ai_operation_name", "gen_ai_provider_name",
-                                           "gen_ai_request_model"};
+                                           "gen_ai_request_model", "openai_response_service_tier"};
   std::vector<std::string> with_error = labels;
   with_error.push_back("error_type");
   duration_ = &registry->Register({"gen_ai_server_request_duration_seconds",
@@ -47,13 +47,15 @@ GenAiServerStats::GenAiServerStats(StatRegistry* registry, std::string model)
                                StatType::kHistogram, labels, GenAiTimePerOutputTokenBounds()});
 }
 
-void GenAiServerStats::Record(const std::string& operation, double duration_s, double ttft_s,
-                              int32_t output_tokens, const std::string& error_type) {
-  duration_->HistogramWith({operation, kProvider, model_, error_type}).Observe(duration_s);
+void GenAiServerStats::Record(const std::string& operation, const std::string& service_tier,
+                              double duration_s, double ttft_s, int32_t output_tokens,
+                              const std::string& error_type) {
+  duration_->HistogramWith({operation, kProvider, model_, service_tier, error_type})
+      .Observe(duration_s);
   if (!error_type.empty() || ttft_s < 0) return;
-  ttft_->HistogramWith({operation, kProvider, model_}).Observe(ttft_s);
+  ttft_->HistogramWith({operation, kProvider, model_, service_tier}).Observe(ttft_s);
   if (output_tokens > 1 && duration_s >= ttft_s) {
-    tpot_->HistogramWith({operation, kProvider, model_})
+    tpot_->HistogramWith({operation, kProvider, model_, service_tier})
         .Observe((duration_s - ttft_s) / (output_tokens - 1));
   }
 }

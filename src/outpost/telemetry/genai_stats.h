@@ -7,8 +7,11 @@
 //   gen_ai_server_time_per_output_token_seconds  gen_ai.server.time_per_output_token
 //
 // labelled gen_ai_operation_name (chat | text_completion | embeddings),
-// gen_ai_provider_name ("outpost"), gen_ai_request_model and, on the duration
-// only, error_type ("" on success). Buckets are OTel's recommended ones
+// gen_ai_provider_name ("outpost"), gen_ai_request_model,
+// openai_response_service_tier (OTel openai.response.service_tier: the
+// admission class that served it — priority | default | flex | batch — so a
+// batch's lines never read as users' latency) and, on the duration only,
+// error_type ("" on success). Buckets are OTel's recommended ones
 // extended as vLLM extends them, and further, so that a slow CPU box (minutes
 // per long answer) still lands in a finite bucket. Time to first token and
 // time per output token count successful requests only, as the convention
@@ -37,8 +40,8 @@ class GenAiServerStats {
 
   // One finished request. `ttft_s` < 0 when no token came; `output_tokens`
   // generated per choice; `error_type` "" when it succeeded.
-  void Record(const std::string& operation, double duration_s, double ttft_s, int32_t output_tokens,
-              const std::string& error_type);
+  void Record(const std::string& operation, const std::string& service_tier, double duration_s,
+              double ttft_s, int32_t output_tokens, const std::string& error_type);
 
  private:
   Family* duration_;

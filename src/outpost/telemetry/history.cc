@@ -110,7 +110,8 @@ History::Totals History::Read(const std::vector<StatRegistry::FamilySnapshot>& s
         const std::string& err = Label(f, s, "error_type");
         if (!err.empty() && err != "cancelled") t.errors += static_cast<double>(s.hist.count);
       } else if (name == "gen_ai_server_time_to_first_token_seconds") {
-        Merge(&t.ttft, s.hist);
+        // Users' waits: a batch's lines wait in the lowest class by design.
+        if (Label(f, s, "openai_response_service_tier") != "batch") Merge(&t.ttft, s.hist);
       } else if (name == "outpost_route_decisions_total") {
         t.routes[Label(f, s, "route")] += s.value;
       } else if (name == "outpost_active_sequences") {

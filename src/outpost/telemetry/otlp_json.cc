@@ -33,6 +33,7 @@ std::string AttrName(const std::string& label) {
       {"gen_ai_provider_name", "gen_ai.provider.name"},
       {"gen_ai_request_model", "gen_ai.request.model"},
       {"error_type", "error.type"},
+      {"openai_response_service_tier", "openai.response.service_tier"},
   };
   const auto it = names.find(label);
   return it == names.end() ? label : it->second;

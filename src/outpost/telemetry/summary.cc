@@ -147,9 +147,12 @@ SummaryBuilder::SummaryBuilder(const StatRegistry* registry, const util::Clock* 
 void SummaryBuilder::Accumulate(const StatRegistry::FamilySnapshot& f, const Family::Series& s,
                                 Totals* t) {
   const std::string& n = f.def.name;
-  if (n == "gen_ai_server_time_to_first_token_seconds") AddInto(&t->ttft, s.hist);
+  // The window's latencies are what clients waited: a batch's lines (which
+  // wait in the lowest class by design) are counted as requests, not there.
+  const bool batch = LabelOf(f, s, "openai_response_service_tier") == "batch";
+  if (n == "gen_ai_server_time_to_first_token_seconds" && !batch) AddInto(&t->ttft, s.hist);
   if (n == "gen_ai_server_request_duration_seconds") {
-    AddInto(&t->duration, s.hist);
+    if (!batch) AddInto(&t->duration, s.hist);
     t->requests += static_cast<double>(s.hist.count);
     const std::string err = LabelOf(f, s, "error_type");
     if (!err.empty() && err != "cancelled") t->errors += static_cast<double>(s.hist.count);

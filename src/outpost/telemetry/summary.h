@@ -13,7 +13,8 @@
 //   power, decode speed, KV bytes, resident memory, models loaded;
 // - the window itself: requests, errors, failure rate, tokens, energy and
 //   energy per token, and the window's time-to-first-token and request
-//   duration as bucket counts, from which quantiles are taken.
+//   duration as bucket counts, from which quantiles are taken (requests of
+//   the batch class left out: they are not what clients waited).
 // No prompt or response text is ever part of it.
 //
 // Cumulative is what makes the uplink safe: a summary sent twice changes
