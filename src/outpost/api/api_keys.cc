@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "outpost/audit/audit_crypto.h"
+#include "outpost/util/sha256.h"
 
 namespace outpost::api {
 namespace {
@@ -80,7 +80,7 @@ std::string ApiKeys::KeyWithId(const std::string& id) const {
 }
 
 std::string ApiKeyId(const std::string& key) {
-  return key.empty() ? std::string() : audit::Sha256Hex(key).substr(0, 12);
+  return key.empty() ? std::string() : util::Sha256Hex(key).substr(0, 12);
 }
 
 std::string PresentedKey(const std::string& authorization) {

@@ -1,6 +1,5 @@
 #include "outpost/app/model_command.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +21,7 @@
 #include "outpost/router/admin_client.h"
 #include "outpost/router/model_source.h"
 #include "outpost/router/registry_auth_file.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/units.h"
 
 namespace outpost::app {
@@ -62,20 +62,12 @@ int SignatureRequest(const ModelFlags& f, router::PullRequest* pr) {
 std::string FileDigest(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  util::Sha256Stream hash;
   std::vector<char> buf(1 << 20);
   while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+    hash.Update(buf.data(), static_cast<size_t>(in.gcount()));
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  static const char* d = "0123456789abcdef";
-  std::string digest = "sha256:";
-  for (unsigned int i = 0; i < len; ++i) (digest += d[md[i] >> 4]) += d[md[i] & 15];
-  return digest;
+  return "sha256:" + hash.Finish();
 }
 
 int RunSign(const ModelFlags& f) {

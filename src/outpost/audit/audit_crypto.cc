@@ -11,19 +11,10 @@
 #include <vector>
 
 #include "outpost/util/base64.h"
+#include "outpost/util/sha256.h"
 
 namespace outpost::audit {
 namespace {
-
-std::string Hex(const unsigned char* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 15];
-  }
-  return out;
-}
 
 bool FromHex(const std::string& hex, unsigned char* out, size_t n) {
   if (hex.size() != 2 * n) return false;
@@ -52,13 +43,6 @@ std::string PublicPem(EVP_PKEY* pkey) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[32];
-  unsigned int n = 0;
-  EVP_Digest(data.data(), data.size(), md, &n, EVP_sha256(), nullptr);
-  return Hex(md, 32);
-}
-
 const std::string& GenesisHash() {
   static const std::string* const zeros = new std::string(64, '0');
   return *zeros;
@@ -67,15 +51,10 @@ const std::string& GenesisHash() {
 std::string ChainHash(const std::string& prev_hex, std::string_view record) {
   unsigned char prev[32] = {};
   if (!FromHex(prev_hex, prev, 32)) std::fill(prev, prev + 32, 0);
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  unsigned char md[32];
-  unsigned int n = 0;
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  EVP_DigestUpdate(ctx, prev, 32);
-  EVP_DigestUpdate(ctx, record.data(), record.size());
-  EVP_DigestFinal_ex(ctx, md, &n);
-  EVP_MD_CTX_free(ctx);
-  return Hex(md, 32);
+  util::Sha256Stream hash;
+  hash.Update(prev, 32);
+  hash.Update(record);
+  return hash.Finish();
 }
 
 StatusOr<std::unique_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& path) {
@@ -108,7 +87,7 @@ StatusOr<std::unique_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string
 SigningKey::SigningKey(void* pkey, std::string public_pem)
     : pkey_(pkey),
       public_pem_(std::move(public_pem)),
-      key_id_(Sha256Hex(public_pem_).substr(0, 16)) {}
+      key_id_(util::Sha256Hex(public_pem_).substr(0, 16)) {}
 
 SigningKey::~SigningKey() {
   EVP_PKEY_free(static_cast<EVP_PKEY*>(pkey_));

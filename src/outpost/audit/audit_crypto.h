@@ -11,9 +11,6 @@
 
 namespace outpost::audit {
 
-// SHA-256 of `data`, as 64 lowercase hex digits.
-std::string Sha256Hex(std::string_view data);
-
 // The chain's link: SHA-256(prev_hex's 32 bytes ‖ record) in hex. An invalid
 // prev (not 64 hex digits) hashes as 32 zero bytes.
 std::string ChainHash(const std::string& prev_hex, std::string_view record);

@@ -1,7 +1,6 @@
 #include "outpost/fleet/fleet_agent.h"
 
 #include <httplib.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -16,6 +15,8 @@
 #include "outpost/models/store_layout.h"
 #include "outpost/router/registry_client.h"
 #include "outpost/router/uplink_transport.h"
+#include "outpost/util/file_io.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::fleet {
@@ -33,27 +34,6 @@ constexpr size_t kMaxDocumentBytes = 1 << 20;
 
 bool IsPath(const std::string& s) {
   return s.rfind('/', 0) == 0 || s.rfind("file://", 0) == 0;
-}
-
-std::string Sha256Hex(const std::string& bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  return models::layout::Hex(md, len);
-}
-
-// Writes `text` to `path` so that a crash leaves the old file or the new one.
-Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return Status::InvalidArgument("cannot write " + tmp, "state_dir");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
-                  std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::InvalidArgument("cannot write " + path, "state_dir");
-  }
-  return Status::Ok();
 }
 
 bool Retryable(const Status& st) {
@@ -287,7 +267,7 @@ StatusOr<FleetAgent::Fetched> FleetAgent::FetchOci() {
         return f.body.size() <= kMaxDocumentBytes;
       });
   if (!st.ok()) return st;
-  if ("sha256:" + Sha256Hex(f.body) != digest) {
+  if (util::Sha256Digest(f.body) != digest) {
     return Status::InvalidArgument(
         options_.source + ": the document's bytes are not its layer's digest " + digest,
         "document");
@@ -324,7 +304,7 @@ void FleetAgent::Persist() {
                      {"observed_generation", observed_generation_},
                      {"tried", tried},
                      {"outcome", outcome}};
-  if (Status st = WriteAtomically(options_.state_file, kept.dump(2) + "\n"); !st.ok()) {
+  if (Status st = util::WriteFileAtomically(options_.state_file, kept.dump(2) + "\n"); !st.ok()) {
     spdlog::warn("fleet: {}", st.message());
   }
 }

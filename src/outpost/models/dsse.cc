@@ -12,6 +12,7 @@
 
 #include "outpost/models/store_layout.h"
 #include "outpost/util/base64.h"
+#include "outpost/util/sha256.h"
 
 namespace outpost::models {
 namespace {
@@ -39,11 +40,10 @@ std::string KeyId(EVP_PKEY* k) {
   unsigned char* der = nullptr;
   const int n = i2d_PUBKEY(k, &der);
   if (n <= 0) return "";
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(der, static_cast<size_t>(n), md, &len, EVP_sha256(), nullptr);
+  const std::string hex =
+      util::Sha256Hex(std::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(n)));
   OPENSSL_free(der);
-  return layout::Hex(md, 8);
+  return hex.substr(0, 16);  // the first 8 bytes
 }
 
 bool VerifyWith(EVP_PKEY* k, const std::string& message, const std::string& sig) {

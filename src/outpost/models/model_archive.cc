@@ -1,7 +1,6 @@
 // ModelStore::Export and ModelStore::ImportArchive: a version as one
 // OCI-layout tar (model_store.h), for sites without a network.
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,28 +14,19 @@
 #include "outpost/models/oci_artifact.h"
 #include "outpost/models/store_layout.h"
 #include "outpost/models/tar_file.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
 
 namespace fs = std::filesystem;
-using layout::Hex;
 using layout::IsHex64;
 using layout::kArtifactType;
 using layout::kManifestType;
 using layout::kRefAnnotation;
 using nlohmann::json;
 
-namespace {
-
-std::string Sha256Of(const std::string& bytes) {
-  unsigned char md[32];
-  unsigned int n = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
-  return "sha256:" + Hex(md, 32);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
                           const Progress& progress) {
@@ -75,7 +65,9 @@ Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
                     {"mediaType", kManifestType},
                     {"artifactType", type},
                     {"config",
-                     {{"mediaType", layout::kEmptyType}, {"digest", Sha256Of("{}")}, {"size", 2}}},
+                     {{"mediaType", layout::kEmptyType},
+                      {"digest", util::Sha256Digest("{}")},
+                      {"size", 2}}},
                     {"layers", json::array({{{"mediaType", type},
                                              {"digest", v.signature_blob},
                                              {"size", signature.size()}}})},
@@ -86,15 +78,15 @@ Status ModelStore::Export(const std::string& ref, const std::string& tar_path,
                    .dump();
     index["manifests"].push_back({{"mediaType", kManifestType},
                                   {"artifactType", type},
-                                  {"digest", Sha256Of(referrer)},
+                                  {"digest", util::Sha256Digest(referrer)},
                                   {"size", referrer.size()}});
   }
   auto blob_name = [](const std::string& d) { return "blobs/sha256/" + d.substr(7); };
   Status st = tar.AddBytes("oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   if (st.ok()) st = tar.AddBytes("index.json", index.dump());
   if (st.ok() && !referrer.empty()) {
-    st = tar.AddBytes(blob_name(Sha256Of(referrer)), referrer);
-    if (st.ok()) st = tar.AddBytes(blob_name(Sha256Of("{}")), "{}");
+    st = tar.AddBytes(blob_name(util::Sha256Digest(referrer)), referrer);
+    if (st.ok()) st = tar.AddBytes(blob_name(util::Sha256Digest("{}")), "{}");
     if (st.ok()) st = tar.AddBytes(blob_name(v.signature_blob), signature);
   }
   if (st.ok()) st = tar.AddBytes(blob_name(v.manifest_digest), manifest_text);
@@ -171,21 +163,17 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
     const std::string digest = "sha256:" + name.substr(prefix.size());
     const std::string partial = PartialPath();
     std::ofstream out(partial, std::ios::binary);
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    util::Sha256Stream hash;
     std::string keep;
     Status st = tar.Read([&](const char* d, size_t n) {
-      EVP_DigestUpdate(ctx, d, n);
+      hash.Update(d, n);
       out.write(d, static_cast<std::streamsize>(n));
       if (size <= (1u << 20)) keep.append(d, n);
       done += n;
       if (progress && done % (64u << 20) < n) progress(done, archive_size);
       return out ? Status::Ok() : Status::ResourceExhausted("writing " + partial + " (disk full?)");
     });
-    unsigned char md[32];
-    unsigned int mdn = 0;
-    EVP_DigestFinal_ex(ctx, md, &mdn);
-    EVP_MD_CTX_free(ctx);
+    const std::string got = "sha256:" + hash.Finish();
     out.flush();
     out.close();
     partials[digest] = partial;
@@ -193,11 +181,10 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
       cleanup();
       return st;
     }
-    if ("sha256:" + Hex(md, 32) != digest) {
+    if (got != digest) {
       cleanup();
       return Status::InvalidArgument("archive " + tar_path + ": blob " + name +
-                                         " does not match its digest (it is sha256:" + Hex(md, 32) +
-                                         ")",
+                                         " does not match its digest (it is " + got + ")",
                                      "archive");
     }
     if (!keep.empty()) small[digest] = keep;

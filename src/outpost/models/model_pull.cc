@@ -1,6 +1,5 @@
 // ModelStore::Pull: a model over HTTP(S), resumable (see model_store.h).
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +15,7 @@
 
 #include "outpost/models/model_store.h"
 #include "outpost/models/store_layout.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
@@ -23,20 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Steady = std::chrono::steady_clock;
-
-struct HashCtx {
-  HashCtx() : ctx(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
-  ~HashCtx() { EVP_MD_CTX_free(ctx); }
-  void Reset() { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
-  void Update(const char* p, size_t n) { EVP_DigestUpdate(ctx, p, n); }
-  std::string Final() {
-    unsigned char md[32];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx, md, &len);
-    return "sha256:" + layout::Hex(md, len);
-  }
-  EVP_MD_CTX* ctx;
-};
 
 }  // namespace
 
@@ -153,7 +139,7 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
   const std::string validator_file = resume + ".validator";
 
   // What an earlier try left: re-hash it and go on from its end.
-  HashCtx hash;
+  util::Sha256Stream hash;
   uint64_t have = 0;
   std::string validator;
   if (fs::exists(resume, ec)) {
@@ -222,7 +208,7 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
             // The range was ignored, or the file changed: start over.
             spdlog::warn("pull {}: the server sent the whole file; starting over", ref);
             if (ftruncate(fd, 0) != 0) return false;
-            hash.Reset();
+            (void)hash.Finish();  // starts it again
             have = 0;
           }
           total = h.total;
@@ -295,7 +281,7 @@ Status ModelStore::FetchBlob(const Layer& layer, const std::string& ref, BlobSou
     backoff_ms = std::min<int64_t>(backoff_ms * 2, options.max_backoff_ms);
   }
   if (fsync(fd) != 0) return Status::ResourceExhausted("fsync of " + resume + " failed");
-  const std::string digest = hash.Final();
+  const std::string digest = "sha256:" + hash.Finish();
   if (digest != want) {
     fs::remove(resume, ec);
     fs::remove(validator_file, ec);

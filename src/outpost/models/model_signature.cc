@@ -1,10 +1,9 @@
 #include "outpost/models/model_signature.h"
 
-#include <openssl/evp.h>
-
 #include <nlohmann/json.hpp>
 
 #include "outpost/models/store_layout.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
@@ -87,14 +86,11 @@ StatusOr<std::string> SignModel(const std::string& private_key_pem_path,
     }
     resources.push_back({{"name", name}, {"algorithm", "sha256"}, {"digest", hex}});
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(raw.data(), raw.size(), md, &len, EVP_sha256(), nullptr);
   const std::string subject = files.size() == 1 ? files[0].first : "model";
   const json statement = {
       {"_type", kStatementType},
       {"subject",
-       json::array({{{"name", subject}, {"digest", {{"sha256", layout::Hex(md, len)}}}}})},
+       json::array({{{"name", subject}, {"digest", {{"sha256", util::Sha256Hex(raw)}}}}})},
       {"predicateType", kPredicateType},
       {"predicate",
        {{"resources", resources},

@@ -1,7 +1,6 @@
 #include "outpost/models/model_store.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/statvfs.h>
@@ -19,13 +18,14 @@
 
 #include "outpost/engine/model_info.h"
 #include "outpost/models/store_layout.h"
+#include "outpost/util/file_io.h"
 #include "outpost/util/random.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::models {
 namespace {
 
-using layout::Hex;
 using layout::kArtifactType;
 using layout::kConfigType;
 using layout::kManifestType;
@@ -34,13 +34,6 @@ using layout::kWeightType;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string Sha256(const std::string& bytes) {
-  unsigned char md[32];
-  unsigned int n = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
-  return "sha256:" + Hex(md, 32);
-}
 
 // Copies `from` to `to` (or only hashes when `to` is empty), fsyncs, returns
 // "sha256:<hex>". Errors name the file.
@@ -56,8 +49,7 @@ StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to
       return Status::InvalidArgument("cannot write " + to);
     }
   }
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  util::Sha256Stream hash;
   std::vector<char> buf(1 << 20);
   uint64_t done = 0, last_report = 0;
   Status st = Status::Ok();
@@ -68,7 +60,7 @@ StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to
       break;
     }
     if (n == 0) break;
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
+    hash.Update(buf.data(), static_cast<size_t>(n));
     if (out >= 0) {
       for (ssize_t off = 0; off < n;) {
         const ssize_t w = write(out, buf.data() + off, static_cast<size_t>(n - off));
@@ -86,10 +78,6 @@ StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to
       last_report = done;
     }
   }
-  unsigned char md[32];
-  unsigned int mdn = 0;
-  EVP_DigestFinal_ex(ctx, md, &mdn);
-  EVP_MD_CTX_free(ctx);
   close(in);
   if (out >= 0) {
     if (st.ok() && fsync(out) != 0) st = Status::ResourceExhausted("fsync " + to + " failed");
@@ -97,33 +85,7 @@ StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to
   }
   if (progress) progress(done, total);
   if (!st.ok()) return st;
-  return "sha256:" + Hex(md, 32);
-}
-
-void FsyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-}
-
-// Writes `text` to `path` through a temporary file and a rename.
-Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Status::ResourceExhausted("cannot write " + tmp);
-  }
-  const int fd = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Status::Internal("cannot rename " + tmp);
-  FsyncDir(fs::path(path).parent_path().string());
-  return Status::Ok();
+  return "sha256:" + hash.Finish();
 }
 
 // The shards column: digests separated by spaces ("" for a single file).
@@ -249,7 +211,7 @@ StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& dir) {
   s->Exec("ALTER TABLE versions ADD COLUMN signature_blob TEXT NOT NULL DEFAULT ''");
   s->Exec("ALTER TABLE versions ADD COLUMN shards TEXT NOT NULL DEFAULT ''");
   if (!fs::exists(dir + "/oci-layout")) {
-    WriteAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+    (void)util::WriteFileAtomically(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
   }
   s->Recover();
   return s;
@@ -333,9 +295,9 @@ std::string ModelStore::ModelPath(const ModelVersion& v) {
 }
 
 StatusOr<std::string> ModelStore::PutBlob(const std::string& bytes) {
-  const std::string digest = Sha256(bytes);
+  const std::string digest = util::Sha256Digest(bytes);
   const std::string path = BlobPath(digest);
-  if (!fs::exists(path)) OUTPOST_RETURN_IF_ERROR(WriteAtomically(path, bytes));
+  if (!fs::exists(path)) OUTPOST_RETURN_IF_ERROR(util::WriteFileAtomically(path, bytes));
   return digest;
 }
 
@@ -376,7 +338,7 @@ Status ModelStore::WriteIndex() {
   const json index = {{"schemaVersion", 2},
                       {"mediaType", "application/vnd.oci.image.index.v1+json"},
                       {"manifests", manifests}};
-  return WriteAtomically(dir_ + "/index.json", index.dump(2) + "\n");
+  return util::WriteFileAtomically(dir_ + "/index.json", index.dump(2) + "\n");
 }
 
 Status ModelStore::Begin(const std::string& name, const std::string& version,
@@ -531,7 +493,7 @@ Status ModelStore::Commit(const std::string& partial, const std::string& digest)
     fs::remove(partial, ec);
     return Status::Internal("cannot rename into " + blob);
   }
-  FsyncDir(dir_ + "/blobs/sha256");
+  util::FsyncDir(dir_ + "/blobs/sha256");
   return Status::Ok();
 }
 

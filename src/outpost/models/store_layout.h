@@ -22,16 +22,6 @@ inline bool IsSignatureType(const std::string& t) {
   return t == kSigstoreBundleType || t == kDsseEnvelopeType;
 }
 
-inline std::string Hex(const unsigned char* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    s[2 * i] = d[p[i] >> 4];
-    s[2 * i + 1] = d[p[i] & 15];
-  }
-  return s;
-}
-
 // 64 lowercase hex digits.
 inline bool IsHex64(const std::string& s) {
   if (s.size() != 64) return false;

@@ -1,7 +1,6 @@
 #include "outpost/router/registry_client.h"
 
 #include <httplib.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/util/base64.h"
+#include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::router {
@@ -24,19 +24,6 @@ constexpr const char* kAccept =
     "application/vnd.docker.distribution.manifest.v2+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json";
 constexpr size_t kMaxManifestBytes = 4 << 20;
-
-std::string Sha256Digest(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* d = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += d[md[i] >> 4];
-    hex += d[md[i] & 15];
-  }
-  return "sha256:" + hex;
-}
 
 std::string UrlEncode(const std::string& s) {
   static const char* d = "0123456789ABCDEF";
@@ -321,7 +308,7 @@ StatusOr<RegistryClient::Manifest> RegistryClient::FetchManifestOnce(const std::
   }
   Manifest m;
   m.body = std::move(a.body);
-  m.digest = Sha256Digest(m.body);
+  m.digest = util::Sha256Digest(m.body);
   if (reference.rfind("sha256:", 0) == 0 && m.digest != reference) {
     return Status::InvalidArgument(where + ": the manifest the registry sent hashes to " + m.digest,
                                    "source");
@@ -383,7 +370,7 @@ StatusOr<std::string> RegistryClient::FetchSignature(const std::string& digest) 
   if (body.size() > kMaxManifestBytes) {
     return Status::InvalidArgument("the signature blob " + layer + " is too big", "signature");
   }
-  if (Sha256Digest(body) != layer) {
+  if (util::Sha256Digest(body) != layer) {
     return Status::InvalidArgument("the signature blob does not match its digest " + layer,
                                    "signature");
   }

@@ -1,0 +1,47 @@
+#include "outpost/util/file_io.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "mocks/temp_file.h"
+
+namespace outpost::util {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(FileIo, AFileIsReplacedWholeAndNoTemporaryIsLeft) {
+  const std::string path = testing::TempFile("old", ".json");
+  ASSERT_TRUE(WriteFileAtomically(path, std::string("new\0bytes", 9)).ok());
+  EXPECT_EQ(Read(path), std::string("new\0bytes", 9));
+  ASSERT_TRUE(WriteFileAtomically(path, "").ok());
+  EXPECT_EQ(Read(path), "");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(FileIo, AnUnwritablePlaceIsAnErrorNamingTheFileAndLeavesTheOldBytes) {
+  const Status st = WriteFileAtomically("/proc/outpost-no-such-dir/state.json", "x");
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("/proc/outpost-no-such-dir/state.json.tmp"), std::string::npos)
+      << st.message();
+  // A directory where the file should be: the rename fails, the directory stays.
+  const std::string dir = testing::TempFile("", ".d");
+  std::filesystem::remove(dir);
+  std::filesystem::create_directories(dir + "/inner");
+  const Status over = WriteFileAtomically(dir, "x");
+  EXPECT_EQ(over.code(), StatusCode::kInternal) << over.message();
+  EXPECT_TRUE(std::filesystem::is_directory(dir + "/inner"));
+  EXPECT_FALSE(std::filesystem::exists(dir + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace outpost::util
