@@ -86,7 +86,8 @@ TEST_F(BatchApiTest, AnUploadedFileIsListedRetrievedReadAndDeletedAsOpenAIShowsI
   EXPECT_EQ(f["filename"], "in.jsonl");
   EXPECT_EQ(f["bytes"], content.size());
   EXPECT_EQ(f["status"], "processed");
-  EXPECT_TRUE(f["expires_at"].is_null());
+  // As OpenAI: a batch input expires after 30 days unless the upload says otherwise.
+  EXPECT_EQ(f["expires_at"].get<int64_t>() - f["created_at"].get<int64_t>(), 30 * 86400);
   const std::string id = f["id"];
   EXPECT_EQ(id.rfind("file-", 0), 0u);
 
@@ -105,6 +106,19 @@ TEST_F(BatchApiTest, AnUploadedFileIsListedRetrievedReadAndDeletedAsOpenAIShowsI
   const json del = json::parse(Call("DELETE", "/v1/files/" + id, "").body);
   EXPECT_EQ(del["deleted"], true);
   EXPECT_EQ(Call("GET", "/v1/files/" + id, "").status, 404);
+  // An upload's own expires_after wins; 30 days on, the default one is gone.
+  const std::string form =
+      Form("batch", content,
+           "--B\r\nContent-Disposition: form-data; name=\"expires_after[anchor]\"\r\n\r\n"
+           "created_at\r\n--B\r\nContent-Disposition: form-data; "
+           "name=\"expires_after[seconds]\"\r\n\r\n7200\r\n");
+  const json hour2 =
+      json::parse(Call("POST", "/v1/files", form, "k1", "multipart/form-data; boundary=B").body);
+  EXPECT_EQ(hour2["expires_at"].get<int64_t>() - hour2["created_at"].get<int64_t>(), 7200);
+  const std::string kept = json::parse(Upload(content).body)["id"];
+  clock_.Advance(std::chrono::hours(24 * 30));
+  EXPECT_TRUE(json::parse(Call("GET", "/v1/files", "").body)["data"].empty());
+  EXPECT_EQ(Call("GET", "/v1/files/" + kept, "").status, 404);
 }
 
 TEST_F(BatchApiTest, ABatchOfAGoodFileIsInProgressWithItsCountsWindowAndMetadata) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
@@ -323,6 +324,50 @@ TEST(BatchStore, AStoreMadeBeforeUsageWasKeptOpensAndCountsFromThen) {
   store.reset();
   store = OpenStore(path);
   EXPECT_EQ(store->GetBatch("k1", "batch_old")->usage.input, 9);
+}
+
+TEST(BatchStore, AFinalizedBatchKeepsItsTotalsButNotItsLines) {
+  const std::string path = NewDbPath();
+  {
+    auto store = OpenStore(path);
+    ASSERT_TRUE(store->CreateBatch(Batch("batch_1"), Lines(3)).ok());
+    ASSERT_TRUE(store->CreateBatch(Batch("batch_2"), Lines(2)).ok());
+    LineResult r = Answer(200, R"({"id":"cmpl-0"})");
+    r.usage = {10, 4, 3, 0};
+    ASSERT_TRUE(store->RecordLine("batch_1", 0, r, "r0").ok());
+    ASSERT_TRUE(store->RecordLine("batch_1", 1, Answer(400, "{}"), "r1").ok());
+    ASSERT_TRUE(store->RecordLine("batch_2", 0, r, "r2").ok());
+    BatchStore::Final f;
+    f.status = BatchStatus::kCancelled;
+    f.at = 900;
+    f.output_file_id = "file-out";
+    f.error_file_id = "file-err";
+    ASSERT_TRUE(store->Finalize("batch_1", f).ok());
+  }
+  auto store = OpenStore(path);
+  auto b = store->GetBatch("k1", "batch_1");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->counts.total, 3);
+  EXPECT_EQ(b->counts.completed, 1);
+  EXPECT_EQ(b->counts.failed, 1);
+  EXPECT_EQ(b->usage.input, 10);
+  EXPECT_EQ(b->usage.cached, 4);
+  EXPECT_EQ(b->usage.output, 3);
+  EXPECT_EQ(JsonLines(*store->FileContent("k1", "file-out")).size(), 1u);
+  // The answers live in the files once; only the running batch has lines.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT batch_id, COUNT(*) FROM lines GROUP BY batch_id", -1, &st,
+                     nullptr);
+  std::map<std::string, int> lines;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    lines[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] = sqlite3_column_int(st, 1);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  EXPECT_EQ(lines, (std::map<std::string, int>{{"batch_2", 2}}));
+  EXPECT_EQ(store->GetBatch("k1", "batch_2")->counts.completed, 1);
 }
 
 TEST(BatchStore, AnAllGoodBatchHasNoErrorFile) {

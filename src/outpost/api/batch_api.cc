@@ -20,6 +20,7 @@ constexpr const char* kEndpoints[] = {"/v1/chat/completions", "/v1/completions",
                                       "/v1/embeddings"};
 constexpr int64_t kMinFileExpiry = 3600;
 constexpr int64_t kMaxFileExpiry = 30 * 24 * 3600;
+constexpr int64_t kDefaultInputExpiry = 30 * 24 * 3600;
 
 json OrNull(int64_t v) {
   return v > 0 ? json(v) : json(nullptr);
@@ -149,6 +150,8 @@ void BatchApi::Handle(const HttpRequest& req, HttpResponse& res, const std::stri
   const std::string& path = req.path;
   const bool get = req.method == "GET" || req.method == "HEAD";
   const bool post = req.method == "POST";
+  // An expired file is gone for every read (the runner also sweeps them).
+  if (path.rfind("/v1/files", 0) == 0) store_->DeleteExpiredFiles(clock_->UnixSeconds());
   if (path == "/v1/files") {
     if (post) return UploadFile(req, res, owner);
     if (get) return ListFiles(req, res, owner);
@@ -244,6 +247,9 @@ void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::
   f.filename = file->filename.empty() ? "upload.jsonl" : file->filename.substr(0, 255);
   f.bytes = static_cast<int64_t>(file->data.size());
   f.created_at = now;
+  // As OpenAI: a batch input expires after 30 days unless it says otherwise
+  // (a box's disk is not an archive; the batch keeps its own copy of the lines).
+  f.expires_at = now + kDefaultInputExpiry;
   if (!anchor.empty() || !seconds.empty()) {
     if (anchor != "created_at") {
       return SendError(res, Status::InvalidArgument("expires_after[anchor] must be 'created_at'",
@@ -264,7 +270,6 @@ void BatchApi::UploadFile(const HttpRequest& req, HttpResponse& res, const std::
 }
 
 void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
-  store_->DeleteExpiredFiles(clock_->UnixSeconds());
   auto limit = QueryLimit(req.query, 10000, 10000);
   if (!limit.ok()) return SendError(res, limit.status());
   batch::FileQuery q;

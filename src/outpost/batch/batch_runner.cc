@@ -71,9 +71,19 @@ int64_t BatchRunner::Running() const {
 
 void BatchRunner::Coordinate() {
   std::unique_lock<std::mutex> lock(mu_);
+  util::Clock::TimePoint swept{};
   while (!stop_) {
     Pass(lock);
     if (stop_) break;
+    if (clock_->Now() - swept >= std::chrono::minutes(1)) {
+      // Files past their expires_at leave the disk even when nobody asks.
+      swept = clock_->Now();
+      lock.unlock();
+      const int64_t gone = store_->DeleteExpiredFiles(clock_->UnixSeconds());
+      if (gone > 0) spdlog::info("batch: deleted {} expired file(s)", gone);
+      lock.lock();
+      if (stop_) break;
+    }
     wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms),
                    [&] { return stop_ || woken_; });
     woken_ = false;

@@ -15,7 +15,8 @@
 // line counts as done — so a crash or restart loses no finished line and
 // runs none twice. Cancelling a batch, or reaching its expiry, cancels its
 // running lines (their sequences are freed); Stop() does the same for all
-// (they run again after a restart).
+// (they run again after a restart). Once a minute it also deletes the files
+// past their expires_at.
 //
 // Threads: one coordinator and `parallel` workers, started by Start(),
 // joined by Stop(). Public methods are thread-safe.

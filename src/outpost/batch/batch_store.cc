@@ -20,7 +20,7 @@ constexpr const char* kSchema[] = {
     "cancelling_at INTEGER NOT NULL, cancelled_at INTEGER NOT NULL, output_file_id TEXT NOT NULL, "
     "error_file_id TEXT NOT NULL, metadata TEXT NOT NULL, errors TEXT NOT NULL, headers TEXT NOT "
     "NULL, total INTEGER NOT NULL, model TEXT NOT NULL DEFAULT '', output_expires_after INTEGER "
-    "NOT NULL DEFAULT 0)",
+    "NOT NULL DEFAULT 0, totals TEXT NOT NULL DEFAULT '')",
     // state: 0 not yet run, 1 answered, 2 never run (expired).
     "CREATE TABLE IF NOT EXISTS lines(batch_id TEXT NOT NULL, idx INTEGER NOT NULL, custom_id "
     "TEXT NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL, order_key TEXT NOT NULL, state INTEGER "
@@ -35,13 +35,15 @@ constexpr const char* kSchema[] = {
 constexpr const char* kBatchColumns =
     "id, owner, endpoint, input_file_id, completion_window, status, created_at, in_progress_at, "
     "expires_at, finalizing_at, completed_at, failed_at, expired_at, cancelling_at, cancelled_at, "
-    "output_file_id, error_file_id, metadata, errors, headers, total, model, output_expires_after";
+    "output_file_id, error_file_id, metadata, errors, headers, total, model, output_expires_after, "
+    "totals";
 
 // Columns a store made before batches reported usage lacks ("duplicate
 // column" on a current one is expected and ignored).
 constexpr const char* kAddedColumns[] = {
     "ALTER TABLE batches ADD COLUMN model TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE batches ADD COLUMN output_expires_after INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE batches ADD COLUMN totals TEXT NOT NULL DEFAULT ''",
     "ALTER TABLE lines ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE lines ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE lines ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0",
@@ -74,6 +76,29 @@ BatchObject RowToBatch(Stmt& s) {
   b.model = s.Text(21);
   b.output_expires_after = s.Int(22);
   return b;
+}
+
+// A finished batch's counts and usage, kept on its row when its lines go
+// (Finalize): {"completed","failed","usage":[input, cached, output, reasoning]}.
+std::string TotalsJson(const BatchObject& b) {
+  return json{{"completed", b.counts.completed},
+              {"failed", b.counts.failed},
+              {"usage", {b.usage.input, b.usage.cached, b.usage.output, b.usage.reasoning}}}
+      .dump();
+}
+
+bool ReadTotals(const std::string& text, BatchObject* b) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  const json u = j.value("usage", json::array());
+  if (!u.is_array() || u.size() != 4) return false;
+  for (const json& v : u) {
+    if (!v.is_number_integer()) return false;
+  }
+  b->counts.completed = j.value("completed", int64_t{0});
+  b->counts.failed = j.value("failed", int64_t{0});
+  b->usage = {u[0].get<int64_t>(), u[1].get<int64_t>(), u[2].get<int64_t>(), u[3].get<int64_t>()};
+  return true;
 }
 
 FileObject RowToFile(Stmt& s) {
@@ -235,7 +260,7 @@ Status BatchStore::CreateBatch(const BatchObject& b, const std::vector<BatchLine
   std::lock_guard<std::mutex> lock(mu_);
   return db_->InTransaction([&]() -> Status {
     Stmt s(db_->get(), (std::string("INSERT INTO batches(") + kBatchColumns +
-                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+                        ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'')")
                            .c_str());
     s.Bind(1, b.id);
     s.Bind(2, b.owner);
@@ -300,7 +325,7 @@ StatusOr<BatchObject> BatchStore::GetBatch(const std::string& owner, const std::
   s.Bind(2, owner);
   if (s.Step() != SQLITE_ROW) return Status::NotFound("no batch with id '" + id + "'", "batch_id");
   BatchObject b = RowToBatch(s);
-  CountLinesLocked(&b);
+  if (!ReadTotals(s.Text(23), &b)) CountLinesLocked(&b);
   return b;
 }
 
@@ -509,7 +534,19 @@ Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
     b.Bind(3, ids[1]);
     b.Bind(4, ids[0]);
     b.Bind(5, batch_id);
-    return b.Run();
+    if (Status r = b.Run(); !r.ok()) return r;
+    // The lines' answers are in the files now: keep only their totals, so a
+    // batch's results are on disk once, not twice.
+    BatchObject totals;
+    totals.id = batch_id;
+    CountLinesLocked(&totals);
+    Stmt t(db_->get(), "UPDATE batches SET totals = ? WHERE id = ?");
+    t.Bind(1, TotalsJson(totals));
+    t.Bind(2, batch_id);
+    if (Status r = t.Run(); !r.ok()) return r;
+    Stmt d(db_->get(), "DELETE FROM lines WHERE batch_id = ?");
+    d.Bind(1, batch_id);
+    return d.Run();
   });
 }
 

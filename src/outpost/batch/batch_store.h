@@ -6,7 +6,8 @@
 // once the line's result is on disk, so after a crash or kill -9 a line is
 // either done (and never run again) or pending (and run again); Finalize()
 // writes a batch's output and error files and its final status in one
-// transaction. Every read and write of a file or batch names its owner, and
+// transaction, and drops its lines (their answers are in the files; the
+// batch keeps their counts and usage). Every read and write of a file or batch names its owner, and
 // another owner's ids are NotFound: tenants never see each other's data.
 //
 // Thread-safety: all methods lock one mutex; safe from any thread.
