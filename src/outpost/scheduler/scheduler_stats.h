@@ -23,10 +23,12 @@
   COUNTER(rejected, "outpost_rejected_total",                                                    \
           "Requests rejected with 503 because queue or wait limits were exceeded.")              \
   COUNTER_VEC(rejected_by_reason, "outpost_requests_rejected_total",                             \
-              "Requests turned away, by reason (queue_full, queue_timeout, displaced, shutting_down).",     \
+              "Requests turned away, by reason (queue_full, queue_timeout, displaced, "          \
+              "preempted, shutting_down).",                                                      \
               "reason")                                                                          \
   COUNTER_VEC(finished, "outpost_requests_finished_total",                                       \
-              "Requests that ran, by how they ended (stop, length, cancelled, error, preempted).",        \
+              "Requests that ran, by how they ended (stop, length, cancelled, error, "           \
+              "preempted).",                                                                     \
               "finish_reason")                                                                   \
   HISTOGRAM(time_to_first_token, "outpost_time_to_first_token_seconds",                          \
             "Time from request arrival to its first generated token.",                           \
