@@ -98,6 +98,16 @@ def stream_load(base, stop, results, clients=3):
     return threads
 
 
+def load_running(results, timeout=60):
+    """Waits until the load has answered (3 s at least; longer under a
+    sanitizer on a busy box); returns how many streams had finished."""
+    time.sleep(3)
+    deadline = time.monotonic() + timeout
+    while not results and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return len(results)
+
+
 def test_swap_under_load_rollback_and_refusals(store):
     with serve("--model-store", str(store), "--parallel", "4", models=["smollm2"],
                env={"OUTPOST_ADMIN_KEY": KEY}) as s:
@@ -110,8 +120,7 @@ def test_swap_under_load_rollback_and_refusals(store):
         # The swap, under load: nothing fails, no stream changes version.
         stop, results = threading.Event(), []
         threads = stream_load(s.base, stop, results)
-        time.sleep(3)
-        before = len(results)
+        before = load_running(results)
         t0 = time.monotonic()
         r = admin(s, "POST", "/admin/models/activate", {"model": "smollm2:2"})
         activate_s = time.monotonic() - t0
@@ -370,8 +379,7 @@ def test_a_cold_swap_when_two_versions_do_not_fit_holds_requests_and_cuts_none(s
         fp_before = fingerprint(s)
         stop, results = threading.Event(), []
         threads = stream_load(s.base, stop, results, clients=2)
-        time.sleep(3)
-        before = len(results)
+        before = load_running(results)
         r = admin(s, "POST", "/admin/models/activate", {"model": f"smollm2:{other}", "force": True})
         assert r.status_code == 200, r.text
         swap = r.json()
