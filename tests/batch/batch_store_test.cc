@@ -133,6 +133,33 @@ TEST(BatchStore, FileListsPageNewestFirstOrOldestFirstAndFilterByPurpose) {
   EXPECT_EQ(all[5].id, "file-out");
 }
 
+int64_t PageCount(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) return -1;
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, nullptr);
+  const int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+TEST(BatchStore, ADeletedOrExpiredFileGivesItsSpaceBack) {
+  const std::string path = NewDbPath();
+  auto store = OpenStore(path);
+  const int64_t empty = PageCount(path);
+  const std::string big(4 << 20, 'x');
+  ASSERT_TRUE(store->AddFile(File("file-a", "k1"), big).ok());
+  FileObject b = File("file-b", "k1");
+  b.expires_at = 200;
+  ASSERT_TRUE(store->AddFile(b, big).ok());
+  const int64_t full = PageCount(path);
+  EXPECT_GT(full, empty + 2 * 900) << "two 4 MiB files in 4 KiB pages";
+  ASSERT_TRUE(store->DeleteFile("k1", "file-a").ok());
+  EXPECT_EQ(store->DeleteExpiredFiles(200), 1);
+  EXPECT_LT(PageCount(path), empty + 50);  // the file shrank back, not only free pages
+}
+
 TEST(BatchStore, ExpiredFilesAreDeleted) {
   auto store = OpenStore(NewDbPath());
   FileObject f = File("file-old", "k1");

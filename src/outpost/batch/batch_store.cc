@@ -243,6 +243,7 @@ Status BatchStore::DeleteFile(const std::string& owner, const std::string& id) {
   s.Bind(2, owner);
   if (Status st = s.Run(); !st.ok()) return st;
   if (db_->Changes() == 0) return Status::NotFound("no file with id '" + id + "'", "file_id");
+  db_->IncrementalVacuum();
   return Status::Ok();
 }
 
@@ -251,7 +252,9 @@ int64_t BatchStore::DeleteExpiredFiles(int64_t now) {
   Stmt s(db_->get(), "DELETE FROM files WHERE expires_at > 0 AND expires_at <= ?");
   s.Bind(1, now);
   if (!s.Run().ok()) return 0;
-  return db_->Changes();
+  const int64_t gone = db_->Changes();
+  if (gone > 0) db_->IncrementalVacuum();
+  return gone;
 }
 
 // --- batches ---------------------------------------------------------------
@@ -493,7 +496,7 @@ Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
     owner = o.Text(0);
     expires_after = o.Int(1);
   }
-  return db_->InTransaction([&]() -> Status {
+  const Status st = db_->InTransaction([&]() -> Status {
     if (!f.unrun_code.empty()) {
       Stmt u(db_->get(),
              "UPDATE lines SET state = 2, error_code = ?, error_message = ?, result_id = ? || idx "
@@ -548,6 +551,8 @@ Status BatchStore::Finalize(const std::string& batch_id, const Final& f) {
     d.Bind(1, batch_id);
     return d.Run();
   });
+  if (st.ok()) db_->IncrementalVacuum();  // the lines' pages
+  return st;
 }
 
 }  // namespace outpost::batch

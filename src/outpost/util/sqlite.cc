@@ -39,7 +39,10 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
   }
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<SqliteDb> d(new SqliteDb(db, lock_fd));
-  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+  // auto_vacuum takes effect only on a file with no tables yet (a new one):
+  // then IncrementalVacuum() gives freed pages back to the file system.
+  for (const char* sql :
+       {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
     if (Status st = d->Exec(sql); !st.ok()) {
       return Status::Unavailable(what + " " + path + ": " + st.message());
     }
@@ -55,6 +58,10 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
 SqliteDb::~SqliteDb() {
   sqlite3_close(db_);
   if (lock_fd_ >= 0) close(lock_fd_);  // releases the lock
+}
+
+void SqliteDb::IncrementalVacuum() {
+  (void)Exec("PRAGMA incremental_vacuum");
 }
 
 Status SqliteDb::Exec(const std::string& sql) {

@@ -19,8 +19,9 @@ namespace outpost::util {
 
 class SqliteDb {
  public:
-  // Opens (creating) the file: WAL keeps readers and the writer apart and
-  // synchronous=FULL makes every commit durable before it returns.
+  // Opens (creating) the file: WAL keeps readers and the writer apart,
+  // synchronous=FULL makes every commit durable before it returns, and a new
+  // file has auto_vacuum=INCREMENTAL (see IncrementalVacuum()).
   // `exclusive`: one process at a time — the database holds a lock on
   // `path`.lock while open. `schema`: statements run once open (CREATE …
   // IF NOT EXISTS). Errors: Unavailable naming `what` and the path (and,
@@ -46,6 +47,10 @@ class SqliteDb {
     if (!st.ok()) (void)Exec("ROLLBACK");
     return st;
   }
+  // Returns the file's free pages to the file system, after deletes of
+  // bulk data. A file made before Outpost set auto_vacuum keeps its size
+  // (its free pages are reused); best effort.
+  void IncrementalVacuum();
   sqlite3* get() { return db_; }
   int64_t LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
   int Changes() { return sqlite3_changes(db_); }
