@@ -160,7 +160,10 @@ bool IsTerminal(BatchStatus s) {
 }
 
 StatusOr<std::unique_ptr<BatchStore>> BatchStore::Open(const std::string& path) {
-  auto db = util::SqliteDb::Open(path, "batch store", /*exclusive=*/true, kSchema);
+  // Deleted files and finished batches' lines give their pages back
+  // (IncrementalVacuum).
+  auto db = util::SqliteDb::Open(path, "batch store", /*exclusive=*/true, kSchema,
+                                 /*incremental_vacuum=*/true);
   if (!db.ok()) return db.status();
   for (const char* sql : kAddedColumns) (void)(*db)->Exec(sql);
   return std::unique_ptr<BatchStore>(new BatchStore(std::move(db).value()));

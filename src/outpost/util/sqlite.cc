@@ -17,7 +17,8 @@ Status FromCode(sqlite3* db, int rc) {
 
 StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, const std::string& what,
                                                    bool exclusive,
-                                                   std::span<const char* const> schema) {
+                                                   std::span<const char* const> schema,
+                                                   bool incremental_vacuum) {
   int lock_fd = -1;
   if (exclusive) {
     lock_fd = open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
@@ -39,10 +40,9 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
   }
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<SqliteDb> d(new SqliteDb(db, lock_fd));
-  // auto_vacuum takes effect only on a file with no tables yet (a new one):
-  // then IncrementalVacuum() gives freed pages back to the file system.
-  for (const char* sql :
-       {"PRAGMA auto_vacuum=INCREMENTAL", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
+  // Before WAL mode writes the file's first page: auto_vacuum is chosen then.
+  if (incremental_vacuum) (void)d->Exec("PRAGMA auto_vacuum=INCREMENTAL");
+  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL"}) {
     if (Status st = d->Exec(sql); !st.ok()) {
       return Status::Unavailable(what + " " + path + ": " + st.message());
     }

@@ -19,16 +19,18 @@ namespace outpost::util {
 
 class SqliteDb {
  public:
-  // Opens (creating) the file: WAL keeps readers and the writer apart,
-  // synchronous=FULL makes every commit durable before it returns, and a new
-  // file has auto_vacuum=INCREMENTAL (see IncrementalVacuum()).
+  // Opens (creating) the file: WAL keeps readers and the writer apart and
+  // synchronous=FULL makes every commit durable before it returns.
   // `exclusive`: one process at a time — the database holds a lock on
   // `path`.lock while open. `schema`: statements run once open (CREATE …
   // IF NOT EXISTS). Errors: Unavailable naming `what` and the path (and,
   // when another process holds the lock, saying so).
+  // `incremental_vacuum`: a new file is made with auto_vacuum=INCREMENTAL
+  // (see IncrementalVacuum(); an existing file keeps its mode).
   static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& what,
                                                   bool exclusive = false,
-                                                  std::span<const char* const> schema = {});
+                                                  std::span<const char* const> schema = {},
+                                                  bool incremental_vacuum = false);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
@@ -48,8 +50,10 @@ class SqliteDb {
     return st;
   }
   // Returns the file's free pages to the file system, after deletes of
-  // bulk data. A file made before Outpost set auto_vacuum keeps its size
-  // (its free pages are reused); best effort.
+  // bulk data — in a file opened new with `incremental_vacuum` (the mode can
+  // only be chosen before the file is first written); elsewhere a no-op
+  // (free pages are reused). Best effort. Not for the uplink spool, whose
+  // full-disk handling relies on reusing free pages.
   void IncrementalVacuum();
   sqlite3* get() { return db_; }
   int64_t LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
