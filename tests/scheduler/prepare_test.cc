@@ -1,0 +1,82 @@
+// Scheduler::Prepare on a fake engine: chat templating and tokenizing, the
+// vocabulary check, the model's sampling defaults, and a response_format
+// turned into a grammar. Split from scheduler_test.cc (admission and steps).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "outpost/scheduler/scheduler.h"
+#include "scheduler/scheduler_fixture.h"
+
+namespace outpost::scheduler {
+namespace {
+
+using testing::Fixture;
+using testing::Opts;
+
+TEST(Scheduler, PrepareTemplatesTokenizesAndChecksTheVocabulary) {
+  Fixture f(Opts(1, 0));
+  PromptInput chat;
+  chat.chat = true;
+  chat.messages = {{"user", "hi"}};
+  GenerationRequest req;
+  ASSERT_TRUE(f.sched->Prepare(chat, /*ignore_eos=*/false, &req).ok());
+  EXPECT_EQ(std::string(req.prompt.begin(), req.prompt.end()), "user: hi\nassistant: ");
+  PromptInput tokens;
+  tokens.tokens = {1, 2, 999};
+  GenerationRequest bad;
+  const Status st = f.sched->Prepare(tokens, false, &bad);
+  EXPECT_EQ(st.param(), "prompt[2]");
+  GenerationRequest bias;
+  bias.sampling.logit_bias = {{5000, 1.0f}};
+  EXPECT_EQ(f.sched->Prepare(chat, false, &bias).param(), "logit_bias");
+  // ignore_eos bans every end-of-generation token: the answer runs to max_tokens.
+  PromptInput text;
+  text.text = "go";
+  GenerationRequest forever;
+  forever.max_tokens = 8;
+  ASSERT_TRUE(f.sched->Prepare(text, /*ignore_eos=*/true, &forever).ok());
+  auto s = f.Sink("s");
+  ASSERT_TRUE(f.sched->Submit(std::move(forever), s).ok());
+  f.RunToIdle();
+  EXPECT_EQ(s->text, "helloxxx");
+  EXPECT_EQ(s->result.finish, FinishReason::kLength);
+}
+
+TEST(Scheduler, PrepareFillsUnsetSamplingFromTheModelsDefaults) {
+  Fixture f(Opts(1, 0));
+  f.engine->defaults.temperature = 0.3f;
+  f.engine->defaults.top_k = 7;
+  PromptInput text;
+  text.text = "go";
+  GenerationRequest req;
+  req.sampling.top_k = 0;  // set by the request: kept
+  ASSERT_TRUE(f.sched->Prepare(text, false, &req).ok());
+  EXPECT_EQ(req.sampling.temperature, 0.3f);
+  EXPECT_EQ(req.sampling.top_k, 0);
+  EXPECT_EQ(req.sampling.top_p, 0.95f);
+  EXPECT_EQ(req.sampling.min_p, 0.05f);
+  EXPECT_TRUE(req.sampling.grammar.empty());
+  auto s = f.Sink("s");
+  ASSERT_TRUE(f.sched->Submit(std::move(req), s).ok());
+  f.RunToIdle();
+  ASSERT_EQ(f.engine->started.size(), 1u);
+  EXPECT_EQ(f.engine->started[0].temperature, 0.3f);  // what the engine was started with
+}
+
+TEST(Scheduler, PrepareTurnsAResponseFormatIntoAGrammarOrNamesTheField) {
+  Fixture f(Opts(1, 0));
+  PromptInput in;
+  in.text = "go";
+  in.response_format.type = engine::ResponseFormat::Type::kJsonSchema;
+  in.response_format.schema = R"({"type":"object"})";
+  GenerationRequest req;
+  ASSERT_TRUE(f.sched->Prepare(in, false, &req).ok());
+  EXPECT_FALSE(req.sampling.grammar.empty());
+  in.response_format.schema = R"({"not":{}})";
+  GenerationRequest bad;
+  EXPECT_EQ(f.sched->Prepare(in, false, &bad).param(), "response_format");
+}
+
+}  // namespace
+}  // namespace outpost::scheduler
