@@ -21,7 +21,8 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   const auto path = WriteTemp(
       "model: /m.gguf\nport: 9000\nparallel: 4\nmemory_budget: 2GiB\nheadroom: 25%\n"
       "kv_type: q8_0\nqueue_wait: 5s\npriority_aging: 250ms\nmax_body_size: 1MiB\nctx_size: "
-      "2048\nbatch_yield: 750ms\nbatch_busy_tokens: 3\nresponses_retention: 12h\n");
+      "2048\nbatch_yield: 750ms\nbatch_busy_tokens: 3\nresponses_retention: 12h\n"
+      "heap_arenas: 0\nheap_release_interval: 0\n");
   ASSERT_TRUE(LoadConfigFile(path, &c).ok());
   EXPECT_EQ(c.model, "/m.gguf");
   EXPECT_EQ(c.port, 9000);
@@ -37,6 +38,10 @@ TEST(Config, YamlSetsEveryKindOfValue) {
   EXPECT_EQ(c.batch_busy_tokens, 3);
   EXPECT_EQ(c.responses_retention_ms, 12LL * 3600000);
   EXPECT_EQ(ServeConfig().responses_retention_ms, 30LL * 86400000);  // OpenAI's 30 days
+  EXPECT_EQ(c.heap_arenas, 0);                                       // glibc's default
+  EXPECT_EQ(c.heap_release_interval_ms, 0);                          // never
+  EXPECT_EQ(ServeConfig().heap_arenas, 2);
+  EXPECT_EQ(ServeConfig().heap_release_interval_ms, 30000);
 }
 
 TEST(Config, UplinkKeysAndTheStateDirectory) {
@@ -181,6 +186,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"header_timeout: 5ms\n", "header_timeout", "between 100ms"},
         BadConfig{"write_timeout: never\n", "write_timeout", "not a duration"},
         BadConfig{"max_connections: 2\n", "max_connections", "between 16"},
+        BadConfig{"heap_arenas: -1\n", "heap_arenas", "between 0"},
+        BadConfig{"heap_arenas: 5000\n", "heap_arenas", "between 0"},
+        BadConfig{"heap_arenas: two\n", "heap_arenas", "heap_arenas"},
+        BadConfig{"heap_release_interval: often\n", "heap_release_interval", "not a duration"},
+        BadConfig{"heap_release_interval: 25h\n", "heap_release_interval", "at most"},
         BadConfig{"max_header_size: 0\n", "max_header_size", "greater than 0"}));
 
 TEST(Config, ModelsListServesSeveralModelsTheFirstBeingTheDefault) {

@@ -78,6 +78,10 @@ struct ServeConfig {
   int64_t write_timeout_ms = 60000;
   int64_t drain_timeout_ms = 30000;    // SIGTERM: let requests in flight finish this long
   int64_t history_interval_ms = 5000;  // the dashboard's last hour: one point per interval
+  // Every interval, the C heap's free pages go back to the kernel when the
+  // allocator holds at least 1 MiB of them (util/heap.h); 0 = never.
+  int64_t heap_release_interval_ms = 30000;
+  int32_t heap_arenas = 2;  // malloc arenas at most; 0 = glibc's default (8 per core)
   int max_connections = 8192;
   int max_connections_per_client = 1024;
   int gpu_layers = 0;        // layers to offload when built with a GPU backend; -1 = all

@@ -73,6 +73,13 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "(default 60s)"},
       {"history_interval",
        "the dashboard (GET /) keeps one point per interval for the last hour (default 5s)"},
+      {"heap_arenas",
+       "malloc arenas at most: fewer keep freed memory where every thread reuses it; 0 = "
+       "glibc's default of 8 per core; the MALLOC_ARENA_MAX environment variable wins (default "
+       "2)"},
+      {"heap_release_interval",
+       "every interval, give the C heap's free pages back to the kernel when it holds 1MiB or "
+       "more of them, so resident memory is memory in use; 0 = never (default 30s)"},
       {"drain_timeout",
        "on SIGTERM, stop accepting and let requests in flight (streams too) finish for up to "
        "this long, e.g. 30s (default 30s)"},

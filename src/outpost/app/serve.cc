@@ -40,6 +40,7 @@
 #include "outpost/telemetry/uplink.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/cpus.h"
+#include "outpost/util/heap.h"
 #include "outpost/util/random.h"
 #include "outpost/util/sd_notify.h"
 #include "outpost/util/units.h"
@@ -100,11 +101,19 @@ StatusOr<UplinkParts> MakeUplink(const ServeConfig& cfg, telemetry::StatRegistry
 
 int RunServe(ServeConfig cfg) {
   if (cfg.model.empty()) cfg.model = DefaultModelPath();
+  // Before any thread starts, so that none has made its own arena yet.
+  const int arenas = util::LimitHeapArenas(cfg.heap_arenas);
   engine::InstallLlamaLogger(cfg.log_level == "debug" || cfg.log_level == "trace");
   const util::CpuBudget& cpus = util::UsableCpus();
   const int32_t threads = cfg.threads > 0 ? cfg.threads : cpus.usable;
   spdlog::info("cpu: {}; threads {}, threads_batch {}", cpus.Describe(), threads,
                cfg.threads_batch > 0 ? cfg.threads_batch : threads);
+  spdlog::info("heap: {}; free pages given back {}",
+               arenas > 0 ? "at most " + std::to_string(arenas) + " malloc arenas"
+                          : std::string("glibc's default malloc arenas"),
+               cfg.heap_release_interval_ms > 0
+                   ? "every " + std::to_string(cfg.heap_release_interval_ms) + " ms"
+                   : "never (heap_release_interval 0)");
   for (const std::string& w : engine::CpuThreadWarnings(cfg.threads, cfg.threads_batch)) {
     spdlog::warn("cpu: {}", w);
   }
@@ -244,6 +253,15 @@ int RunServe(ServeConfig cfg) {
   api::HttpServer http(ho, &serving, &dispatcher, &stats, router.get());
   telemetry::History history(&stats, cfg.history_interval_ms, &util::RealClock());
   http.SetHistory(&history);
+  util::HeapReleaser heap_releaser(cfg.heap_release_interval_ms, /*min_free_bytes=*/1 << 20);
+  stats
+      .Register({"outpost_heap_released_bytes_total",
+                 "Resident memory the C heap gave back to the kernel (heap_release_interval).",
+                 telemetry::StatType::kCounter,
+                 {},
+                 {}})
+      .ComputedWith(
+          {}, [&heap_releaser] { return static_cast<double>(heap_releaser.released_bytes()); });
   // The Batch API: its store now (so /v1/files answers while the model
   // loads; set before the server runs), its runner once the model is ready.
   std::unique_ptr<batch::BatchStore> batch_store;
@@ -456,6 +474,7 @@ int RunServe(ServeConfig cfg) {
   http.ResumeBackground();
   serving.SetReady(true);
   history.Start();
+  heap_releaser.Start();
   if (batch_runner) batch_runner->Start();
   if (uplink.uplink) uplink.uplink->Start();
   if (audit_log) {
@@ -551,6 +570,7 @@ int RunServe(ServeConfig cfg) {
   watchdog_stop = true;
   if (watchdog.joinable()) watchdog.join();
   history.Stop();
+  heap_releaser.Stop();
   if (audit_log) {
     audit_log->Append("admin", {{"action", "serve.stop"}, {"signal", sig}});
     audit_log->CheckpointNow();  // the listener queues it for the uplink

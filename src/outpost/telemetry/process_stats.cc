@@ -10,6 +10,7 @@
 #include <string>
 
 #include "outpost/telemetry/stat_registry.h"
+#include "outpost/util/heap.h"
 
 namespace outpost::telemetry {
 namespace {
@@ -73,6 +74,16 @@ void RegisterProcessMetrics(StatRegistry* r) {
         rlimit lim{};
         return getrlimit(RLIMIT_NOFILE, &lim) == 0 ? static_cast<double>(lim.rlim_cur) : kNaN;
       });
+  Family& heap =
+      r->Register({"outpost_heap_bytes",
+                   "The C heap: bytes allocated and in use (state=in_use), and freed but "
+                   "kept by the allocator for reuse (state=free).",
+                   StatType::kGauge,
+                   {"state"},
+                   {}});
+  heap.ComputedWith({"in_use"},
+                    [] { return static_cast<double>(util::ReadHeapUsage().in_use_bytes); });
+  heap.ComputedWith({"free"}, [] { return static_cast<double>(util::ReadHeapUsage().free_bytes); });
   const double start = BootTimeSeconds() + StatField(22) / ticks;
   Declare(r, "process_start_time_seconds", "Start time of the process since the Unix epoch.",
           StatType::kGauge)
