@@ -8,7 +8,8 @@
 // loops, the engine, SQLite stores) allocating and freeing request-sized
 // pieces, the resident set keeps creeping up while the memory in use is flat:
 // a 4-minute soak grew 1.4 MiB of anonymous memory while heaptrack found
-// 0.2 MiB more live allocations, all of them requests in flight. For a box
+// 0.2 MiB more live allocations, spread over connections and requests in
+// flight with no site accumulating. For a box
 // whose admission budgets memory, resident memory that is only the
 // allocator's cache is memory it cannot lend, and it hides a real leak.
 // malloc_trim(0) hands every whole free page in every arena back
