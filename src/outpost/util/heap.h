@@ -35,7 +35,10 @@
 namespace outpost::util {
 
 struct HeapUsage {
-  uint64_t in_use_bytes = 0;  // allocated and not freed (arenas + mmapped chunks)
+  // Allocated and not freed (arenas + mmapped chunks), including the chunks
+  // glibc's per-thread caches (tcache) hold for reuse: it rises slowly as
+  // more threads fill theirs, bounded by threads x cache size.
+  uint64_t in_use_bytes = 0;
   uint64_t free_bytes = 0;    // freed, kept by the allocator (all arenas)
 };
 
