@@ -54,6 +54,10 @@ def test_a_requantized_copy_passes_against_the_active_version(store):
     # small KL, mostly the same top token; and the perplexity is a real one.
     assert 3 < fig["ppl_base"] < 200 and abs(fig["ppl_change_pct"]) < 5, fig
     assert fig["mean_kl"] < 0.1 and fig["same_top_pct"] > 85 and fig["tokens"] >= 256, fig
+    # Decode speed measured side by side (reported, not checked by default).
+    speed = checks["speed.against"]
+    assert speed["passed"] and speed["figures"]["decode_tps_base"] > 1, speed
+    assert speed["figures"]["decode_tps_candidate"] > 1 and "tokens/s" in speed["detail"], speed
     v = json.loads(model(store, "show", "smollm2:2").stdout)
     assert v["state"] == "validated" and v["validation"]["passed"], v
 
@@ -96,6 +100,8 @@ def test_a_suite_from_a_file_and_its_bad_inputs(store, tmp_path):
         ("quality:\n  max_mean_kl: lots\n", "'quality.max_mean_kl' must be a number"),
         ("quality:\n  chunks: 1000\n", "'quality.chunks' must be between"),
         ("speed:\n  max_ttft: 5\n", "unknown key 'speed.max_ttft'"),
+        ("speed:\n  min_decode_ratio: fast\n", "'speed.min_decode_ratio' must be a number"),
+        ("speed:\n  min_decode_ratio: 1000\n", "'speed.min_decode_ratio' must be between"),
         ("smoke: [\n", "line"),
     ]
     for text, says in rows:

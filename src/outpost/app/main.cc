@@ -96,10 +96,11 @@ int main(int argc, char** argv) {
       if (a.rfind("-", 0) == 0) continue;
       if (a != "import" && a != "export" && a != "list" && a != "show" && a != "verify" &&
           a != "remove" && a != "activate" && a != "rollback" && a != "canary" && a != "promote" &&
-          a != "pull" && a != "sign" && a != "validate") {
+          a != "pull" && a != "sign" && a != "validate" && a != "requantize") {
         std::fprintf(stderr,
                      "outpost model: unknown subcommand '%s' (import, export, list, show, verify, "
-                     "pull, sign, validate, activate, canary, promote, rollback, remove)\n",
+                     "pull, sign, validate, requantize, activate, canary, promote, rollback, "
+                     "remove)\n",
                      a.c_str());
         return 2;
       }

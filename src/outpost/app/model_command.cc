@@ -12,6 +12,7 @@
 
 #include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
+#include "outpost/app/model_requantize.h"
 #include "outpost/engine/model.h"
 #include "outpost/engine/model_info.h"
 #include "outpost/models/model_signature.h"
@@ -163,6 +164,13 @@ int RunRemote(const ModelFlags& f) {
   }
   if (f.sign->parsed()) {
     std::fprintf(stderr, "outpost model sign: run it where the private key is, without --server\n");
+    return 2;
+  }
+  if (f.requantize->parsed()) {
+    std::fprintf(stderr,
+                 "outpost model requantize: it writes into the store: run it on the box, with "
+                 "--store (the default) instead of --server; activate or canary the result "
+                 "through --server after\n");
     return 2;
   }
   std::string method = "POST", path, body;
@@ -441,6 +449,24 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->validate->add_option("--against", f->against,
                           "NAME:VERSION to compare with (default: NAME's active version)");
   f->validate->add_flag("--json", f->json, "print the report as JSON");
+  f->requantize = model->add_subcommand(
+      "requantize",
+      "make NEW, a version of SRC whose output head is stored in a smaller type (every other "
+      "tensor as it was): on small models the head is much of what each token reads, so decode "
+      "gets faster; NEW is then validated against SRC (perplexity, KL, decode speed side by "
+      "side) and kept only as a verified version to activate or canary");
+  f->requantize->add_option("ref", f->ref, "SRC: NAME:VERSION in the store")->required();
+  f->requantize->add_option("new", f->new_ref, "NEW: the NAME:VERSION to make")->required();
+  f->requantize
+      ->add_option("--head", f->head,
+                   "the head's type: iq4_nl (default: half of Q8_0's bytes, on the CPU's repacked "
+                   "4-bit kernels), q4_0, q4_1, q5_0, q5_1 or q8_0")
+      ->check(CLI::IsMember({"iq4_nl", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"}));
+  f->requantize->add_option("--suite", f->suite,
+                            "the validation suite (as for validate; default: one smoke prompt and "
+                            "the quality bounds)");
+  f->requantize->add_flag("--no-validate", f->no_validate, "only make the version");
+  f->requantize->add_flag("--json", f->json, "print the result (and the report) as JSON");
   f->promote = model->add_subcommand(
       "promote", "with --server: make the running canary of NAME the active version now");
   f->promote->add_option("name", f->ref, "NAME")->required();
@@ -465,6 +491,7 @@ int RunModel(const ModelFlags& f) {
   auto store = models::ModelStore::Open(dir);
   if (!store.ok()) return Fail(store.status());
   auto& s = **store;
+  if (f.requantize->parsed()) return RunRequantize(f, &s, dir);
   if (f.export_->parsed()) {
     if (Status st = s.Export(f.ref, f.out, Bar("exporting")); !st.ok()) return Fail(st);
     std::printf("wrote %s to %s (skopeo: oci-archive:%s)\n", f.ref.c_str(), f.out.c_str(),

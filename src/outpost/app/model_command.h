@@ -1,5 +1,5 @@
 // `outpost model import | export | list | show | verify | activate | rollback |
-// remove`: the box's model store (models/model_store.h) from the command line.
+// remove | requantize | …`: the box's model store (models/model_store.h) from the command line.
 // The store defaults to <state dir>/models (--store). With --server URL the
 // operation goes to that running Outpost's /admin/ API instead (admin key
 // from $OUTPOST_ADMIN_KEY or --admin-key-file): a serving process holds its
@@ -18,7 +18,7 @@ struct ModelFlags {
   CLI::App *import = nullptr, *list = nullptr, *show = nullptr, *verify = nullptr,
            *remove = nullptr, *export_ = nullptr, *activate = nullptr, *rollback = nullptr,
            *canary = nullptr, *promote = nullptr, *pull = nullptr, *sign = nullptr,
-           *validate = nullptr;
+           *validate = nullptr, *requantize = nullptr;
   std::string url;       // pull: a path, http(s):// or oci:// source
   std::string username;  // pull: registry user (password: $OUTPOST_REGISTRY_PASSWORD)
   std::string authfile;  // pull: the registry auth file to read ("" = the defaults)
@@ -30,6 +30,9 @@ struct ModelFlags {
   bool force = false;                     // activate/canary a version that failed validation
   std::string suite;                      // validate: the suite file ("" = the default)
   std::string against;                    // validate: NAME:VERSION to compare with
+  std::string new_ref;                    // requantize: the version it makes
+  std::string head = "iq4_nl";            // requantize: the head's new type
+  bool no_validate = false;               // requantize: skip the validation after
   std::string max_rate;                   // pull bandwidth cap ("10MiB" per second)
   std::string stall_timeout = "30s";
   std::string window;  // pull: HH:MM-HH:MM, bytes move only then

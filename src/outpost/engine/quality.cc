@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "outpost/engine/context.h"
@@ -159,6 +160,38 @@ StatusOr<GreedyAnswer> AnswerGreedily(const Model& model, const std::string& use
     a.decode_tps = (a.completion_tokens - 1) / std::max(1e-9, Since(first_token));
   }
   return a;
+}
+
+StatusOr<double> DecodeTokensPerSecond(const Model& model, int32_t tokens, int32_t rounds,
+                                       int32_t n_threads) {
+  tokens = std::max(tokens, 2);
+  const std::vector<Token> in = model.Tokenize("The", /*add_special=*/true, false);
+  if (in.empty()) return Status::Internal("the model's tokenizer gave no token for a prompt");
+  const ContextOptions co =
+      GreedyContextOptions(static_cast<int32_t>(in.size()), tokens, n_threads);
+  std::unique_ptr<Context> ctx;
+  OUTPOST_ASSIGN_OR_RETURN(ctx, Context::Create(model, co));
+  std::vector<double> speeds;
+  for (int32_t r = 0; r < std::max(rounds, 1); ++r) {
+    ctx->RemoveSequence(0);
+    ctx->ClearBatch();
+    for (size_t i = 0; i < in.size(); ++i) {
+      ctx->Add(in[i], static_cast<int32_t>(i), 0, i + 1 == in.size());
+    }
+    OUTPOST_RETURN_IF_ERROR(ctx->Decode());
+    int32_t pos = static_cast<int32_t>(in.size());
+    Clock::time_point t0;
+    for (int32_t n = 0; n < tokens; ++n) {
+      if (n == 1) t0 = Clock::now();
+      ctx->ClearBatch();
+      ctx->Add(in.back(), pos++, 0, true);
+      OUTPOST_RETURN_IF_ERROR(ctx->Decode());
+    }
+    ctx->TopLogProbs(0, in.back(), 0);  // waits for the last step (a GPU runs it async)
+    speeds.push_back((tokens - 1) / std::max(1e-9, Since(t0)));
+  }
+  std::sort(speeds.begin(), speeds.end());
+  return speeds[speeds.size() / 2];
 }
 
 }  // namespace outpost::engine

@@ -68,4 +68,15 @@ struct GreedyAnswer {
 StatusOr<GreedyAnswer> AnswerGreedily(const Model& model, const std::string& user_message,
                                       int32_t max_tokens, int32_t n_threads = 0);
 
+// One stream's decode speed: `tokens` decode steps of one sequence, each
+// computing its logits row, after a short prompt — the same token fed back
+// (no sampling: the model's step alone, as llama-bench's tg test), so every
+// model decodes the same count; timed from the second step, the median of
+// `rounds` runs.
+// For comparing two versions of a model on this box (validation), not a
+// benchmark: llama-bench and `outpost bench` are those. Errors: as
+// Context::Create / Decode.
+StatusOr<double> DecodeTokensPerSecond(const Model& model, int32_t tokens = 32, int32_t rounds = 3,
+                                       int32_t n_threads = 0);
+
 }  // namespace outpost::engine

@@ -499,7 +499,7 @@ Status ModelStore::Commit(const std::string& partial, const std::string& digest)
 
 StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::string& ref,
                                           const std::string& expect_sha256,
-                                          const Progress& progress) {
+                                          const Progress& progress, const std::string& source) {
   std::string name, version;
   OUTPOST_RETURN_IF_ERROR(ParseModelRef(ref, &name, &version));
   if (!expect_sha256.empty() &&
@@ -528,7 +528,7 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
   if (!info.ok() && info.status().code() == StatusCode::kNotFound) return info.status();
   OUTPOST_RETURN_IF_ERROR(CheckDisk(ref, size));
   std::lock_guard<std::mutex> lock(mu_);
-  OUTPOST_RETURN_IF_ERROR(Begin(name, version, path, size));
+  OUTPOST_RETURN_IF_ERROR(Begin(name, version, source.empty() ? path : source, size));
   auto fail = [&](Status st) -> StatusOr<ModelVersion> {
     SetState(name, version, "failed", st.message());
     return st;

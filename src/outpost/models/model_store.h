@@ -102,10 +102,11 @@ class ModelStore {
   // names what failed), NotFound (no such file), ResourceExhausted (not
   // enough disk: the free space and what is needed). A failure leaves the
   // version "failed" with the reason, and nothing half-written. A pinned
-  // sha256 names one file: a split model is refused with it.
+  // sha256 names one file: a split model is refused with it. `source` is
+  // what the version records as where it came from ("" = the path).
   StatusOr<ModelVersion> Import(const std::string& path, const std::string& ref,
                                 const std::string& expect_sha256 = "",
-                                const Progress& progress = nullptr);
+                                const Progress& progress = nullptr, const std::string& source = "");
 
   struct PullOptions {
     uint64_t max_bytes_per_s = 0;  // bandwidth cap (0: none)

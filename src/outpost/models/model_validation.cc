@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
+#include <vector>
 
 #include "outpost/engine/context.h"
 #include "outpost/engine/kv_layout.h"
@@ -154,7 +156,12 @@ StatusOr<ValidationSuite> LoadValidationSuite(const std::string& path) {
     }
   }
   if (const auto sp = root["speed"]) {
-    OUTPOST_RETURN_IF_ERROR(OnlyKeys(sp, "speed", {"min_decode_tps", "max_ttft_ms"}));
+    OUTPOST_RETURN_IF_ERROR(
+        OnlyKeys(sp, "speed", {"min_decode_tps", "max_ttft_ms", "min_decode_ratio"}));
+    if (sp["min_decode_ratio"]) {
+      OUTPOST_ASSIGN_OR_RETURN(s.min_decode_ratio,
+                               Number(sp["min_decode_ratio"], "speed.min_decode_ratio", 0, 100));
+    }
     if (sp["min_decode_tps"]) {
       OUTPOST_ASSIGN_OR_RETURN(s.min_decode_tps,
                                Number(sp["min_decode_tps"], "speed.min_decode_tps", 0, 1e6));
@@ -166,6 +173,34 @@ StatusOr<ValidationSuite> LoadValidationSuite(const std::string& path) {
   }
   return s;
 }
+
+namespace {
+
+// One stream's decode speed of both models on this box, measured in turns
+// (base, candidate, three times) so that a busy moment slows both; medians.
+// A check only when the suite sets speed.min_decode_ratio.
+json CompareDecodeSpeed(const engine::Model& base, const engine::Model& cand,
+                        const ValidationSuite& suite, int n_threads) {
+  std::vector<double> b, c;
+  for (int round = 0; round < 3; ++round) {
+    for (auto [model, out] : {std::pair{&base, &b}, std::pair{&cand, &c}}) {
+      auto tps = engine::DecodeTokensPerSecond(*model, 32, 1, n_threads);
+      if (!tps.ok()) return Check("speed.against", false, tps.status().message());
+      out->push_back(*tps);
+    }
+  }
+  std::sort(b.begin(), b.end());
+  std::sort(c.begin(), c.end());
+  const double ratio = c[1] / std::max(1e-9, b[1]);
+  const bool checked = suite.min_decode_ratio > 0;
+  return Check("speed.against", !checked || ratio >= suite.min_decode_ratio,
+               "decode " + Fixed(b[1], 1) + " → " + Fixed(c[1], 1) + " tokens/s (" +
+                   Fixed(ratio, 2) + "×, one stream on this box)" +
+                   (checked ? ", at least " + Fixed(suite.min_decode_ratio, 2) + "×" : ""),
+               {{"decode_tps_base", b[1]}, {"decode_tps_candidate", c[1]}, {"ratio", ratio}});
+}
+
+}  // namespace
 
 json ValidationReport::ToJson() const {
   return {{"passed", passed}, {"checks", checks}};
@@ -250,6 +285,7 @@ StatusOr<ValidationReport> ValidateModel(const std::string& candidate_path,
                                  "same top token " + Fixed(q->same_top_pct, 1) + "% (at least " +
                                      Fixed(suite.min_same_top_pct, 1) + "%)"));
       }
+      r.checks.push_back(CompareDecodeSpeed(**base, *cand, suite, n_threads));
     }
   }
   r.passed = true;

@@ -15,6 +15,9 @@
 //   speed:
 //     min_decode_tps: 0          # 0 = not checked
 //     max_ttft_ms: 0
+//     min_decode_ratio: 0        # candidate / base decode tokens/s, one
+//                                # stream, measured in turns (0 = reported,
+//                                # not checked; needs a base)
 //
 // Each check passes or fails with its figures; the report is kept with the
 // version (ModelStore::MarkValidated) and a version whose report failed is
@@ -45,6 +48,7 @@ struct ValidationSuite {
   int chunks = 4;
   double min_decode_tps = 0;
   double max_ttft_ms = 0;
+  double min_decode_ratio = 0;
 };
 
 // Reads a suite file. Errors: NotFound, InvalidArgument naming the key and

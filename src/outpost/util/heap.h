@@ -39,7 +39,7 @@ struct HeapUsage {
   // glibc's per-thread caches (tcache) hold for reuse: it rises slowly as
   // more threads fill theirs, bounded by threads x cache size.
   uint64_t in_use_bytes = 0;
-  uint64_t free_bytes = 0;    // freed, kept by the allocator (all arenas)
+  uint64_t free_bytes = 0;  // freed, kept by the allocator (all arenas)
 };
 
 // mallopt(M_ARENA_MAX, n), unless the environment sets MALLOC_ARENA_MAX (the
