@@ -454,7 +454,7 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
       "make NEW, a version of SRC whose output head is stored in a smaller type (every other "
       "tensor as it was): on small models the head is much of what each token reads, so decode "
       "gets faster; NEW is then validated against SRC (perplexity, KL, decode speed side by "
-      "side) and kept only as a verified version to activate or canary");
+      "side), a version like any other to activate or canary");
   f->requantize->add_option("ref", f->ref, "SRC: NAME:VERSION in the store")->required();
   f->requantize->add_option("new", f->new_ref, "NEW: the NAME:VERSION to make")->required();
   f->requantize
