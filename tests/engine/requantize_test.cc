@@ -128,7 +128,7 @@ TEST_F(RequantizeHeadTest, BadRequestsAreRefusedNamingWhatIsWrongAndLeaveNothing
        StatusCode::kInvalidArgument},
       {(dir_ / "missing.gguf").string(), "iq4_nl", out, "does not exist", "model",
        StatusCode::kNotFound},
-      {text, "iq4_nl", out, "could not be parsed as GGUF", "model", StatusCode::kInvalidArgument},
+      {text, "iq4_nl", out, "is not a GGUF file", "model", StatusCode::kInvalidArgument},
       {model_, "iq4_nl", (dir_ / "no-such-dir" / "out.gguf").string(), "quantizer failed", "",
        StatusCode::kInternal},
   };

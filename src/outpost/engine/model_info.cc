@@ -230,6 +230,7 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
   info.n_vocab = static_cast<int32_t>(GetInt(g.get(), "tokenizer.ggml.tokens"));
   const int64_t ftype = GetInt(g.get(), "general.file_type");
   info.file_type = ftype >= 0 ? "ftype " + std::to_string(ftype) : "unknown";
+  info.file_type_id = ftype;
 
   const char* missing = info.n_layers <= 0     ? "block_count"
                         : info.n_embd <= 0     ? "embedding_length"
@@ -241,6 +242,27 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
         "'" + path + "' lacks " + a + missing + ", needed for memory planning", "model");
   }
   return info;
+}
+
+StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path) {
+  ModelInfo info;
+  OUTPOST_ASSIGN_OR_RETURN(info, ReadModelInfo(path));
+  const std::vector<std::string> files =
+      info.shards.empty() ? std::vector<std::string>{path} : info.shards;
+  std::vector<GgufTensor> out;
+  for (const auto& file : files) {
+    Gguf f;
+    OUTPOST_ASSIGN_OR_RETURN(f, OpenGguf(file));
+    const gguf_context* g = f.g.get();
+    const uint64_t data = gguf_get_data_offset(g);
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); ++i) {
+      const char* name = gguf_get_tensor_name(g, i);
+      const ggml_tensor* t = ggml_get_tensor(f.meta.get(), name);
+      out.push_back({name, ggml_type_name(gguf_get_tensor_type(g, i)), t != nullptr ? t->ne[0] : 0,
+                     gguf_get_tensor_size(g, i), file, data + gguf_get_tensor_offset(g, i)});
+    }
+  }
+  return out;
 }
 
 }  // namespace outpost::engine

@@ -14,9 +14,10 @@ namespace outpost::engine {
 
 struct ModelInfo {
   std::string path;
-  std::string name;          // general.name, or the file stem
-  std::string architecture;  // general.architecture ("gemma3", "llama", ...)
-  std::string file_type;     // quantization as written by llama.cpp ("Q4_K - Medium")
+  std::string name;           // general.name, or the file stem
+  std::string architecture;   // general.architecture ("gemma3", "llama", ...)
+  std::string file_type;      // quantization as written by llama.cpp ("Q4_K - Medium")
+  int64_t file_type_id = -1;  // general.file_type as a number (-1: absent)
   uint64_t file_bytes = 0;
   uint64_t weight_bytes = 0;  // sum of tensor data sizes
   uint64_t n_params = 0;
@@ -42,5 +43,19 @@ struct ModelInfo {
 // than the first, or lacks the architecture keys needed for planning (the
 // message names the key).
 StatusOr<ModelInfo> ReadModelInfo(const std::string& path);
+
+// One tensor of a GGUF model, as its file's header describes it.
+struct GgufTensor {
+  std::string name;
+  std::string type;  // ggml's name: "q8_0", "iq4_nl", "f32", ...
+  int64_t row_length = 0;
+  uint64_t bytes = 0;
+  std::string file;     // the file (shard) holding it
+  uint64_t offset = 0;  // of its data in that file
+};
+
+// Every tensor of the model at `path` (all shards of a split model), in file
+// order. Errors: as ReadModelInfo.
+StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path);
 
 }  // namespace outpost::engine

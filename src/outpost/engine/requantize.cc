@@ -1,12 +1,11 @@
 #include "outpost/engine/requantize.h"
 
 #include <ggml.h>
-#include <gguf.h>
 #include <llama.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -16,65 +15,6 @@
 
 namespace outpost::engine {
 namespace {
-
-struct GgufDeleter {
-  void operator()(gguf_context* c) const { gguf_free(c); }
-};
-struct GgmlDeleter {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
-
-// Every tensor of the model at `path` (all shards) and its general.file_type
-// (-1 when absent).
-Status ReadTensors(const std::string& path, std::vector<GgufTensor>* out, int64_t* file_type,
-                   uint64_t* file_bytes) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return Status::NotFound("'" + path + "' does not exist", "model");
-  }
-  std::vector<std::string> files = {path};
-  *file_type = -1;
-  *file_bytes = 0;
-  for (size_t f = 0; f < files.size(); ++f) {
-    ggml_context* meta_raw = nullptr;
-    gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
-    std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(files[f].c_str(), params));
-    std::unique_ptr<ggml_context, GgmlDeleter> meta(meta_raw);
-    if (!g) {
-      return Status::InvalidArgument("'" + files[f] + "' could not be parsed as GGUF", "model");
-    }
-    *file_bytes += std::filesystem::file_size(files[f], ec);
-    if (f == 0) {
-      if (const int64_t id = gguf_find_key(g.get(), "general.file_type");
-          id >= 0 && gguf_get_kv_type(g.get(), id) == GGUF_TYPE_UINT32) {
-        *file_type = gguf_get_val_u32(g.get(), id);
-      }
-      const int64_t split = gguf_find_key(g.get(), "split.count");
-      const int count = split >= 0 ? static_cast<int>(gguf_get_val_u16(g.get(), split)) : 1;
-      if (count > 1) {
-        char prefix[4096], shard[4096];
-        if (llama_split_prefix(prefix, sizeof prefix, path.c_str(), 0, count) <= 0) {
-          return Status::InvalidArgument("'" + path + "' is the first of " + std::to_string(count) +
-                                             " shards but not named as gguf-split names them",
-                                         "model");
-        }
-        for (int i = 1; i < count; ++i) {
-          llama_split_path(shard, sizeof shard, prefix, i, count);
-          files.push_back(shard);
-        }
-      }
-    }
-    const uint64_t data = gguf_get_data_offset(g.get());
-    for (int64_t i = 0; i < gguf_get_n_tensors(g.get()); ++i) {
-      const ggml_tensor* t = ggml_get_tensor(meta.get(), gguf_get_tensor_name(g.get(), i));
-      out->push_back({gguf_get_tensor_name(g.get(), i),
-                      ggml_type_name(gguf_get_tensor_type(g.get(), i)), t != nullptr ? t->ne[0] : 0,
-                      gguf_get_tensor_size(g.get(), i), files[f],
-                      data + gguf_get_tensor_offset(g.get(), i)});
-    }
-  }
-  return Status::Ok();
-}
 
 // The ggml type named `name` (lower case, as ggml_type_name spells it).
 ggml_type TypeNamed(const std::string& name) {
@@ -104,14 +44,6 @@ std::string List(const std::vector<std::string>& v) {
 
 }  // namespace
 
-StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path) {
-  std::vector<GgufTensor> tensors;
-  int64_t file_type = -1;
-  uint64_t bytes = 0;
-  OUTPOST_RETURN_IF_ERROR(ReadTensors(path, &tensors, &file_type, &bytes));
-  return tensors;
-}
-
 const std::vector<std::string>& HeadTypeNames() {
   static const std::vector<std::string> names = {"iq4_nl", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"};
   return names;
@@ -127,10 +59,13 @@ StatusOr<HeadRequantizeResult> RequantizeHead(const std::string& in_path,
     return Status::InvalidArgument(
         "head type '" + type + "' is not one of " + List(HeadTypeNames()), "head");
   }
+  ModelInfo info;
+  OUTPOST_ASSIGN_OR_RETURN(info, ReadModelInfo(in_path));
   std::vector<GgufTensor> tensors;
-  int64_t file_type = -1;
+  OUTPOST_ASSIGN_OR_RETURN(tensors, ListTensors(in_path));
+  const int64_t file_type = info.file_type_id;
   HeadRequantizeResult r;
-  OUTPOST_RETURN_IF_ERROR(ReadTensors(in_path, &tensors, &file_type, &r.file_bytes_before));
+  r.file_bytes_before = info.file_bytes;
   const GgufTensor* head = nullptr;
   for (const char* name : {"output.weight", "token_embd.weight"}) {
     for (const auto& t : tensors) {

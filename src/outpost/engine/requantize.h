@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "outpost/engine/model_info.h"
 #include "outpost/util/status.h"
 
 namespace outpost::engine {
@@ -31,22 +32,6 @@ namespace outpost::engine {
 // n_embd that is a multiple of 32 (llama-quantize silently falls back from
 // the 256-wide K types otherwise). Lower case, as llama-quantize names them.
 const std::vector<std::string>& HeadTypeNames();
-
-// One tensor of a GGUF file, as its header describes it.
-struct GgufTensor {
-  std::string name;
-  std::string type;  // ggml's name: "q8_0", "iq4_nl", "f32", ...
-  int64_t row_length = 0;
-  uint64_t bytes = 0;
-  std::string file;     // the shard holding it
-  uint64_t offset = 0;  // of its data in that file
-};
-
-// Every tensor of the model at `path` (all shards of a split model), in file
-// order. Errors: NotFound, InvalidArgument (param "model") for a file that
-// is no GGUF or a split model whose shards are not named as gguf-split
-// names them.
-StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path);
 
 struct HeadRequantizeResult {
   std::string tensor;     // "output.weight" or "token_embd.weight" (tied)
