@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -107,9 +108,12 @@ TEST_F(RequantizeHeadTest, OnlyTheHeadChangesAndTheResultServes) {
   mo.path = out;
   auto m = Model::Load(mo);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  auto tps = DecodeTokensPerSecond(**m, 8, 1, 2);
+  // One thread: ctest runs unit tests two at a time, and two processes of
+  // two OpenMP threads each on two CPUs make decode crawl (0.64 tokens/s in
+  // a CI run). The rate is not this test's subject; that it decodes is.
+  auto tps = DecodeTokensPerSecond(**m, 8, 1, 1);
   ASSERT_TRUE(tps.ok()) << tps.status().ToString();
-  EXPECT_GT(*tps, 1.0);
+  EXPECT_TRUE(std::isfinite(*tps) && *tps > 0) << *tps;
 }
 
 TEST_F(RequantizeHeadTest, BadRequestsAreRefusedNamingWhatIsWrongAndLeaveNothing) {
