@@ -128,8 +128,13 @@ class Defect(pydantic.BaseModel):
 
 
 def test_structured_output_with_a_pydantic_model(client, model_id):
+    # Seeded, as the chat test is: unseeded, about one answer in 200 from this small
+    # model wanders into a run of \uXXXX escapes inside "part" (valid JSON, so the
+    # grammar allows it) and is cut at max_output_tokens before the string closes.
     r = client.responses.parse(model=model_id, text_format=Defect, max_output_tokens=80,
-                               input="Report as JSON: two deep scratches on the left door panel.")
+                               input="Report as JSON: two deep scratches on the left door panel.",
+                               extra_body={"seed": 3})
+    assert r.status == "completed", r.output_text
     assert isinstance(r.output_parsed, Defect), r.output_text
     assert r.text.format.type == "json_schema" and r.text.format.name
 
