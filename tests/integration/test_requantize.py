@@ -18,6 +18,10 @@ def model(store, *args, timeout=600):
                           timeout=timeout)
 
 
+def leftovers(store):
+    return [os.path.join(d, f) for d, _, files in os.walk(store) for f in files if "partial" in f]
+
+
 def test_requantize_validate_and_serve_then_bad_invocations(tmp_path):
     store = tmp_path / "store"
     assert model(store, "import", MODEL, "smollm2:1").returncode == 0
@@ -43,7 +47,20 @@ def test_requantize_validate_and_serve_then_bad_invocations(tmp_path):
     shown = json.loads(model(store, "show", "smollm2:1-iq4nl").stdout)
     assert shown["state"] == "validated", shown
     assert shown["source"] == "requantized from smollm2:1 (token_embd.weight q8_0 → iq4_nl)", shown
-    assert not [f for f in os.listdir(store) if "partial" in f], os.listdir(store)
+    assert not leftovers(store), leftovers(store)
+    # show reads the file's header: the head is the one tensor that changed.
+    t, t0 = shown["tensors"], json.loads(model(store, "show", "smollm2:1").stdout)["tensors"]
+    assert t["head"] == {"tensor": "token_embd.weight", "type": "iq4_nl", "tied": True,
+                         "bytes": r["head"]["bytes_after"]}, t
+    assert t0["head"]["type"] == "q8_0" and t0["head"]["bytes"] == r["head"]["bytes_before"], t0
+    assert t["count"] == t0["count"] == sum(x["count"] for x in t0["types"].values()), (t, t0)
+    assert t["types"]["iq4_nl"]["count"] == 1 and t0["types"]["q8_0"]["count"] - 1 == t["types"].get(
+        "q8_0", {"count": 0})["count"], (t, t0)
+    assert sum(x["bytes"] for x in t["types"].values()) < shown["size"], t
+    # The new file was renamed into the store, not copied: one model file per
+    # version (the rest of blobs/ are manifests and configs, under a KiB).
+    models = [f for f in os.scandir(store / "blobs" / "sha256") if f.stat().st_size > 2**20]
+    assert len(models) == 2, [(f.name, f.stat().st_size) for f in models]
 
     # Served, it still answers.
     path = os.path.join(store, "blobs", "sha256", shown["digest"].split(":")[1])
@@ -68,4 +85,4 @@ def test_requantize_validate_and_serve_then_bad_invocations(tmp_path):
         p = model(store, *args)
         assert p.returncode == rc and says in p.stderr, (args, p.returncode, p.stderr)
         assert model(store, "list").stdout == listed, args
-        assert not [f for f in os.listdir(store) if "partial" in f], (args, os.listdir(store))
+        assert not leftovers(store), (args, leftovers(store))

@@ -360,7 +360,7 @@ StatusOr<json> AdminApi::Run(const HttpRequest& req, std::string* action, std::s
       *action = "show";
       models::ModelVersion v;
       OUTPOST_ASSIGN_OR_RETURN(v, store->Get(*target));
-      return models::VersionJson(v);
+      return models::VersionDetailJson(store, v);
     }
     if (req.method == "DELETE") {
       *action = "remove";

@@ -13,11 +13,10 @@
 #include "outpost/api/api_keys.h"
 #include "outpost/app/config.h"
 #include "outpost/app/model_requantize.h"
-#include "outpost/engine/model.h"
+#include "outpost/app/model_validate.h"
 #include "outpost/engine/model_info.h"
 #include "outpost/models/model_signature.h"
 #include "outpost/models/model_store.h"
-#include "outpost/models/model_validation.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/admin_client.h"
 #include "outpost/router/model_source.h"
@@ -101,45 +100,6 @@ int RunSign(const ModelFlags& f) {
                 f.key.c_str(), out.c_str());
   }
   return 0;
-}
-
-int RunValidate(const ModelFlags& f, models::ModelStore* s) {
-  engine::InstallLlamaLogger(false);
-  auto v = s->Get(f.ref);
-  if (!v.ok()) return Fail(v.status());
-  if (v->state == "fetching" || v->state == "fetched" || v->state == "failed") {
-    std::fprintf(stderr, "outpost model validate: %s is %s; only a verified version validates\n",
-                 f.ref.c_str(), v->state.c_str());
-    return 1;
-  }
-  models::ValidationSuite suite;
-  if (!f.suite.empty()) {
-    auto loaded = models::LoadValidationSuite(f.suite);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "outpost model validate: %s\n", loaded.status().message().c_str());
-      return 2;
-    }
-    suite = *loaded;
-  }
-  models::ValidateRequest req;
-  req.ref = f.ref;
-  req.against = f.against;
-  req.suite = suite;
-  auto report = models::ValidateVersion(s, req);
-  if (!report.ok()) return Fail(report.status());
-  const nlohmann::json& j = *report;
-  const bool passed = j.value("passed", false);
-  if (f.json) {
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    for (const auto& c : j["checks"]) {
-      std::printf("%s %-20s %s\n", c["passed"].get<bool>() ? "ok  " : "FAIL",
-                  c["name"].get<std::string>().c_str(), c["detail"].get<std::string>().c_str());
-    }
-    std::printf("%s: validation %s\n", f.ref.c_str(),
-                passed ? "passed" : "FAILED (activation needs --force)");
-  }
-  return passed ? 0 : 1;
 }
 
 // The operation as a call to a running server's /admin/ API; prints its JSON
@@ -345,7 +305,9 @@ CLI::App* AddModelCommand(CLI::App* app, ModelFlags* f) {
   f->export_->add_option("file", f->out, "the .tar to write")->required();
   f->list = model->add_subcommand("list", "every version in the store with its state");
   f->list->add_flag("--json", f->json, "as JSON");
-  f->show = model->add_subcommand("show", "one version: state, digests, what the GGUF says");
+  f->show = model->add_subcommand(
+      "show",
+      "one version: state, digests, what the GGUF says (its tensors by type, its output head)");
   f->show->add_option("ref", f->ref, "NAME:VERSION")->required();
   f->show->add_flag("--json", f->json, "as JSON");
   f->verify = model->add_subcommand("verify", "re-hash a version's file and check the GGUF again");
@@ -491,7 +453,7 @@ int RunModel(const ModelFlags& f) {
   auto store = models::ModelStore::Open(dir);
   if (!store.ok()) return Fail(store.status());
   auto& s = **store;
-  if (f.requantize->parsed()) return RunRequantize(f, &s, dir);
+  if (f.requantize->parsed()) return RunRequantize(f, &s);
   if (f.export_->parsed()) {
     if (Status st = s.Export(f.ref, f.out, Bar("exporting")); !st.ok()) return Fail(st);
     std::printf("wrote %s to %s (skopeo: oci-archive:%s)\n", f.ref.c_str(), f.out.c_str(),
@@ -648,7 +610,7 @@ int RunModel(const ModelFlags& f) {
   if (f.show->parsed()) {
     auto v = s.Get(f.ref);
     if (!v.ok()) return Fail(v.status());
-    std::printf("%s\n", models::VersionJson(*v).dump(2).c_str());
+    std::printf("%s\n", models::VersionDetailJson(&s, *v).dump(2).c_str());
     return 0;
   }
   if (f.verify->parsed()) {

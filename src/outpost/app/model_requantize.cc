@@ -1,14 +1,12 @@
 #include "outpost/app/model_requantize.h"
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "outpost/app/model_command.h"
+#include "outpost/app/model_validate.h"
 #include "outpost/engine/model.h"
 #include "outpost/engine/requantize.h"
 #include "outpost/models/model_store.h"
@@ -28,11 +26,11 @@ int Failed(const Status& st) {
 
 }  // namespace
 
-int RunRequantize(const ModelFlags& f, models::ModelStore* s, const std::string& store_dir) {
+int RunRequantize(const ModelFlags& f, models::ModelStore* s) {
   engine::InstallLlamaLogger(false);
   auto src = s->Get(f.ref);
   if (!src.ok()) return Failed(src.status());
-  if (src->state == "fetching" || src->state == "fetched" || src->state == "failed") {
+  if (!src->verified_file()) {
     std::fprintf(stderr,
                  "outpost model requantize: %s is %s; only a verified version is requantized\n",
                  f.ref.c_str(), src->state.c_str());
@@ -48,25 +46,16 @@ int RunRequantize(const ModelFlags& f, models::ModelStore* s, const std::string&
     return 2;
   }
   models::ValidationSuite suite;
-  if (!f.suite.empty()) {
-    auto loaded = models::LoadValidationSuite(f.suite);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "outpost model requantize: %s\n", loaded.status().message().c_str());
-      return 2;
-    }
-    suite = *loaded;
-  }
-  // Written inside the store's directory (the same disk as the blobs it is
-  // imported into), then imported and removed.
-  const std::string tmp = store_dir + "/requantize-" + std::to_string(getpid()) + ".partial.gguf";
+  if (!LoadSuiteFlag("outpost model requantize", f.suite, &suite)) return 2;
+  // Written beside the store's blobs, then adopted: renamed to its digest, so
+  // the disk holds the new bytes once (and a crash leaves nothing behind).
+  const std::string tmp = s->PartialPath();
   std::fprintf(stderr, "requantizing %s: output head to %s …\n", f.ref.c_str(), f.head.c_str());
   auto r = engine::RequantizeHead(s->ModelPath(*src), tmp, f.head);
   if (!r.ok()) return Failed(r.status());
   const std::string source = "requantized from " + src->ref() + " (" + r->tensor + " " +
                              r->from_type + " → " + r->to_type + ")";
-  auto v = s->Import(tmp, f.new_ref, "", nullptr, source);
-  std::error_code ec;
-  std::filesystem::remove(tmp, ec);
+  auto v = s->Adopt(tmp, f.new_ref, source);
   if (!v.ok()) return Failed(v.status());
   std::fprintf(stderr, "%s: %s, %s %s → %s; file %s → %s\n", v->ref().c_str(), v->state.c_str(),
                r->tensor.c_str(), util::FormatBytes(r->head_bytes_before).c_str(),
@@ -95,14 +84,7 @@ int RunRequantize(const ModelFlags& f, models::ModelStore* s, const std::string&
     if (!report.ok()) return Failed(report.status());
     passed = report->value("passed", false);
     out["validation"] = *report;
-    if (!f.json) {
-      for (const auto& c : (*report)["checks"]) {
-        std::printf("%s %-20s %s\n", c["passed"].get<bool>() ? "ok  " : "FAIL",
-                    c["name"].get<std::string>().c_str(), c["detail"].get<std::string>().c_str());
-      }
-      std::printf("%s: validation %s\n", v->ref().c_str(),
-                  passed ? "passed" : "FAILED (activation needs --force)");
-    }
+    if (!f.json) PrintValidationReport(*report, v->ref());
   } else if (!f.json) {
     std::printf("%s: %s (not validated: `outpost model validate %s --against %s`)\n",
                 v->ref().c_str(), v->state.c_str(), v->ref().c_str(), src->ref().c_str());

@@ -18,6 +18,6 @@ struct ModelFlags;
 
 // Exit codes as RunModel: 0 done (and validation passed, or was skipped),
 // 1 the operation or the validation failed, 2 usage.
-int RunRequantize(const ModelFlags& f, models::ModelStore* store, const std::string& store_dir);
+int RunRequantize(const ModelFlags& f, models::ModelStore* store);
 
 }  // namespace outpost::app

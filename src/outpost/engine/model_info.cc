@@ -265,4 +265,13 @@ StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path) {
   return out;
 }
 
+const GgufTensor* FindOutputHead(const std::vector<GgufTensor>& tensors) {
+  for (const char* name : {"output.weight", "token_embd.weight"}) {
+    for (const auto& t : tensors) {
+      if (t.name == name) return &t;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace outpost::engine

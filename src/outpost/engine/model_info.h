@@ -58,4 +58,9 @@ struct GgufTensor {
 // order. Errors: as ReadModelInfo.
 StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path);
 
+// The output head among `tensors`: output.weight, or token_embd.weight when
+// the model ties its head to the embeddings (as llama.cpp loads it). Null
+// when it has neither. Points into `tensors`.
+const GgufTensor* FindOutputHead(const std::vector<GgufTensor>& tensors);
+
 }  // namespace outpost::engine

@@ -66,12 +66,7 @@ StatusOr<HeadRequantizeResult> RequantizeHead(const std::string& in_path,
   const int64_t file_type = info.file_type_id;
   HeadRequantizeResult r;
   r.file_bytes_before = info.file_bytes;
-  const GgufTensor* head = nullptr;
-  for (const char* name : {"output.weight", "token_embd.weight"}) {
-    for (const auto& t : tensors) {
-      if (head == nullptr && t.name == name) head = &t;
-    }
-  }
+  const GgufTensor* head = FindOutputHead(tensors);
   if (head == nullptr) {
     return Status::InvalidArgument(
         "'" + in_path + "' has neither output.weight nor token_embd.weight: no output head",

@@ -39,7 +39,7 @@ StatusOr<ModelLifecycle::CanaryStatus> ModelLifecycle::StartCanary(const std::st
   if (active->version == v.version) {
     return Status::InvalidArgument(ref + " is already the served version", "model");
   }
-  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+  if (!v.verified_file()) {
     return Status::InvalidArgument(ref + " cannot be a canary: it is " + v.state, "model");
   }
   Status gate = ValidationGate(v, force);

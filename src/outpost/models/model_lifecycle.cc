@@ -296,7 +296,7 @@ StatusOr<ModelLifecycle::Swap> ModelLifecycle::Activate(const std::string& ref, 
   Status st = got.status();
   if (st.ok()) {
     v = *got;
-    if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+    if (!v.verified_file()) {
       st = Status::InvalidArgument(ref + " cannot be activated: it is " + v.state +
                                        (v.error.empty() ? "" : " (" + v.error + ")"),
                                    "model");

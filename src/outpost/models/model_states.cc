@@ -12,7 +12,7 @@ namespace outpost::models {
 StatusOr<ModelVersion> ModelStore::MarkActive(const std::string& ref) {
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
-  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+  if (!v.verified_file()) {
     return Status::InvalidArgument(
         ref + " cannot be activated: it is " + v.state +
             (v.error.empty() ? "" : " (" + v.error + ")") +
@@ -125,7 +125,7 @@ Status ModelStore::MarkRetired(const std::string& ref, const std::string& reason
 Status ModelStore::MarkCanary(const std::string& ref) {
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, Get(ref));
-  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed" || v.state == "active") {
+  if (!v.verified_file() || v.state == "active") {
     return Status::InvalidArgument(ref + " cannot be a canary: it is " + v.state, "model");
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -553,6 +553,39 @@ StatusOr<ModelVersion> ModelStore::Import(const std::string& path, const std::st
   return Finish(name, version, {*digest}, size, "");
 }
 
+StatusOr<ModelVersion> ModelStore::Adopt(const std::string& path, const std::string& ref,
+                                         const std::string& source, const Progress& progress) {
+  std::error_code ec;
+  auto consumed = [&](Status st) {
+    fs::remove(path, ec);
+    return st;
+  };
+  if (!fs::equivalent(fs::path(path).parent_path(), fs::path(dir_) / "blobs" / "sha256", ec)) {
+    // Not the store's to consume: left where it is.
+    return Status::InvalidArgument(path + " is not in the store's blobs/sha256/; import it instead",
+                                   "path");
+  }
+  std::string name, version;
+  if (Status st = ParseModelRef(ref, &name, &version); !st.ok()) return consumed(st);
+  const auto size = fs::file_size(path, ec);
+  if (ec || !fs::is_regular_file(path)) return Status::NotFound("no model file at " + path);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Status st = Begin(name, version, source, size); !st.ok()) return consumed(st);
+  auto fail = [&](Status st) -> StatusOr<ModelVersion> {
+    SetState(name, version, "failed", st.message());
+    return consumed(st);
+  };
+  auto digest = CopyHashing(path, "", size, progress);
+  if (!digest.ok()) return fail(digest.status());
+  // Its writer did not fsync it; the blob must survive a crash once recorded.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool synced = fd >= 0 && fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!synced) return fail(Status::Internal("fsync " + path + " failed"));
+  if (Status st = Commit(path, *digest); !st.ok()) return fail(st);
+  return Finish(name, version, {*digest}, size, "");
+}
+
 StatusOr<ModelVersion> ModelStore::ImportShards(const std::vector<std::string>& paths,
                                                 const std::string& name, const std::string& version,
                                                 uint64_t total, const Progress& progress) {

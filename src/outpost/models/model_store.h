@@ -72,6 +72,12 @@ struct ModelVersion {
   std::string validation;          // the last validation report, JSON ("" = never validated)
   bool validation_failed = false;  // its verdict: activation then needs --force
   std::string ref() const { return name + ":" + version; }
+  // Whether its file is complete and its digest checked (every state but
+  // fetching, fetched and failed): only such a version can validate, serve,
+  // be a canary or be requantized.
+  bool verified_file() const {
+    return state != "fetching" && state != "fetched" && state != "failed";
+  }
   // The digests of its files: the shards, or the one GGUF.
   std::vector<std::string> files() const {
     return shards.empty() ? std::vector<std::string>{blob_digest} : shards;
@@ -107,6 +113,16 @@ class ModelStore {
   StatusOr<ModelVersion> Import(const std::string& path, const std::string& ref,
                                 const std::string& expect_sha256 = "",
                                 const Progress& progress = nullptr, const std::string& source = "");
+
+  // As Import, for a single GGUF this process wrote at a PartialPath()
+  // (`outpost model requantize`'s output): hashed where it lies, made
+  // durable and renamed to its digest rather than copied, so the disk holds
+  // its bytes once. The file is consumed whatever the outcome (a file that
+  // fails the GGUF check stays as the failed version's blob, as Import's
+  // does). InvalidArgument ("path"), the file left alone, when it is not in
+  // blobs/sha256/.
+  StatusOr<ModelVersion> Adopt(const std::string& path, const std::string& ref,
+                               const std::string& source, const Progress& progress = nullptr);
 
   struct PullOptions {
     uint64_t max_bytes_per_s = 0;  // bandwidth cap (0: none)
@@ -220,6 +236,10 @@ class ModelStore {
   StatusOr<ModelVersion> PreviousOf(const std::string& name);
 
   const std::string& dir() const { return dir_; }
+  // blobs/sha256/.partial-<random>: where a file bound for the store is
+  // written (on the blobs' disk, so it renames in). One a crash leaves
+  // behind is removed by the next Open.
+  std::string PartialPath() const;
 
  private:
   ModelStore(std::string dir, sqlite3* db, int lock_fd);
@@ -257,7 +277,6 @@ class ModelStore {
   StatusOr<ModelVersion> ImportShards(const std::vector<std::string>& paths,
                                       const std::string& name, const std::string& version,
                                       uint64_t total, const Progress& progress);
-  std::string PartialPath() const;  // blobs/sha256/.partial-<random>
   // Renames a fully written, fsync'ed partial file to its digest.
   Status Commit(const std::string& partial, const std::string& digest);
 

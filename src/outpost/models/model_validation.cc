@@ -335,7 +335,7 @@ StatusOr<uint64_t> EstimateValidationBytes(const std::string& candidate_path,
 StatusOr<nlohmann::json> ValidateVersion(ModelStore* store, const ValidateRequest& request) {
   ModelVersion v;
   OUTPOST_ASSIGN_OR_RETURN(v, store->Get(request.ref));
-  if (v.state == "fetching" || v.state == "fetched" || v.state == "failed") {
+  if (!v.verified_file()) {
     return Status::InvalidArgument(
         request.ref + " is " + v.state + "; only a verified version validates", "model");
   }

@@ -1,5 +1,7 @@
 // A ModelVersion as the JSON that `outpost model … --json` prints and the
-// admin API answers (one shape for both).
+// admin API answers (one shape for both). VersionDetailJson (version_json.cc)
+// is `outpost model show`'s and GET /admin/models/REF's: that, plus what the
+// file's header says of its tensors.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,5 +32,12 @@ inline nlohmann::json VersionJson(const ModelVersion& v) {
   }
   return j;
 }
+
+// VersionJson plus "tensors": the count, the count and bytes per type, and the
+// output head ("head": the tensor, its type and bytes; "tied" when the head is
+// the token embeddings) — what `outpost model requantize` changes. Read from
+// the GGUF's header (every shard), not its data. When the file cannot be read
+// (still fetching, failed) "tensors" is {"error": why}.
+nlohmann::json VersionDetailJson(ModelStore* store, const ModelVersion& v);
 
 }  // namespace outpost::models
