@@ -124,6 +124,38 @@ TEST(ConversationStore, DeleteTakesTheItemsAndSurvivesRestart) {
   EXPECT_EQ((*s)->Count(), 1);
 }
 
+TEST(ConversationStore, WhatGoesIdleOrIsDeletedGoesBackToTheDisk) {
+  const std::string path = NewDbPath();
+  const std::string big(20000, 'x');
+  auto fill = [&](ConversationStore& store, const std::string& prefix, int64_t now) {
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(store.Create(Conv(prefix + std::to_string(i), "k1"), {{"msg_1", big}}, now).ok());
+    }
+  };
+  {
+    auto s = ConversationStore::Open(path, 1000);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    fill(**s, "conv_", 100);
+  }
+  const uintmax_t full = std::filesystem::file_size(path);
+  ASSERT_GT(full, 2'000'000u);
+  {
+    auto s = ConversationStore::Open(path, 1000);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Create(Conv("conv_next", "k1"), {}, 5000).ok());  // the 100 went idle
+  }
+  EXPECT_LT(std::filesystem::file_size(path), full / 10);
+  {
+    auto s = ConversationStore::Open(path, 1000);
+    ASSERT_TRUE(s.ok());
+    fill(**s, "conv_d", 5000);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE((*s)->Delete("k1", "conv_d" + std::to_string(i), 5000).ok());
+    }
+  }
+  EXPECT_LT(std::filesystem::file_size(path), full / 10);
+}
+
 TEST(ConversationStore, OneTurnAtATimeHoldsAConversation) {
   auto s = ConversationStore::Open(NewDbPath(), 1000);
   ASSERT_TRUE(s.ok());

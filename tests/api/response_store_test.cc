@@ -87,6 +87,46 @@ TEST(ResponseStore, ARecordOutlivesTheProcessAndOneProcessHoldsTheFile) {
   EXPECT_EQ(got->context, R"([{"role":"user","content":"hi"}])");
 }
 
+// The file's size once closed (the WAL checkpointed into it).
+uintmax_t ClosedSize(const std::string& path) {
+  return std::filesystem::file_size(path);
+}
+
+TEST(ResponseStore, WhatExpiresOrIsDeletedGoesBackToTheDisk) {
+  const std::string path = NewDbPath();
+  const std::string big(20000, 'x');
+  auto fill = [&](ResponseStore& store, const std::string& prefix, int64_t expires_at) {
+    for (int i = 0; i < 100; ++i) {
+      StoredResponse r = Record(prefix + std::to_string(i), "k1", expires_at);
+      r.context = R"([{"role":"user","content":")" + big + R"("}])";
+      ASSERT_TRUE(store.Put(r, 100).ok());
+    }
+  };
+  {
+    auto s = ResponseStore::Open(path);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    fill(**s, "resp_", 1000);
+  }
+  const uintmax_t full = ClosedSize(path);
+  ASSERT_GT(full, 2'000'000u);
+  {
+    auto s = ResponseStore::Open(path);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Put(Record("resp_next", "k1", 5000), 2000).ok());  // the 100 expired
+    EXPECT_EQ((*s)->Count(), 1);
+  }
+  EXPECT_LT(ClosedSize(path), full / 10);
+  {
+    auto s = ResponseStore::Open(path);
+    ASSERT_TRUE(s.ok());
+    fill(**s, "resp_d", 9000);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE((*s)->Delete("k1", "resp_d" + std::to_string(i), 200).ok());
+    }
+  }
+  EXPECT_LT(ClosedSize(path), full / 10);
+}
+
 TEST(ResponseStore, ABackgroundRunLeftUnfinishedFailsAtTheNextOpen) {
   const std::string path = NewDbPath();
   {

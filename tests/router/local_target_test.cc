@@ -201,6 +201,32 @@ TEST_F(Shadow, NoSpareCapacityMeansNoMirror) {
   EXPECT_EQ(candidate->outcomes->Take().requests, 0);  // the busy one went round LocalTarget
 }
 
+TEST_F(Shadow, ABatchLineCountsButItsLatencyDoesNot) {
+  // A canary is judged on what users wait for; a batch line waits for idle
+  // capacity by design. (The shadow's own batch-class copies are timed: the
+  // tests above judge them on an idle candidate.)
+  auto active = Model("1", "paris");
+  serving_.Add(active);
+  for (auto p : {scheduler::Priority::kBatch, scheduler::Priority::kInteractive}) {
+    CompletionCall call;
+    call.request.endpoint = Endpoint::kCompletion;
+    call.request.prompt = "hi";
+    call.request.max_tokens = 8;
+    scheduler::GenerationRequest gen;
+    ASSERT_TRUE(LocalTarget::Prepare(*active, call, &gen).ok());
+    gen.priority = p;
+    auto sink = std::make_shared<ClientSink>();
+    LocalTarget::Run(*active, std::move(gen), sink, nullptr);
+    sink->Wait();
+    EXPECT_EQ(sink->text, "paris");
+    const auto s = active->outcomes->Take();
+    const bool batch = p == scheduler::Priority::kBatch;
+    EXPECT_EQ(s.requests, batch ? 1 : 2);
+    EXPECT_EQ(s.ttft_seq, batch ? 0u : 1u);
+    EXPECT_EQ(s.decode_s > 0, !batch);
+  }
+}
+
 TEST_F(Shadow, WithoutAShadowNothingIsMirrored) {
   auto active = Model("1", "paris");
   auto candidate = Model("2", "lyon");

@@ -364,6 +364,26 @@ TEST(Scheduler, QueueTimeAndKvUsageAreMeasured) {
   EXPECT_NEAR(q.sum, 0.4, 1e-9);  // 0 for `running`, 0.4 s for `waiting`
 }
 
+TEST(Scheduler, BatchLinesStayOutOfTheLatencyHistograms) {
+  // A batch line waits and pauses for interactive work by design; the
+  // latency histograms are what interactive users wait for.
+  Fixture f(Opts(2, 4), std::string(20, 'z'));
+  const auto stats = SchedulerStats::Register(f.registry, {"model"}, {"fake"});
+  auto batch = f.Sink("batch"), flex = f.Sink("flex"), user = f.Sink("user");
+  ASSERT_TRUE(f.Submit(batch, 4, 6, Priority::kBatch).ok());
+  ASSERT_TRUE(f.Submit(flex, 4, 6, Priority::kFlex).ok());
+  ASSERT_TRUE(f.Submit(user, 4, 6, Priority::kInteractive).ok());
+  f.clock.Advance(std::chrono::milliseconds(300));
+  f.RunToIdle();
+  ASSERT_TRUE(batch->done && flex->done && user->done);
+  EXPECT_EQ(batch->text, std::string(6, 'z'));
+  EXPECT_EQ(stats.time_to_first_token.Snapshot().count, 2u);  // flex and user
+  EXPECT_EQ(stats.request_duration.Snapshot().count, 2u);
+  EXPECT_EQ(stats.queue_time.Snapshot().count, 2u);
+  EXPECT_EQ(stats.inter_token_latency.Snapshot().count, 2u * 5);  // 5 gaps in 6 tokens each
+  EXPECT_EQ(stats.finished.With({"length"}).value(), 3u);         // counted as ever
+}
+
 TEST(Scheduler, PrefillIsChunkedWhileOthersDecode) {
   // batch_size 16, prefill_chunk 4: while `a` decodes, `b`'s 40-token prompt
   // enters at most 4 tokens per step; alone, a prompt takes the whole batch.

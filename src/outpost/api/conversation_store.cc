@@ -45,7 +45,10 @@ Status InsertItems(util::SqliteDb* db, const std::string& conversation,
 
 StatusOr<std::unique_ptr<ConversationStore>> ConversationStore::Open(const std::string& path,
                                                                      int64_t idle_s) {
-  auto db = util::SqliteDb::Open(path, "conversation store", /*exclusive=*/true, kSchema);
+  // Incremental vacuum, as the response store: deleted conversations give
+  // their pages back to the disk.
+  auto db = util::SqliteDb::Open(path, "conversation store", /*exclusive=*/true, kSchema,
+                                 /*incremental_vacuum=*/true);
   if (!db.ok()) return db.status();
   return std::unique_ptr<ConversationStore>(new ConversationStore(std::move(db).value(), idle_s));
 }
@@ -70,12 +73,14 @@ Status ConversationStore::Touch(const std::string& id, int64_t now) {
 Status ConversationStore::Create(const StoredConversation& c,
                                  const std::vector<ConversationItem>& items, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
-  return db_->InTransaction([&]() -> Status {
+  bool purged = false;
+  Status st = db_->InTransaction([&]() -> Status {
     OUTPOST_RETURN_IF_ERROR(db_->Exec(
         "DELETE FROM conversation_items WHERE conversation IN (SELECT id FROM conversations "
         "WHERE expires_at <= " +
         std::to_string(now) +
         "); DELETE FROM conversations WHERE expires_at <= " + std::to_string(now)));
+    purged = db_->Changes() > 0;
     Stmt s(db_->get(),
            "INSERT INTO conversations(id, owner, created_at, expires_at, metadata) "
            "VALUES(?,?,?,?,?)");
@@ -87,6 +92,8 @@ Status ConversationStore::Create(const StoredConversation& c,
     OUTPOST_RETURN_IF_ERROR(s.Run());
     return InsertItems(db_.get(), c.id, items);
   });
+  if (purged) db_->IncrementalVacuum();
+  return st;
 }
 
 StatusOr<StoredConversation> ConversationStore::Get(const std::string& owner, const std::string& id,
@@ -121,14 +128,16 @@ Status ConversationStore::SetMetadata(const std::string& owner, const std::strin
 Status ConversationStore::Delete(const std::string& owner, const std::string& id, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
   OUTPOST_RETURN_IF_ERROR(Check(owner, id, now, "conversation_id"));
-  return db_->InTransaction([&]() -> Status {
+  OUTPOST_RETURN_IF_ERROR(db_->InTransaction([&]() -> Status {
     Stmt items(db_->get(), "DELETE FROM conversation_items WHERE conversation = ?");
     items.Bind(1, id);
     OUTPOST_RETURN_IF_ERROR(items.Run());
     Stmt s(db_->get(), "DELETE FROM conversations WHERE id = ?");
     s.Bind(1, id);
     return s.Run();
-  });
+  }));
+  db_->IncrementalVacuum();
+  return Status::Ok();
 }
 
 Status ConversationStore::Append(const std::string& owner, const std::string& id,

@@ -46,7 +46,10 @@ StoredResponse RecordOf(Stmt& s) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& path) {
-  auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true, kSchema);
+  // Incremental vacuum: what expires or is deleted goes back to the disk
+  // (a file made before keeps its mode; its free pages are only reused).
+  auto db = util::SqliteDb::Open(path, "response store", /*exclusive=*/true, kSchema,
+                                 /*incremental_vacuum=*/true);
   if (!db.ok()) return db.status();
   // A store made before background runs were resumed lacks the column
   // ("duplicate column" on a current one is expected and ignored).
@@ -62,10 +65,13 @@ StatusOr<std::unique_ptr<ResponseStore>> ResponseStore::Open(const std::string& 
 
 Status ResponseStore::Put(const StoredResponse& r, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
-  return db_->InTransaction([&] { return PutLocked(r, now); });
+  bool purged = false;
+  Status st = db_->InTransaction([&] { return PutLocked(r, now, &purged); });
+  if (purged) db_->IncrementalVacuum();
+  return st;
 }
 
-Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {
+Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now, bool* purged) {
   Stmt purge_items(db_->get(),
                    "DELETE FROM items WHERE response IN (SELECT id FROM responses WHERE "
                    "expires_at <= ?) OR response = ?");
@@ -75,6 +81,7 @@ Status ResponseStore::PutLocked(const StoredResponse& r, int64_t now) {
   Stmt purge(db_->get(), "DELETE FROM responses WHERE expires_at <= ?");
   purge.Bind(1, now);
   OUTPOST_RETURN_IF_ERROR(purge.Run());
+  *purged = db_->Changes() > 0;
   for (const auto& [item_id, item] : r.items) {
     Stmt i(db_->get(), "INSERT INTO items(owner, id, response, item) VALUES(?,?,?,?)");
     i.Bind(1, r.owner);
@@ -155,7 +162,9 @@ Status ResponseStore::Delete(const std::string& owner, const std::string& id, in
   if (db_->Changes() == 0) return NoSuchResponse(id, "response_id");
   Stmt items(db_->get(), "DELETE FROM items WHERE response = ?");
   items.Bind(1, id);
-  return items.Run();
+  OUTPOST_RETURN_IF_ERROR(items.Run());
+  db_->IncrementalVacuum();
+  return Status::Ok();
 }
 
 int64_t ResponseStore::Count() const {

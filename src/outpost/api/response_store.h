@@ -75,7 +75,8 @@ class ResponseStore {
 
  private:
   explicit ResponseStore(std::unique_ptr<util::SqliteDb> db) : db_(std::move(db)) {}
-  Status PutLocked(const StoredResponse& r, int64_t now) OUTPOST_REQUIRES(mu_);
+  // *purged: whether expired records were deleted on the way.
+  Status PutLocked(const StoredResponse& r, int64_t now, bool* purged) OUTPOST_REQUIRES(mu_);
 
   mutable std::mutex mu_;
   std::unique_ptr<util::SqliteDb> db_ OUTPOST_GUARDED_BY(mu_);

@@ -41,15 +41,18 @@ namespace {
 // Passes everything on to the client's sink (none: a shadow request, whose
 // answer is dropped) and records how the request ended in its version's
 // outcomes (errors, cut, empty, tokens, TTFT). With `compare`, the first
-// choice's text goes to it as side `side`.
+// choice's text goes to it as side `side`. A batch line's TTFT and decode
+// time are not recorded: it waits and pauses for interactive work by design,
+// and a canary is judged on what users wait for.
 class OutcomeSink final : public scheduler::GenerationSink {
  public:
   OutcomeSink(std::shared_ptr<ResponseSink> sink, std::shared_ptr<models::VersionOutcomes> out,
-              std::shared_ptr<ShadowCompare> compare = nullptr, int side = 0)
+              bool batch, std::shared_ptr<ShadowCompare> compare = nullptr, int side = 0)
       : sink_(std::move(sink)),
         out_(std::move(out)),
         compare_(std::move(compare)),
         side_(side),
+        batch_(batch),
         start_(std::chrono::steady_clock::now()) {}
 
   void OnText(int choice, std::string text) override {
@@ -67,8 +70,9 @@ class OutcomeSink final : public scheduler::GenerationSink {
     const bool cancelled = result.finish == scheduler::FinishReason::kCancelled;
     const double total_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    out_->Record(error, cancelled, ttft_s_ < 0, result.usage.completion_tokens, ttft_s_,
-                 ttft_s_ >= 0 ? total_s - ttft_s_ : -1);
+    const bool timed = ttft_s_ >= 0 && !batch_;
+    out_->Record(error, cancelled, ttft_s_ < 0, result.usage.completion_tokens,
+                 timed ? ttft_s_ : -1, timed ? total_s - ttft_s_ : -1);
     if (compare_) compare_->Done(side_, std::move(text_), !error && !cancelled);
     if (sink_) sink_->OnDone(std::move(result));
   }
@@ -79,6 +83,7 @@ class OutcomeSink final : public scheduler::GenerationSink {
   const std::shared_ptr<models::VersionOutcomes> out_;
   const std::shared_ptr<ShadowCompare> compare_;
   const int side_;
+  const bool batch_;
   const std::chrono::steady_clock::time_point start_;
   double ttft_s_ = -1;  // engine thread only
   std::string text_;    // engine thread only
@@ -135,7 +140,8 @@ void LocalTarget::Run(const models::ServedModel& model, scheduler::GenerationReq
                       std::shared_ptr<ShadowCompare> compare) {
   sink->OnLocalStart(
       LocalAnswerMeta{model.id, model.system_fingerprint, gen.answer_parser, model.version});
-  auto counted = std::make_shared<OutcomeSink>(sink, model.outcomes, std::move(compare), 0);
+  const bool batch = gen.priority == scheduler::Priority::kBatch;
+  auto counted = std::make_shared<OutcomeSink>(sink, model.outcomes, batch, std::move(compare), 0);
   if (Status st = model.scheduler->Submit(std::move(gen), counted); !st.ok()) sink->OnError(st);
 }
 
@@ -164,7 +170,10 @@ std::shared_ptr<ShadowCompare> LocalTarget::Mirror(const models::ServedModel& se
   copy.cache_scope = gen.cache_scope;
   const bool greedy = gen.sampling.temperature && *gen.sampling.temperature <= 0.0f;
   auto compare = greedy ? std::make_shared<ShadowCompare>(shadow->outcomes) : nullptr;
-  auto dropped = std::make_shared<OutcomeSink>(nullptr, shadow->outcomes, compare, 1);
+  // Timed although batch-class: it runs only on an idle candidate, so its
+  // latency is the candidate's own.
+  auto dropped =
+      std::make_shared<OutcomeSink>(nullptr, shadow->outcomes, /*batch=*/false, compare, 1);
   if (Status st = shadow->scheduler->Submit(std::move(copy), dropped); !st.ok()) {
     shadow->outcomes->RecordShadowSkipped();
     return nullptr;

@@ -229,7 +229,9 @@ int32_t Scheduler::AdmitLocked() {
     const std::vector<size_t> idle =
         PickIdle(n, pending.match > 0 || pin.match > 0 ? Reuse{} : reuse);
     queued_choices_ -= q.req.n;
-    stats_.queue_time.Observe(Seconds(now - q.enqueued));
+    // The latency histograms are interactive traffic's: a batch line waits
+    // for idle capacity by design (the GenAI histograms have it as "batch").
+    if (q.req.priority != Priority::kBatch) stats_.queue_time.Observe(Seconds(now - q.enqueued));
     auto group = std::make_shared<Group>();
     group->sink = q.sink;
     group->slots = idle;

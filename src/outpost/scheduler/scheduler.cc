@@ -417,13 +417,15 @@ void Scheduler::DrainOnStop() {
 
 void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   const auto now = clock_->Now();
+  // Batch lines stay out of the latency histograms (see admission.cc).
+  const bool interactive = s.req.priority != Priority::kBatch;
   if (s.n_generated == 0) {
-    stats_.time_to_first_token.Observe(Seconds(now - s.submitted));
+    if (interactive) stats_.time_to_first_token.Observe(Seconds(now - s.submitted));
     if (s.group && !s.group->has_first_token) {
       s.group->has_first_token = true;
       s.group->first_token = now;
     }
-  } else {
+  } else if (interactive) {
     stats_.inter_token_latency.Observe(Seconds(now - s.last_token_at));
   }
   s.last_token_at = now;
@@ -525,7 +527,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
     stats_.finished.With({g->preempted ? "preempted" : FinishReasonName(finish)}).Add();
     g->sink->OnDone(std::move(r));
     const double duration = Seconds(clock_->Now() - g->submitted);
-    if (!g->preempted) stats_.request_duration.Observe(duration);
+    if (!g->preempted && g->priority != Priority::kBatch) stats_.request_duration.Observe(duration);
     if (genai_ && !g->preempted) {
       const int32_t choices = static_cast<int32_t>(g->slots.size());
       genai_->Record(g->operation, PriorityName(g->priority), duration,

@@ -31,16 +31,18 @@
               "preempted).",                                                                     \
               "finish_reason")                                                                   \
   HISTOGRAM(time_to_first_token, "outpost_time_to_first_token_seconds",                          \
-            "Time from request arrival to its first generated token.",                           \
+            "Time from request arrival to its first generated token (batch lines excluded).",    \
             ::outpost::telemetry::LatencyBounds())                                                \
   HISTOGRAM(inter_token_latency, "outpost_inter_token_latency_seconds",                          \
-            "Time between consecutive generated tokens of one request.",                         \
+            "Time between consecutive generated tokens of one request (batch lines excluded).",  \
             ::outpost::telemetry::TokenGapBounds())                                               \
   HISTOGRAM(queue_time, "outpost_request_queue_time_seconds",                                   \
-            "Time from request arrival until a session takes it (0 when one is free).",          \
+            "Time from arrival until a session takes a request (0 when one is free; batch "      \
+            "lines excluded).",                                                                  \
             ::outpost::telemetry::LatencyBounds())                                                \
   HISTOGRAM(request_duration, "outpost_request_duration_seconds",                                \
-            "Time from request arrival to its last token.", ::outpost::telemetry::LatencyBounds()) \
+            "Time from request arrival to its last token (batch lines excluded).",               \
+            ::outpost::telemetry::LatencyBounds())                                                \
   GAUGE(queue_depth, "outpost_queue_depth", "Requests waiting for a session.")                   \
   GAUGE(active_sequences, "outpost_active_sequences", "Sequences being prefilled or decoded.")   \
   GAUGE(max_sessions, "outpost_max_sessions", "Concurrent sessions admitted (parallel).")        \
