@@ -75,19 +75,35 @@ TEST(ToolCallStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
   EXPECT_TRUE(s.called());
 }
 
+TEST(ToolCallStream, ACutAnswerEndsWithWhatItHoldsAndIsNoCall) {
+  outpost::testing::SeededRandom random(1);
+  ToolCallStream s(std::make_shared<ToyParser>(), &random);
+  std::string content, args;
+  for (const char* piece : {"Sure. ", "CALL f(", "{\"a\""}) {
+    Choice d = s.Feed(piece);
+    content += d.text;
+    for (auto& c : d.tool_calls) args += c.arguments;
+  }
+  Choice end = s.Finish();  // max_tokens cut it here
+  content += end.text;
+  for (auto& c : end.tool_calls) args += c.arguments;
+  EXPECT_EQ(content, "Sure. ");  // never "CALL f(": the format's markup
+  EXPECT_EQ(args, "{\"a\"");
+  EXPECT_FALSE(s.called());  // finish_reason stays "length"
+}
+
 TEST(ToolCallStream, AnAnswerThatNeverParsesIsSentAsText) {
   outpost::testing::SeededRandom random(1);
-  // The generic format's parser: nothing until whole.
-  class Whole : public engine::AnswerParser {
+  // Not the format at all, whole or partial.
+  class Never : public engine::AnswerParser {
    public:
-    StatusOr<engine::ParsedAnswer> Parse(const std::string&, bool partial) const override {
-      if (partial) return engine::ParsedAnswer{};
-      return Status::InvalidArgument("cut short");
+    StatusOr<engine::ParsedAnswer> Parse(const std::string&, bool) const override {
+      return Status::InvalidArgument("not the format");
     }
   };
-  ToolCallStream s(std::make_shared<Whole>(), &random);
-  EXPECT_EQ(s.Feed("{\"tool_calls\": [").text, "");
-  EXPECT_EQ(s.Finish().text, "{\"tool_calls\": [");
+  ToolCallStream s(std::make_shared<Never>(), &random);
+  EXPECT_EQ(s.Feed("<odd>").text, "");
+  EXPECT_EQ(s.Finish().text, "<odd>");
   EXPECT_FALSE(s.called());
 }
 
@@ -101,12 +117,22 @@ TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
   EXPECT_EQ(c.tool_calls[0].name, "f");
   EXPECT_EQ(c.tool_calls[0].arguments, "{\"a\":1}");
   EXPECT_TRUE(c.tool_calls_finish);
+  // Cut short: what it holds — the call so far, no markup — and no
+  // "tool_calls" finish (a cut answer's finish_reason is "length").
   Choice cut;
   cut.text = "CALL f({\"a\"";
   ApplyToolAnswer(&cut, ToyParser(), random);
-  EXPECT_EQ(cut.text, "CALL f({\"a\"");
-  EXPECT_TRUE(cut.tool_calls.empty());
+  EXPECT_EQ(cut.text, "");
+  ASSERT_EQ(cut.tool_calls.size(), 1u);
+  EXPECT_EQ(cut.tool_calls[0].name, "f");
+  EXPECT_EQ(cut.tool_calls[0].arguments, "{\"a\"");
   EXPECT_FALSE(cut.tool_calls_finish);
+  // Cut before a name is complete: nothing to show but the content so far.
+  Choice early;
+  early.text = "Hm. CALL f";
+  ApplyToolAnswer(&early, ToyParser(), random);
+  EXPECT_EQ(early.text, "Hm. ");
+  EXPECT_TRUE(early.tool_calls.empty());
 }
 
 }  // namespace

@@ -111,10 +111,12 @@ def test_tool_calling_round_trip(client, model_id):
     r2 = client.chat.completions.create(model=model_id, messages=follow, tools=[WEATHER],
                                         tool_choice="none", seed=1, max_tokens=40)
     assert r2.choices[0].message.content and not r2.choices[0].message.tool_calls
-    # Streamed: delta.tool_calls in OpenAI's shape.
+    # Streamed: delta.tool_calls in OpenAI's shape. (One call: with parallel
+    # calls allowed this small model repeats the call until the context ends,
+    # and an answer cut there finishes "length".)
     chunks = list(client.chat.completions.create(model=model_id, messages=ask, tools=[WEATHER],
                                                  tool_choice={"type": "function", "function": {"name": "get_weather"}},
-                                                 stream=True, seed=2))
+                                                 parallel_tool_calls=False, stream=True, seed=2))
     calls = [tc for ch in chunks if ch.choices for tc in (ch.choices[0].delta.tool_calls or [])]
     assert calls and calls[0].function.name == "get_weather" and calls[0].index == 0
     # The arguments arrive piece by piece and add up to the whole JSON.
@@ -123,6 +125,35 @@ def test_tool_calling_round_trip(client, model_id):
     args = "".join(tc.function.arguments or "" for tc in calls if tc.index == 0)
     assert set(__import__("json").loads(args)) == {"city"}
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_a_call_cut_by_max_tokens_is_what_it_holds_never_the_format(client, model_id):
+    """Cut at max_tokens anywhere in a forced call, the answer is what it holds
+    so far — the call once its name is whole, its arguments' text so far —
+    with finish_reason "length", streamed or not; the generic format's own
+    {"tool_calls": ...} wrapper never reaches the client as content."""
+    ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+    kw = dict(model=model_id, messages=ask, tools=[WEATHER], tool_choice="required", temperature=0,
+              parallel_tool_calls=False, extra_body={"cache_prompt": False})
+    whole = client.chat.completions.create(max_tokens=100, **kw).choices[0]
+    assert whole.finish_reason == "tool_calls", whole
+    full_args = whole.message.tool_calls[0].function.arguments
+    named = 0
+    for max_tokens in (6, 12, 19, 24, 28):
+        c = client.chat.completions.create(max_tokens=max_tokens, **kw).choices[0]
+        assert c.finish_reason == "length" and not c.message.content, (max_tokens, c)
+        calls = c.message.tool_calls or []
+        if calls:
+            named += 1
+            assert calls[0].function.name == "get_weather", (max_tokens, calls)
+            assert full_args.startswith(calls[0].function.arguments), (max_tokens, calls, full_args)
+        chunks = list(client.chat.completions.create(max_tokens=max_tokens, stream=True, **kw))
+        assert chunks[-1].choices[0].finish_reason == "length"
+        assert not "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices), max_tokens
+        deltas = [t for ch in chunks if ch.choices for t in (ch.choices[0].delta.tool_calls or [])]
+        assert "".join(t.function.arguments or "" for t in deltas) == (
+            calls[0].function.arguments if calls else ""), (max_tokens, deltas)
+    assert named >= 2  # some cuts fell inside the arguments
 
 
 def test_native_tool_format_round_trip_and_incremental_stream():
@@ -153,13 +184,14 @@ def test_native_tool_format_round_trip_and_incremental_stream():
         # auto: text or well-formed calls to declared functions, whichever the model picks.
         for seed in range(3):
             a = c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], seed=seed, max_tokens=120)
-            m = a.choices[0].message
-            if m.tool_calls:
-                assert a.choices[0].finish_reason == "tool_calls"
+            m, finish = a.choices[0].message, a.choices[0].finish_reason
+            if m.tool_calls and finish == "tool_calls":
                 assert all(t.function.name == "get_weather" and "city" in json.loads(t.function.arguments)
                            for t in m.tool_calls)
+            elif m.tool_calls:  # cut at max_tokens: the calls so far, named
+                assert finish == "length" and all(t.function.name == "get_weather" for t in m.tool_calls)
             else:
-                assert m.content
+                assert m.content and "<tool_call>" not in m.content, m.content
         # Streamed: the first delta names the call, the next ones add argument text.
         chunks = list(c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER],
                                                 tool_choice={"type": "function", "function": {"name": "get_weather"}},

@@ -289,6 +289,16 @@ def test_a_streamed_answer_is_stored_before_its_last_event(client, model_id):
     assert "PELICAN" in follow.output_text, follow.output_text
 
 
+def test_a_call_cut_by_max_output_tokens_is_an_incomplete_function_call(client, model_id):
+    r = client.responses.create(model=model_id, input="What is the weather in Paris?", tools=[WEATHER],
+                                tool_choice="required", parallel_tool_calls=False, max_output_tokens=26,
+                                temperature=0, extra_body={"cache_prompt": False})
+    assert r.status == "incomplete" and r.incomplete_details.reason == "max_output_tokens", r
+    (call,) = r.output  # the call so far, no message holding the format's markup
+    assert call.type == "function_call" and call.name == "get_weather", r.output
+    assert call.status == "incomplete" and call.arguments.startswith("{"), call
+
+
 def test_a_function_call_continued_with_its_output_only(client, model_id):
     # The Agents SDK pattern: the call's response id, then only the result.
     r = client.responses.create(model=model_id, input="What is the weather in Paris?", tools=[WEATHER],

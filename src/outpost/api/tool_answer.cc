@@ -19,12 +19,16 @@ std::string CallId(const engine::ToolCall& call, util::Random& random) {
 
 void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random) {
   auto a = parser.Parse(c->text, /*partial=*/false);
-  if (!a.ok()) return;  // cut short: the raw text, with its finish_reason
+  const bool whole = a.ok();
+  // Cut short (max_tokens, a stop string): what the answer holds so far, as
+  // a stream would have sent it — never the format's own markup.
+  if (!whole) a = parser.Parse(c->text, /*partial=*/true);
+  if (!a.ok()) return;  // not the format at all: the raw text
   c->text = std::move(a->content);
   for (auto& call : a->tool_calls) {
     c->tool_calls.push_back(ToolCall{CallId(call, random), call.name, call.arguments});
   }
-  c->tool_calls_finish = !c->tool_calls.empty();
+  c->tool_calls_finish = whole && !c->tool_calls.empty();
 }
 
 Choice ToolCallStream::Feed(const std::string& piece) {
@@ -36,6 +40,8 @@ Choice ToolCallStream::Feed(const std::string& piece) {
 
 Choice ToolCallStream::Finish() {
   auto now = parser_->Parse(text_, /*partial=*/false);
+  whole_ = now.ok();
+  if (!whole_) now = parser_->Parse(text_, /*partial=*/true);  // cut short: what it holds
   if (now.ok()) return Delta(*now);
   Choice c;
   if (sent_.content.empty() && sent_.tool_calls.empty()) c.text = text_;

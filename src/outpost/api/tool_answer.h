@@ -19,8 +19,13 @@
 
 namespace outpost::api {
 
-// Replaces c->text (the raw answer) by its content and calls. A text that
-// does not parse (cut short by max_tokens) is left as it is.
+// Replaces c->text (the raw answer) by its content and calls, and makes
+// finish_reason "tool_calls" when it called one. An answer cut short
+// (max_tokens) gives what it holds so far — its content, and the calls whose
+// name is complete with their arguments' text so far — and keeps its
+// finish_reason ("length"), as OpenAI answers a cut call; the format's own
+// markup never reaches the client. A text that is not the format at all is
+// left as it is.
 void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random);
 
 class ToolCallStream {
@@ -31,11 +36,13 @@ class ToolCallStream {
   // Adds a piece of the answer. Returns the delta to send: text (content to
   // append, possibly empty) and tool_calls (call deltas, each with `index`).
   Choice Feed(const std::string& piece);
-  // The answer is whole: the rest of the delta. When the whole text does not
-  // parse and nothing was sent yet, the raw text is sent as content.
+  // The answer has ended: the rest of the delta. One cut short gives what it
+  // holds (as ApplyToolAnswer); when even that does not parse and nothing was
+  // sent yet, the raw text is sent as content.
   Choice Finish();
-  // The answer called at least one function (finish_reason "tool_calls").
-  bool called() const { return !sent_.tool_calls.empty(); }
+  // After Finish: the answer was whole and called at least one function
+  // (finish_reason "tool_calls"; a cut one keeps "length").
+  bool called() const { return whole_ && !sent_.tool_calls.empty(); }
 
  private:
   Choice Delta(const engine::ParsedAnswer& now);
@@ -44,6 +51,7 @@ class ToolCallStream {
   util::Random* random_;
   std::string text_;
   engine::ParsedAnswer sent_;  // what the client has so far (calls with their ids)
+  bool whole_ = false;         // Finish found the whole answer in the format
 };
 
 }  // namespace outpost::api
