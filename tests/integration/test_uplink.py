@@ -262,7 +262,8 @@ def test_a_full_disk_leaves_gap_records_and_the_box_keeps_serving(tmp_path):
     mnt = tmp_path / "small"
     mnt.mkdir()
     # Room for the other stores in the state dir (batches, responses,
-    # conversations: ~75 KB each while open, WAL and shared memory included)
+    # conversations: ~72 KB each while open, shared memory included; their WALs
+    # are checkpointed empty at open)
     # and the spool's 128 KB reserve, and little more: the spool meets the end.
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=464k", "tmpfs", str(mnt)], check=True)
     rx_port = free_port()

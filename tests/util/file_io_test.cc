@@ -43,5 +43,20 @@ TEST(FileIo, AnUnwritablePlaceIsAnErrorNamingTheFileAndLeavesTheOldBytes) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(FileIo, DiskRoomIsCheckedBeforeTheFirstByte) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_TRUE(CheckDiskRoom(dir, 1, "x").ok());
+  // No file system here holds an exbibyte.
+  const Status st = CheckDiskRoom(dir, uint64_t{1} << 60, "'new.gguf'");
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  for (const std::string& part :
+       {std::string("not enough disk for 'new.gguf'"), " MiB free in " + dir,
+        std::to_string(((uint64_t{1} << 60) + (uint64_t{1} << 60) / 20) >> 20) + " MiB needed"}) {
+    EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+  }
+  // A place that cannot be asked is no verdict: the write finds out.
+  EXPECT_TRUE(CheckDiskRoom("/nonexistent/dir", uint64_t{1} << 60, "x").ok());
+}
+
 }  // namespace
 }  // namespace outpost::util

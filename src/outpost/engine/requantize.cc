@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "outpost/engine/model.h"
+#include "outpost/util/file_io.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::engine {
@@ -89,6 +90,12 @@ StatusOr<HeadRequantizeResult> RequantizeHead(const std::string& in_path,
   }
   r.head_bytes_after = ggml_row_size(target, head->row_length) *
                        (head->bytes / ggml_row_size(head_type, head->row_length));
+  // The new file is the old one with a smaller head: its room is checked
+  // before llama.cpp writes a byte (it would stop at a full disk part-way).
+  const std::filesystem::path out_dir = std::filesystem::path(out_path).parent_path();
+  OUTPOST_RETURN_IF_ERROR(util::CheckDiskRoom(
+      out_dir.empty() ? "." : out_dir.string(),
+      r.file_bytes_before - r.head_bytes_before + r.head_bytes_after, "'" + out_path + "'"));
 
   // Every tensor pinned to the type it has (a tensor already of its target
   // type is copied, not requantized), the head to the new one. The pattern

@@ -46,7 +46,9 @@ struct HeadRequantizeResult {
 // a head that already has that type, or one whose row length the type's
 // block does not divide; NotFound for a missing `in_path`; InvalidArgument
 // (param "model") for a file that is no GGUF or has no head tensor;
-// Internal when llama.cpp's quantizer fails (its log says why).
+// ResourceExhausted, before writing, when `out_path`'s disk lacks room for
+// the new file and 5% more; Internal when llama.cpp's quantizer fails (its
+// log says why).
 StatusOr<HeadRequantizeResult> RequantizeHead(const std::string& in_path,
                                               const std::string& out_path, const std::string& type,
                                               int32_t n_threads = 0);

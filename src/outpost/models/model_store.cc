@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -468,13 +467,7 @@ StatusOr<ModelVersion> ModelStore::Finish(const std::string& name, const std::st
 
 Status ModelStore::CheckDisk(const std::string& what, uint64_t size) const {
   // Before the first byte: the disk must hold it and 5% more.
-  struct statvfs vfs {};
-  if (statvfs(dir_.c_str(), &vfs) != 0) return Status::Ok();
-  const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-  if (free_bytes >= size + size / 20) return Status::Ok();
-  return Status::ResourceExhausted("not enough disk for " + what + ": " +
-                                   std::to_string(free_bytes >> 20) + " MiB free in " + dir_ +
-                                   ", " + std::to_string((size + size / 20) >> 20) + " MiB needed");
+  return util::CheckDiskRoom(dir_, size, what);
 }
 
 std::string ModelStore::PartialPath() const {

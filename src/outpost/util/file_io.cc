@@ -1,6 +1,7 @@
 #include "outpost/util/file_io.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +15,17 @@ void FsyncDir(const std::string& dir) {
     fsync(fd);
     close(fd);
   }
+}
+
+Status CheckDiskRoom(const std::string& dir, uint64_t bytes, const std::string& what) {
+  struct statvfs vfs {};
+  if (statvfs(dir.empty() ? "." : dir.c_str(), &vfs) != 0) return Status::Ok();
+  const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  const uint64_t needed = bytes + bytes / 20;
+  if (free_bytes >= needed) return Status::Ok();
+  return Status::ResourceExhausted("not enough disk for " + what + ": " +
+                                   std::to_string(free_bytes >> 20) + " MiB free in " + dir + ", " +
+                                   std::to_string(needed >> 20) + " MiB needed");
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {

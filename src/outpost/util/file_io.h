@@ -4,6 +4,7 @@
 // Thread-safe as the file system is: two writers of one path race.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,11 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes);
 // fsync on a directory, so that entries created or renamed in it survive a
 // crash. Best effort: a directory that cannot be opened is left.
 void FsyncDir(const std::string& dir);
+
+// Whether the file system holding `dir` has room for `bytes` and 5% more,
+// checked before the first byte is written. ResourceExhausted naming `what`,
+// the free and the needed MiB and the directory when not; Ok when it has, or
+// when the file system cannot be asked (the write then finds out).
+Status CheckDiskRoom(const std::string& dir, uint64_t bytes, const std::string& what);
 
 }  // namespace outpost::util

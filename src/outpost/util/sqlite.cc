@@ -52,6 +52,10 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
       return Status::Unavailable(what + " " + path + ": " + st.message());
     }
   }
+  // The schema's and the mode's pages out of the WAL into the file: a new
+  // store's WAL would otherwise keep ~60 KB until the 1000-page checkpoint,
+  // on a disk that may be small. Best effort (another reader may hold it).
+  (void)d->Exec("PRAGMA wal_checkpoint(TRUNCATE)");
   return d;
 }
 
