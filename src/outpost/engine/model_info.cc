@@ -16,9 +16,6 @@ namespace {
 struct GgufDeleter {
   void operator()(gguf_context* c) const { gguf_free(c); }
 };
-struct GgmlDeleter {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
 
 // Reads an integer key that may be stored as any integer type or (per layer) as
 // an array; arrays yield their maximum. Returns -1 when absent.
@@ -86,16 +83,18 @@ std::string GetString(const gguf_context* g, const std::string& key) {
 }
 
 // A GGUF's metadata and tensor descriptions (no weights), as ggml reads them.
+// No ggml context is made from them: gguf's own checks of a tensor's shape are
+// looser than ggml_new_tensor's asserts (an element count just under
+// INT64_MAX passes the first and aborts the second — found by
+// fuzz_gguf_metadata), and an untrusted header must never abort the process.
+// Shapes come from gguf_get_tensor_ne instead.
 struct Gguf {
   std::unique_ptr<gguf_context, GgufDeleter> g;
-  std::unique_ptr<ggml_context, GgmlDeleter> meta;
 };
 StatusOr<Gguf> OpenGguf(const std::string& path) {
-  ggml_context* meta_raw = nullptr;
-  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/&meta_raw};
+  gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
   Gguf f;
   f.g.reset(gguf_init_from_file(path.c_str(), params));
-  f.meta.reset(meta_raw);
   if (!f.g) {
     return Status::InvalidArgument(
         "'" + path + "' could not be parsed as GGUF (truncated or corrupt header)", "model");
@@ -105,8 +104,8 @@ StatusOr<Gguf> OpenGguf(const std::string& path) {
 
 // Adds the tensors of one parsed file to `info`: their data must lie inside
 // the file (a truncated download fails here).
-Status AddTensors(const gguf_context* g, const ggml_context* meta, const std::string& path,
-                  uint64_t file_bytes, ModelInfo* info) {
+Status AddTensors(const gguf_context* g, const std::string& path, uint64_t file_bytes,
+                  ModelInfo* info) {
   const size_t data_offset = gguf_get_data_offset(g);
   const int64_t n_tensors = gguf_get_n_tensors(g);
   for (int64_t i = 0; i < n_tensors; ++i) {
@@ -120,8 +119,22 @@ Status AddTensors(const gguf_context* g, const ggml_context* meta, const std::st
     }
     info->weight_bytes += size;
   }
-  for (ggml_tensor* t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t)) {
-    info->n_params += static_cast<uint64_t>(ggml_nelements(t));
+  for (int64_t i = 0; i < n_tensors; ++i) {
+    // ggml_new_tensor's own rule (stricter than gguf's), so that no loader
+    // that builds tensors from this header (llama.cpp's) aborts on it.
+    const int64_t* ne = gguf_get_tensor_ne(g, i);
+    int64_t elements = ne[0];
+    for (int d = 1; d < GGML_MAX_DIMS; ++d) {
+      if (ne[d] <= 1) continue;
+      if (INT64_MAX / ne[d] <= elements) {
+        return Status::InvalidArgument("'" + path + "': tensor '" + gguf_get_tensor_name(g, i) +
+                                           "' has too many elements for ggml",
+                                       "model");
+      }
+      elements *= ne[d];
+    }
+    const bool empty = ne[1] == 0 || ne[2] == 0 || ne[3] == 0;
+    info->n_params += empty ? 0 : static_cast<uint64_t>(elements);
   }
   return Status::Ok();
 }
@@ -160,7 +173,7 @@ Status AddShards(const std::string& first, int64_t count, ModelInfo* info) {
     }
     const uint64_t bytes = std::filesystem::file_size(path, ec);
     info->file_bytes += bytes;
-    if (Status st = AddTensors(g, f.meta.get(), path, bytes, info); !st.ok()) return st;
+    if (Status st = AddTensors(g, path, bytes, info); !st.ok()) return st;
     info->shards.push_back(path);
   }
   return Status::Ok();
@@ -191,10 +204,9 @@ StatusOr<ModelInfo> ReadModelInfo(const std::string& path) {
   Gguf opened;
   OUTPOST_ASSIGN_OR_RETURN(opened, OpenGguf(path));
   const auto& g = opened.g;
-  const auto& meta = opened.meta;
 
   // Tensor data must lie inside the file: a truncated download fails here.
-  if (Status st = AddTensors(g.get(), meta.get(), path, info.file_bytes, &info); !st.ok()) {
+  if (Status st = AddTensors(g.get(), path, info.file_bytes, &info); !st.ok()) {
     return st;
   }
   if (const int64_t count = GetInt(g.get(), "split.count"); count > 1) {
@@ -256,10 +268,9 @@ StatusOr<std::vector<GgufTensor>> ListTensors(const std::string& path) {
     const gguf_context* g = f.g.get();
     const uint64_t data = gguf_get_data_offset(g);
     for (int64_t i = 0; i < gguf_get_n_tensors(g); ++i) {
-      const char* name = gguf_get_tensor_name(g, i);
-      const ggml_tensor* t = ggml_get_tensor(f.meta.get(), name);
-      out.push_back({name, ggml_type_name(gguf_get_tensor_type(g, i)), t != nullptr ? t->ne[0] : 0,
-                     gguf_get_tensor_size(g, i), file, data + gguf_get_tensor_offset(g, i)});
+      out.push_back({gguf_get_tensor_name(g, i), ggml_type_name(gguf_get_tensor_type(g, i)),
+                     gguf_get_tensor_ne(g, i)[0], gguf_get_tensor_size(g, i), file,
+                     data + gguf_get_tensor_offset(g, i)});
     }
   }
   return out;
