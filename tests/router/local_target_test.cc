@@ -59,6 +59,17 @@ class ClientSink final : public ResponseSink {
 
 class Shadow : public ::testing::Test {
  protected:
+  // A completion request for `m` as LocalTarget::Prepare makes it.
+  static scheduler::GenerationRequest Prepared(const models::ServedModel& m,
+                                               const std::string& prompt, int32_t max_tokens) {
+    CompletionCall call;
+    call.request.endpoint = Endpoint::kCompletion;
+    call.request.prompt = prompt;
+    call.request.max_tokens = max_tokens;
+    scheduler::GenerationRequest gen;
+    EXPECT_TRUE(LocalTarget::Prepare(m, call, &gen).ok());
+    return gen;
+  }
   std::shared_ptr<models::ServedModel> Model(const std::string& version, const std::string& reply,
                                              int32_t sessions = 2) {
     auto m = std::make_shared<models::ServedModel>();
@@ -75,14 +86,8 @@ class Shadow : public ::testing::Test {
     // is then running and has logged, so two engine threads never make
     // spdlog's registry at once (its lazy construction, in the uninstrumented
     // library, is what ThreadSanitizer would report).
-    CompletionCall call;
-    call.request.endpoint = Endpoint::kCompletion;
-    call.request.prompt = "warm";
-    call.request.max_tokens = 1;
-    scheduler::GenerationRequest gen;
-    EXPECT_TRUE(LocalTarget::Prepare(*m, call, &gen).ok());
     auto sink = std::make_shared<ClientSink>();
-    EXPECT_TRUE(m->scheduler->Submit(std::move(gen), sink).ok());
+    EXPECT_TRUE(m->scheduler->Submit(Prepared(*m, "warm", 1), sink).ok());
     sink->Wait();
     Idle(*m);  // its session is free again (a mirror needs an idle candidate)
     return m;
@@ -208,12 +213,7 @@ TEST_F(Shadow, ABatchLineCountsButItsLatencyDoesNot) {
   auto active = Model("1", "paris");
   serving_.Add(active);
   for (auto p : {scheduler::Priority::kBatch, scheduler::Priority::kInteractive}) {
-    CompletionCall call;
-    call.request.endpoint = Endpoint::kCompletion;
-    call.request.prompt = "hi";
-    call.request.max_tokens = 8;
-    scheduler::GenerationRequest gen;
-    ASSERT_TRUE(LocalTarget::Prepare(*active, call, &gen).ok());
+    scheduler::GenerationRequest gen = Prepared(*active, "hi", 8);
     gen.priority = p;
     auto sink = std::make_shared<ClientSink>();
     LocalTarget::Run(*active, std::move(gen), sink, nullptr);
