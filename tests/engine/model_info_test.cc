@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "mocks/temp_file.h"
 #include "mocks/test_model.h"
 
 #include <cstdlib>
@@ -12,9 +13,7 @@ namespace outpost::engine {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("outpost_gguf_" + std::to_string(::getpid()) + name))
-      .string();
+  return testing::TempPath("_" + name);
 }
 
 TEST(ReadModelInfo, MissingFileIsNotFound) {

@@ -4,6 +4,7 @@
 // allowance — and the shape estimate when the dry run cannot read the file.
 #include <gtest/gtest.h>
 
+#include "mocks/temp_file.h"
 #include "mocks/test_model.h"
 
 #include <algorithm>
@@ -58,7 +59,7 @@ TEST(OverheadPlan, AFileTheDryRunCannotReadFallsBackToTheShapeEstimate) {
   engine::InstallLlamaLogger(false);
   auto info = engine::ReadModelInfo(path);
   ASSERT_TRUE(info.ok());
-  const auto junk = std::filesystem::temp_directory_path() / "overhead_plan_junk.gguf";
+  const std::filesystem::path junk = testing::TempPath("_overhead_plan_junk.gguf");
   std::ofstream(junk) << "GGUF but not really";
   ModelRuntimeOptions cfg;
   cfg.path = junk.string();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mocks/temp_file.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -225,7 +227,7 @@ TEST(AdviceReport, HybridRoutingFileLoadsInTheRouter) {
                                   {"model_size", "70B"},
                                   {"easy_share", "80%"}}));
   ASSERT_EQ(a.verdict, Placement::kHybrid);
-  const std::string path = testing::TempDir() + "advise_routing.yaml";
+  const std::string path = outpost::testing::TempPath("_advise_routing.yaml");
   std::ofstream(path) << HybridRoutingYaml(a);
   auto cfg = router::LoadRoutingConfig(path);
   ASSERT_TRUE(cfg.ok()) << cfg.status().message();
@@ -282,8 +284,7 @@ TEST(AdviseWorkloadInput, BadFieldsNameTheKey) {
 }
 
 TEST(AdviseWorkloadInput, YamlFileAndItsErrors) {
-  const std::string dir = testing::TempDir();
-  const std::string good = dir + "advise_good.yaml";
+  const std::string good = outpost::testing::TempPath("_advise_good.yaml");
   std::ofstream(good) << "name: hospital reports\ndata_boundary: organization\n"
                          "model_size: 70B\nrequests_per_day: 3k\nupdate_interval: 6mo\n"
                          "offline: no\ncloud_price: $0.60\n";
@@ -307,14 +308,14 @@ TEST(AdviseWorkloadInput, YamlFileAndItsErrors) {
       {"model_size: 7B\n  bad: indent\n", "line"},
   };
   for (const auto& b : kBad) {
-    const std::string path = dir + "advise_bad.yaml";
+    const std::string path = outpost::testing::TempPath("_advise_bad.yaml");
     std::ofstream(path) << b.body;
     auto r = LoadAdviseWorkload(path);
     ASSERT_FALSE(r.ok()) << b.body;
     EXPECT_TRUE(Contains(r.status().message(), b.part)) << r.status().message();
     EXPECT_TRUE(Contains(r.status().message(), path)) << r.status().message();
   }
-  EXPECT_FALSE(LoadAdviseWorkload(dir + "no_such_workload.yaml").ok());
+  EXPECT_FALSE(LoadAdviseWorkload("/nonexistent/no_such_workload.yaml").ok());
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mocks/temp_file.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -205,8 +207,7 @@ TEST(Hardware, ParseUnits) {
 }
 
 TEST(Hardware, UserFileAddsProfilesAndRejectsBadEntries) {
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto good = (dir / "outpost_hw_good.yaml").string();
+  const auto good = testing::TempPath("_hw_good.yaml");
   std::ofstream(good)
       << "- name: my-box\n  memory: 16GiB\n  bandwidth: 120GB/s\n  tops: 50\n  power: 30W\n"
          "  price: $1200\n";
@@ -215,7 +216,7 @@ TEST(Hardware, UserFileAddsProfilesAndRejectsBadEntries) {
   ASSERT_EQ(p->size(), 1u);
   EXPECT_EQ(FindProfile("my-box", *p)->memory_bytes, 16ull << 30);
   EXPECT_DOUBLE_EQ(FindProfile("my-box", *p)->price_usd, 1200);
-  const auto bad = (dir / "outpost_hw_bad.yaml").string();
+  const auto bad = testing::TempPath("_hw_bad.yaml");
   std::ofstream(bad) << "- name: x\n  memory: lots\n  bandwidth: 1GB/s\n";
   auto b = LoadProfiles(bad);
   ASSERT_FALSE(b.ok());
