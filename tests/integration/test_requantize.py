@@ -6,9 +6,11 @@ of bad invocations, each refused with a message naming what is wrong, the
 store left as it was."""
 import json
 import os
+import shutil
 import subprocess
 
 import httpx
+import pytest
 
 from outpost_harness import BIN, MODEL, serve
 
@@ -86,3 +88,25 @@ def test_requantize_validate_and_serve_then_bad_invocations(tmp_path):
         assert p.returncode == rc and says in p.stderr, (args, p.returncode, p.stderr)
         assert model(store, "list").stdout == listed, args
         assert not leftovers(store), (args, leftovers(store))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_store_without_room_for_the_new_file_is_refused_before_a_byte_is_written(tmp_path):
+    """The store on a file system that holds the model and 30 MiB more: the new
+    version (~82 MB) cannot fit, and requantize says so before llama.cpp's
+    quantizer writes anything — no partial file, the store as it was."""
+    store = tmp_path / "store"
+    store.mkdir()
+    size_mib = os.path.getsize(MODEL) // 2**20 + 30
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(store)], check=True)
+    try:
+        assert model(store, "import", MODEL, "smollm2:1").returncode == 0
+        listed, used = model(store, "list").stdout, shutil.disk_usage(store).used
+        p = model(store, "requantize", "smollm2:1", "smollm2:1-iq4nl")
+        assert p.returncode != 0, p.stdout + p.stderr
+        assert "not enough disk for" in p.stderr and "MiB free in" in p.stderr, p.stderr
+        assert model(store, "list").stdout == listed
+        assert not leftovers(store), leftovers(store)
+        assert shutil.disk_usage(store).used == used
+    finally:
+        subprocess.run(["umount", "-l", str(store)], check=False)
