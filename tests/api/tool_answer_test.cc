@@ -54,7 +54,7 @@ TEST(ToolCallStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
     content += d.text;
     for (auto& c : d.tool_calls) deltas.push_back(c);
   }
-  Choice end = s.Finish();
+  Choice end = s.Finish(/*cut=*/false);
   content += end.text;
   for (auto& c : end.tool_calls) deltas.push_back(c);
 
@@ -84,7 +84,7 @@ TEST(ToolCallStream, ACutAnswerEndsWithWhatItHoldsAndIsNoCall) {
     content += d.text;
     for (auto& c : d.tool_calls) args += c.arguments;
   }
-  Choice end = s.Finish();  // max_tokens cut it here
+  Choice end = s.Finish(/*cut=*/true);  // max_tokens cut it here
   content += end.text;
   for (auto& c : end.tool_calls) args += c.arguments;
   EXPECT_EQ(content, "Sure. ");  // never "CALL f(": the format's markup
@@ -103,7 +103,7 @@ TEST(ToolCallStream, AnAnswerThatNeverParsesIsSentAsText) {
   };
   ToolCallStream s(std::make_shared<Never>(), &random);
   EXPECT_EQ(s.Feed("<odd>").text, "");
-  EXPECT_EQ(s.Finish().text, "<odd>");
+  EXPECT_EQ(s.Finish(/*cut=*/false).text, "<odd>");
   EXPECT_FALSE(s.called());
 }
 
@@ -121,6 +121,7 @@ TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
   // "tool_calls" finish (a cut answer's finish_reason is "length").
   Choice cut;
   cut.text = "CALL f({\"a\"";
+  cut.finish = scheduler::FinishReason::kLength;
   ApplyToolAnswer(&cut, ToyParser(), random);
   EXPECT_EQ(cut.text, "");
   ASSERT_EQ(cut.tool_calls.size(), 1u);
@@ -133,6 +134,39 @@ TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
   ApplyToolAnswer(&early, ToyParser(), random);
   EXPECT_EQ(early.text, "Hm. ");
   EXPECT_TRUE(early.tool_calls.empty());
+}
+
+// As some of llama.cpp's formats (Qwen's): a cut call parses as whole.
+class LenientParser : public ToyParser {
+ public:
+  StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool) const override {
+    return ToyParser::Parse(text, /*partial=*/true);
+  }
+};
+
+TEST(ToolAnswer, AnAnswerCutByMaxTokensIsNoCallWhateverTheParserAccepts) {
+  outpost::testing::SeededRandom random(1);
+  Choice c;
+  c.text = "CALL f({\"a\"";
+  c.finish = scheduler::FinishReason::kLength;
+  ApplyToolAnswer(&c, LenientParser(), random);
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.tool_calls[0].arguments, "{\"a\"");
+  EXPECT_FALSE(c.tool_calls_finish);  // "length", not "tool_calls"
+  // Ended by the model, the same parser's call is one.
+  Choice whole;
+  whole.text = "CALL f({\"a\":1})";
+  whole.finish = scheduler::FinishReason::kStop;
+  ApplyToolAnswer(&whole, LenientParser(), random);
+  EXPECT_TRUE(whole.tool_calls_finish);
+
+  for (const bool cut : {true, false}) {
+    ToolCallStream s(std::make_shared<LenientParser>(), &random);
+    s.Feed("CALL f(");
+    s.Feed("{\"a\"");
+    s.Finish(cut);
+    EXPECT_EQ(s.called(), !cut);
+  }
 }
 
 }  // namespace

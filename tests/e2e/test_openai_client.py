@@ -181,6 +181,31 @@ def test_native_tool_format_round_trip_and_incremental_stream():
         r2 = c.chat.completions.create(model=mid, messages=follow, tools=[WEATHER], tool_choice="none",
                                        seed=1, max_tokens=40)
         assert r2.choices[0].message.content and not r2.choices[0].message.tool_calls
+        # Cut inside its arguments (Qwen's parser reads a cut call as whole:
+        # the finish is still "length"), then sent back as it came with its
+        # result: the template takes arguments as an object, and the cut text
+        # is closed into one rather than refused.
+        def valid(text):
+            try:
+                json.loads(text)
+                return True
+            except json.JSONDecodeError:
+                return False
+
+        cut = None
+        for max_tokens in range(12, 24):
+            a = c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], tool_choice="required",
+                                          parallel_tool_calls=False, seed=1, max_tokens=max_tokens).choices[0]
+            assert a.finish_reason == "length", (max_tokens, a)
+            if a.message.tool_calls and '"city' in a.message.tool_calls[0].function.arguments:
+                cut = a.message
+                break
+        assert cut is not None and not valid(cut.tool_calls[0].function.arguments), cut
+        follow = ask + [cut.model_dump(exclude_none=True),
+                        {"role": "tool", "tool_call_id": cut.tool_calls[0].id, "content": "Sunny, 24 C"}]
+        r3 = c.chat.completions.create(model=mid, messages=follow, tools=[WEATHER], tool_choice="none",
+                                       seed=1, max_tokens=30)
+        assert r3.choices[0].message.content, r3
         # auto: text or well-formed calls to declared functions, whichever the model picks.
         for seed in range(3):
             a = c.chat.completions.create(model=mid, messages=ask, tools=[WEATHER], seed=seed, max_tokens=120)

@@ -297,6 +297,13 @@ def test_a_call_cut_by_max_output_tokens_is_an_incomplete_function_call(client, 
     (call,) = r.output  # the call so far, no message holding the format's markup
     assert call.type == "function_call" and call.name == "get_weather", r.output
     assert call.status == "incomplete" and call.arguments.startswith("{"), call
+    # Continued with the call's result, the cut call is history like any
+    # other: its arguments so far are closed into JSON for the template.
+    r2 = client.responses.create(
+        model=model_id, previous_response_id=r.id, tools=[WEATHER], tool_choice="none",
+        max_output_tokens=30, temperature=0,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "Sunny, 24 C"}])
+    assert r2.output_text and all(o.type == "message" for o in r2.output), r2.output
 
 
 def test_a_function_call_continued_with_its_output_only(client, model_id):

@@ -177,7 +177,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
           end.finish = static_cast<size_t>(i) < r.choices.size() ? r.choices[i] : r.finish;
           if (!st->tools.empty()) {
             ToolCallStream& ts = st->tools[static_cast<size_t>(i)];
-            Choice t = ts.Finish();
+            Choice t = ts.Finish(end.finish == FinishReason::kLength);
             t.index = i;
             if (!t.tool_calls.empty() || !t.text.empty()) {
               if (!write(SseData(ChatChunk(st->meta, t, false, /*content=*/!t.text.empty()))))

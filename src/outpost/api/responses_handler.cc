@@ -205,7 +205,9 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
           keep.Release();  // the client has gone: nothing is kept
           return false;
         }
-        if (st->tools) events += st->events->Delta(st->tools->Finish());
+        if (st->tools) {
+          events += st->events->Delta(st->tools->Finish(r.finish == FinishReason::kLength));
+        }
         events += st->events->Finish(r.finish, r.usage, clock->UnixSeconds());
         keep(st->events->final_response());
         if (counted) stats.requests.With({path, "200"}).Add();

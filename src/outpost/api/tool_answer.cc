@@ -18,11 +18,14 @@ std::string CallId(const engine::ToolCall& call, util::Random& random) {
 }  // namespace
 
 void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random) {
-  auto a = parser.Parse(c->text, /*partial=*/false);
-  const bool whole = a.ok();
+  // Cut by max_tokens or the context, the answer is partial whatever a
+  // format's parser makes of it (Qwen's reads `{"ci` as a whole call).
+  const bool cut = c->finish == scheduler::FinishReason::kLength;
+  auto a = parser.Parse(c->text, /*partial=*/cut);
+  const bool whole = a.ok() && !cut;
   // Cut short (max_tokens, a stop string): what the answer holds so far, as
   // a stream would have sent it — never the format's own markup.
-  if (!whole) a = parser.Parse(c->text, /*partial=*/true);
+  if (!a.ok() && !cut) a = parser.Parse(c->text, /*partial=*/true);
   if (!a.ok()) return;  // not the format at all: the raw text
   c->text = std::move(a->content);
   for (auto& call : a->tool_calls) {
@@ -38,10 +41,10 @@ Choice ToolCallStream::Feed(const std::string& piece) {
   return Delta(*now);
 }
 
-Choice ToolCallStream::Finish() {
-  auto now = parser_->Parse(text_, /*partial=*/false);
-  whole_ = now.ok();
-  if (!whole_) now = parser_->Parse(text_, /*partial=*/true);  // cut short: what it holds
+Choice ToolCallStream::Finish(bool cut) {
+  auto now = parser_->Parse(text_, /*partial=*/cut);
+  whole_ = now.ok() && !cut;
+  if (!now.ok() && !cut) now = parser_->Parse(text_, /*partial=*/true);  // what it holds
   if (now.ok()) return Delta(*now);
   Choice c;
   if (sent_.content.empty() && sent_.tool_calls.empty()) c.text = text_;

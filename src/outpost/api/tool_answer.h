@@ -21,11 +21,10 @@ namespace outpost::api {
 
 // Replaces c->text (the raw answer) by its content and calls, and makes
 // finish_reason "tool_calls" when it called one. An answer cut short
-// (max_tokens) gives what it holds so far — its content, and the calls whose
-// name is complete with their arguments' text so far — and keeps its
-// finish_reason ("length"), as OpenAI answers a cut call; the format's own
-// markup never reaches the client. A text that is not the format at all is
-// left as it is.
+// (c->finish is kLength: max_tokens or the context; or a stop string) gives what it holds so far —
+// its content, and the calls whose name is complete with their arguments' text so far — and keeps
+// its finish_reason ("length"), as OpenAI answers a cut call; the format's own markup never reaches
+// the client. A text that is not the format at all is left as it is.
 void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random);
 
 class ToolCallStream {
@@ -36,10 +35,11 @@ class ToolCallStream {
   // Adds a piece of the answer. Returns the delta to send: text (content to
   // append, possibly empty) and tool_calls (call deltas, each with `index`).
   Choice Feed(const std::string& piece);
-  // The answer has ended: the rest of the delta. One cut short gives what it
-  // holds (as ApplyToolAnswer); when even that does not parse and nothing was
-  // sent yet, the raw text is sent as content.
-  Choice Finish();
+  // The answer has ended (`cut`: by max_tokens or the context, finish_reason
+  // "length"): the rest of the delta. One cut short gives what it holds (as
+  // ApplyToolAnswer); when even that does not parse and nothing was sent yet,
+  // the raw text is sent as content.
+  Choice Finish(bool cut);
   // After Finish: the answer was whole and called at least one function
   // (finish_reason "tool_calls"; a cut one keeps "length").
   bool called() const { return whole_ && !sent_.tool_calls.empty(); }

@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "outpost/engine/json_prefix.h"
+
 namespace outpost::engine {
 namespace {
 
@@ -78,7 +80,14 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
         common_chat_tool_call tc;
         tc.id = c.value("id", "");
         tc.name = fn.value("name", "");
-        tc.arguments = fn.value("arguments", "{}");
+        const auto args = fn.find("arguments");
+        tc.arguments = args == fn.end()    ? "{}"
+                       : args->is_string() ? args->get<std::string>()
+                                           : args->dump();
+        // A call cut by max_tokens comes back with its arguments so far;
+        // templates that take an object need them whole. Text that does not
+        // start as JSON goes to the template as it is (some take a string).
+        if (auto closed = CloseJsonPrefix(tc.arguments)) tc.arguments = std::move(*closed);
         call_names[tc.id] = tc.name;
         cm.tool_calls.push_back(std::move(tc));
       }
