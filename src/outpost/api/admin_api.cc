@@ -13,6 +13,7 @@
 #include "outpost/models/version_json.h"
 #include "outpost/router/model_source.h"
 #include "outpost/router/registry_auth_file.h"
+#include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 #include "outpost/util/units.h"
 
@@ -66,6 +67,7 @@ json CanaryJson(const models::ModelLifecycle::CanaryStatus& c) {
 StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& allowed,
                          const std::set<std::string>& required,
                          const std::set<std::string>& typed = {}) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the body"));
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("the body must be a JSON object");

@@ -10,6 +10,7 @@
 #include "outpost/api/kept_request.h"
 #include "outpost/api/multipart.h"
 #include "outpost/batch/batch_input.h"
+#include "outpost/util/json_text.h"
 
 namespace outpost::api {
 namespace {
@@ -288,6 +289,9 @@ void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::s
 }
 
 void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
+  if (Status st = util::CheckJsonDepth(req.body, "the request body"); !st.ok()) {
+    return SendError(res, st);
+  }
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) {
     return SendError(res, Status::InvalidArgument("the request body must be a JSON object"));

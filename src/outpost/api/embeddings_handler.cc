@@ -10,6 +10,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/util/base64.h"
+#include "outpost/util/json_text.h"
 
 namespace outpost::api {
 namespace {
@@ -86,6 +87,7 @@ void HttpServer::HandleEmbeddings(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
+  if (Status st = util::CheckJsonDepth(req.body, "the request body"); !st.ok()) return fail(st);
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded())
     return fail(Status::InvalidArgument("the request body is not valid JSON"));

@@ -4,6 +4,7 @@
 
 #include "outpost/api/json_fields.h"
 
+#include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 
 #include <cctype>
@@ -141,6 +142,12 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
                   "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", "
                   "\"arguments\"}}",
               cf);
+        }
+        // Text that the chat template parses and walks level by level.
+        if (const json& args = c["function"].value("arguments", json()); args.is_string()) {
+          OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(args.get_ref<const std::string&>(),
+                                                       "'" + cf + ".function.arguments'",
+                                                       cf + ".function.arguments"));
         }
       }
       msg.tool_calls = calls->dump();
@@ -440,6 +447,7 @@ Status ParseResponseFormat(const json& body, ParsedRequest* r) {
 }  // namespace
 
 StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the request body"));
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return Status::InvalidArgument("the request body is not valid JSON");

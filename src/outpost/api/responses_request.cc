@@ -6,6 +6,7 @@
 #include "outpost/api/json_fields.h"
 #include "outpost/api/openai_response.h"
 
+#include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::api {
@@ -344,6 +345,7 @@ Status ForResponses(Status st) {
 
 StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
                                                  const ResponsesParseOptions& options) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the request body"));
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");

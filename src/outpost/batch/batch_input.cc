@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "outpost/util/json_text.h"
+
 namespace outpost::batch {
 namespace {
 
@@ -47,6 +49,12 @@ ParsedInput ParseBatchInput(const std::string& content, const std::string& endpo
       fail("too_many_requests",
            "the input file has more than " + std::to_string(max_lines) + " requests");
       break;
+    }
+    if (util::JsonDepth(text) > util::kMaxJsonDepth) {
+      fail("invalid_json_line", "line " + std::to_string(number) +
+                                    " nests arrays and objects more than " +
+                                    std::to_string(util::kMaxJsonDepth) + " levels deep");
+      continue;
     }
     json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "outpost/engine/json_prefix.h"
+#include "outpost/util/json_text.h"
 
 namespace outpost::engine {
 namespace {
@@ -87,7 +87,7 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
         // A call cut by max_tokens comes back with its arguments so far;
         // templates that take an object need them whole. Text that does not
         // start as JSON goes to the template as it is (some take a string).
-        if (auto closed = CloseJsonPrefix(tc.arguments)) tc.arguments = std::move(*closed);
+        if (auto closed = util::CloseJsonPrefix(tc.arguments)) tc.arguments = std::move(*closed);
         call_names[tc.id] = tc.name;
         cm.tool_calls.push_back(std::move(tc));
       }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "outpost/util/json_text.h"
+
 namespace outpost::router {
 namespace {
 
@@ -58,7 +60,15 @@ std::vector<engine::ChatMessage> ToolMessages(const std::vector<engine::ChatMess
       if (given.is_array()) {
         for (const auto& c : given) {
           const json fn = c.value("function", json::object());
-          json args = json::parse(fn.value("arguments", "{}"), nullptr, false);
+          // A call cut by max_tokens comes back with its arguments so far:
+          // closed into JSON (util/json_text.h), or {} when they never were.
+          json args = json::object();
+          if (const auto a = fn.find("arguments"); a != fn.end() && a->is_string()) {
+            args = json::parse(util::CloseJsonPrefix(a->get<std::string>()).value_or("{}"), nullptr,
+                               false);
+          } else if (a != fn.end() && a->is_object()) {
+            args = *a;
+          }
           if (args.is_discarded()) args = json::object();
           calls.push_back({{"name", fn.value("name", "")}, {"arguments", args}});
         }

@@ -1,4 +1,4 @@
-#include "outpost/engine/json_prefix.h"
+#include "outpost/util/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace outpost::engine {
+namespace outpost::util {
 namespace {
 
 TEST(CloseJsonPrefix, WholeJsonIsKeptAsItIs) {
@@ -54,5 +54,40 @@ TEST(CloseJsonPrefix, TextThatDoesNotStartAsJsonHasNoClosing) {
   }
 }
 
+TEST(CloseJsonPrefix, WorkStaysLinearOnAHostileText) {
+  // 1 MiB of brackets and commas: a version that kept every cut with its
+  // open brackets took minutes and gigabytes here.
+  const std::string deep(1 << 20, '[');
+  const auto closed = CloseJsonPrefix(deep);
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_EQ(closed->size(), 2u << 20);
+  std::string commas = "[";
+  commas.append(1 << 20, ',');
+  EXPECT_EQ(CloseJsonPrefix(commas), std::nullopt);
+}
+
+TEST(JsonDepth, CountsArraysAndObjectsNotWhatStringsHold) {
+  EXPECT_EQ(JsonDepth("42"), 0);
+  EXPECT_EQ(JsonDepth("{}"), 1);
+  EXPECT_EQ(JsonDepth(R"({"a": [1, {"b": []}], "c": {}})"), 4);
+  EXPECT_EQ(JsonDepth(R"("[[[{{{")"), 0);
+  EXPECT_EQ(JsonDepth(R"({"a": "\"[[[", "b": "\\"})"), 1);  // escaped quotes and backslashes
+  EXPECT_EQ(JsonDepth("[[["), 3);                           // the start of a text counts too
+  // Counting stops past the limit: a megabyte of brackets is one short pass.
+  EXPECT_EQ(JsonDepth(std::string(1 << 20, '['), 5), 6);
+}
+
+TEST(JsonDepth, TheLimitIsRefusedNamingWhatNestsTooDeep) {
+  const auto nested = [](int levels) {
+    return std::string(static_cast<size_t>(levels), '[') +
+           std::string(static_cast<size_t>(levels), ']');
+  };
+  EXPECT_TRUE(CheckJsonDepth(nested(kMaxJsonDepth), "the request body").ok());
+  const Status st = CheckJsonDepth(nested(kMaxJsonDepth + 1), "the request body", "p");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "the request body nests arrays and objects more than 128 levels deep");
+  EXPECT_EQ(st.param(), "p");
+}
+
 }  // namespace
-}  // namespace outpost::engine
+}  // namespace outpost::util

@@ -1,0 +1,116 @@
+#include "outpost/util/json_text.h"
+
+#include <nlohmann/json.hpp>
+
+namespace outpost::util {
+namespace {
+
+// text[0, end) with the brackets in `open` closed, innermost first.
+std::string Closed(const std::string& text, size_t end, const std::string& open) {
+  std::string out = text.substr(0, end);
+  for (auto it = open.rbegin(); it != open.rend(); ++it) out += *it == '{' ? '}' : ']';
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> CloseJsonPrefix(const std::string& text) {
+  if (nlohmann::json::accept(text)) return text;
+  // One pass. A cut is a place where what came before is whole when closed:
+  // right after a bracket (an empty or a closed container) and right before
+  // a comma. Brackets open and close only at cuts, so the brackets open at
+  // the last cut are the ones open at the end: two candidates, each checked
+  // once, and the work stays linear in the text whatever it holds.
+  std::string open;
+  size_t last_cut = std::string::npos;
+  bool in_string = false;
+  size_t escape_at = std::string::npos;  // the backslash of the escape being read
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escape_at != std::string::npos) {
+        // \uXXXX is six characters; the others two.
+        if (text[escape_at + 1] != 'u' || i - escape_at == 5) escape_at = std::string::npos;
+      } else if (c == '\\') {
+        escape_at = i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '{':
+      case '[':
+        open += c;
+        last_cut = i + 1;
+        break;
+      case '}':
+      case ']':
+        if (open.empty() || (c == '}') != (open.back() == '{')) return std::nullopt;
+        open.pop_back();
+        last_cut = i + 1;
+        break;
+      case ',':
+        last_cut = i;
+        break;
+      default:
+        break;
+    }
+  }
+  // The text as it ends, an open string closed (less a half-read escape).
+  std::string candidate;
+  if (in_string) {
+    const size_t end = escape_at != std::string::npos ? escape_at : text.size();
+    candidate = Closed(text.substr(0, end) + '"', end + 1, open);
+  } else {
+    candidate = Closed(text, text.size(), open);
+  }
+  if (nlohmann::json::accept(candidate)) return candidate;
+  // Back to the last element that was whole.
+  if (last_cut == std::string::npos) return std::nullopt;
+  candidate = Closed(text, last_cut, open);
+  if (nlohmann::json::accept(candidate)) return candidate;
+  return std::nullopt;
+}
+
+int JsonDepth(std::string_view text, int limit) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > limit) return deepest;
+      }
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+Status CheckJsonDepth(std::string_view text, const std::string& what, const std::string& param) {
+  if (JsonDepth(text) <= kMaxJsonDepth) return Status::Ok();
+  return Status::InvalidArgument(what + " nests arrays and objects more than " +
+                                     std::to_string(kMaxJsonDepth) + " levels deep",
+                                 param);
+}
+
+}  // namespace outpost::util
