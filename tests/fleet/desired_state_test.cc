@@ -185,6 +185,11 @@ TEST(DesiredState, BadDocumentsAreRefusedNamingTheField) {
   EXPECT_FALSE(ParseDesiredState("{").ok());
   EXPECT_FALSE(ParseDesiredState("[]").ok());
   EXPECT_TRUE(ParseDesiredState(R"({"generation": 1, "models": []})").ok());
+  const auto deep = ParseDesiredState(R"({"generation": 1, "models": )" + std::string(200000, '[') +
+                                      std::string(200000, ']') + "}");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("more than 128 levels deep"), std::string::npos);
+  EXPECT_EQ(deep.status().param(), "payload");
 }
 
 TEST(DesiredState, TheFirstMatchingEntryPerNameWins) {

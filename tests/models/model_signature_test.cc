@@ -120,6 +120,10 @@ TEST_F(Keys, TamperedEnvelopesNameWhatIsWrong) {
       {mutate([](nlohmann::json& j) { j["payload"] = "not base64!"; }), "not base64"},
       {mutate([](nlohmann::json& j) { j["signatures"][0]["sig"] = "AAAA"; }), "no trusted key"},
       {swapped, "no trusted key"},
+      // Copied whole before it is read, a deep enough document overflowed the stack.
+      {R"({"payload":"x","signatures":)" + std::string(200000, '[') + std::string(200000, ']') +
+           "}",
+       "more than 128 levels deep"},
   };
   for (const auto& row : rows) {
     auto c = VerifyModelSignature(row.text, kTinyDigest, keys);

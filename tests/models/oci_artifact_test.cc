@@ -143,6 +143,8 @@ TEST(ModelManifest, BadManifestsNameTheProblem) {
        "not sha256:<64 hex>"},
       {Manifest("x", Layer("application/vnd.docker.ai.gguf.v3", "md5:" + std::string(64, 'a'))),
        "not sha256:<64 hex>"},
+      {R"({"layers":)" + std::string(200000, '[') + std::string(200000, ']') + "}",
+       "the manifest nests arrays and objects more than 128 levels deep"},
   };
   for (const auto& row : rows) {
     auto a = ReadModelManifest(row.text);
@@ -171,6 +173,8 @@ TEST(ModelIndex, PicksTheModelNotAPlatformImage) {
                     R"(","platform":{"os":"linux","architecture":"amd64"}},{"digest":")" + kA +
                     R"(","platform":{"os":"linux","architecture":"arm64"}}]})");
   ASSERT_FALSE(d.ok());
+  EXPECT_EQ(PickFromIndex(R"({"manifests":)" + std::string(200000, '[') + "}").status().message(),
+            "the index nests arrays and objects more than 128 levels deep");
   EXPECT_NE(d.status().message().find("linux/arm64"), std::string::npos) << d.status().message();
   EXPECT_FALSE(PickFromIndex(R"({"manifests":[]})").ok());
   EXPECT_FALSE(PickFromIndex("nope").ok());

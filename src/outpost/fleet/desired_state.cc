@@ -7,6 +7,8 @@
 #include "outpost/models/canary_plan.h"
 #include "outpost/models/model_signature.h"
 #include "outpost/models/model_store.h"
+#include "outpost/util/json_text.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::fleet {
 namespace {
@@ -139,6 +141,7 @@ StatusOr<DesiredModel> ParseEntry(const json& e, const std::string& at) {
 }  // namespace
 
 StatusOr<DesiredState> ParseDesiredState(const std::string& payload) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(payload, "desired state: the payload", "payload"));
   const json doc = json::parse(payload, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return Status::InvalidArgument("desired state: the payload is not a JSON object", "payload");
@@ -164,6 +167,8 @@ StatusOr<DesiredState> ParseDesiredState(const std::string& payload) {
 
 StatusOr<DesiredState> VerifyDesiredState(const std::string& envelope_json,
                                           const std::vector<models::TrustedKey>& keys) {
+  OUTPOST_RETURN_IF_ERROR(
+      util::CheckJsonDepth(envelope_json, "desired state: the envelope", "document"));
   const json env = json::parse(envelope_json, nullptr, false);
   if (env.is_discarded() || !env.is_object()) {
     return Status::InvalidArgument("desired state: not a JSON DSSE envelope", "document");

@@ -14,6 +14,7 @@
 #include "outpost/models/oci_artifact.h"
 #include "outpost/models/store_layout.h"
 #include "outpost/models/tar_file.h"
+#include "outpost/util/json_text.h"
 #include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
@@ -191,6 +192,12 @@ StatusOr<ModelVersion> ModelStore::ImportArchive(const std::string& tar_path,
   }
   if (progress) progress(archive_size, archive_size);
   // Which manifest, and its one GGUF layer.
+  if (Status st =
+          util::CheckJsonDepth(index_text, "archive " + tar_path + "'s index.json", "archive");
+      !st.ok()) {
+    cleanup();
+    return st;
+  }
   const json index = json::parse(index_text, nullptr, false);
   if (!index.is_object() || !index.contains("manifests") || !index["manifests"].is_array()) {
     cleanup();

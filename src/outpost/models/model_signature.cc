@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/models/store_layout.h"
+#include "outpost/util/json_text.h"
 #include "outpost/util/sha256.h"
 #include "outpost/util/status_macros.h"
 
@@ -24,6 +25,10 @@ Status Denied(const std::string& why) {
 StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
                                               const std::string& file_digest,
                                               const std::vector<TrustedKey>& keys) {
+  if (util::JsonDepth(signature_json) > util::kMaxJsonDepth) {
+    return Denied("nests arrays and objects more than " + std::to_string(util::kMaxJsonDepth) +
+                  " levels deep");
+  }
   const json doc = json::parse(signature_json, nullptr, false);
   if (!doc.is_object()) return Denied("not JSON: neither a DSSE envelope nor a Sigstore bundle");
   SignatureCheck check;
@@ -43,6 +48,10 @@ StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
   check.key_id = verified.key_id;
   const std::string& payload = verified.payload;
   // Signed: now what it vouches for.
+  if (util::JsonDepth(payload) > util::kMaxJsonDepth) {
+    return Denied("the signed payload nests arrays and objects more than " +
+                  std::to_string(util::kMaxJsonDepth) + " levels deep");
+  }
   const json st = json::parse(payload, nullptr, false);
   if (!st.is_object() || st.value("_type", "") != kStatementType) {
     return Denied("the signed payload is not an in-toto statement v1");

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "outpost/models/store_layout.h"
+#include "outpost/util/json_text.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::models {
 namespace {
@@ -111,6 +113,7 @@ bool IsIndexMediaType(const std::string& media_type) {
 }
 
 StatusOr<ModelArtifact> ReadModelManifest(const std::string& manifest_json) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(manifest_json, "the manifest", "manifest"));
   const json m = json::parse(manifest_json, nullptr, false);
   if (!m.is_object())
     return Status::InvalidArgument("the manifest is not a JSON object", "manifest");
@@ -181,6 +184,7 @@ StatusOr<ModelArtifact> ReadModelManifest(const std::string& manifest_json) {
 }
 
 StatusOr<std::string> PickFromIndex(const std::string& index_json) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(index_json, "the index", "manifest"));
   const json idx = json::parse(index_json, nullptr, false);
   if (!idx.is_object() || !idx.contains("manifests") || !idx["manifests"].is_array() ||
       idx["manifests"].empty()) {
