@@ -56,6 +56,32 @@ TEST(ToolCalls, MessagesDescribeToolsAndRenderEarlierTurns) {
   EXPECT_EQ(out[3].content, "Result of function call c1: Rain");
 }
 
+TEST(ToolCalls, ACutCallSentBackIsRenderedWithItsArgumentsClosed) {
+  // As Outpost answered it when max_tokens cut it; then not JSON at all; then
+  // an object rather than a string.
+  const struct {
+    const char* arguments;
+    const char* rendered;
+  } kRows[] = {
+      {R"("{\"city\": \"Os")", R"({"city":"Os"})"},
+      {R"("{\"city\": \"Oslo\", \"un")", R"({"city":"Oslo"})"},
+      {R"("city=Oslo")", "{}"},
+      {R"({"city":"Oslo"})", R"({"city":"Oslo"})"},
+  };
+  for (const auto& row : kRows) {
+    engine::ChatMessage call("assistant", "");
+    call.tool_calls =
+        std::string(
+            R"([{"id":"c1","type":"function","function":{"name":"get_weather","arguments":)") +
+        row.arguments + "}}]";
+    const auto out = ToolMessages({{"user", "Weather in Oslo?"}, call}, Weather());
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[2].content, std::string(R"({"tool_calls":[{"name":"get_weather","arguments":)") +
+                                  row.rendered + "}]}")
+        << row.arguments;
+  }
+}
+
 TEST(ToolCalls, ParsesCallsTextAndRefusesCutAnswers) {
   auto calls =
       ParseToolAnswer(R"({"tool_calls":[{"name":"get_time","arguments":{"city":"Rome"}}]})");
