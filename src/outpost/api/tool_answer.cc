@@ -15,17 +15,23 @@ std::string CallId(const engine::ToolCall& call, util::Random& random) {
   return call.id.empty() ? NewId("call_", random) : call.id;
 }
 
+// The answer once it has ended. `cut` (max_tokens or the context): partial,
+// whatever a format's parser makes of it (Qwen's reads `{"ci` as a whole
+// call). Otherwise whole when it parses so (*whole), else what it holds so
+// far (a stop string cut it) — never the format's own markup.
+StatusOr<engine::ParsedAnswer> ParseEnded(const engine::AnswerParser& parser,
+                                          const std::string& text, bool cut, bool* whole) {
+  auto a = parser.Parse(text, /*partial=*/cut);
+  *whole = a.ok() && !cut;
+  if (!a.ok() && !cut) a = parser.Parse(text, /*partial=*/true);
+  return a;
+}
+
 }  // namespace
 
 void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random) {
-  // Cut by max_tokens or the context, the answer is partial whatever a
-  // format's parser makes of it (Qwen's reads `{"ci` as a whole call).
-  const bool cut = c->finish == scheduler::FinishReason::kLength;
-  auto a = parser.Parse(c->text, /*partial=*/cut);
-  const bool whole = a.ok() && !cut;
-  // Cut short (max_tokens, a stop string): what the answer holds so far, as
-  // a stream would have sent it — never the format's own markup.
-  if (!a.ok() && !cut) a = parser.Parse(c->text, /*partial=*/true);
+  bool whole = false;
+  auto a = ParseEnded(parser, c->text, c->finish == scheduler::FinishReason::kLength, &whole);
   if (!a.ok()) return;  // not the format at all: the raw text
   c->text = std::move(a->content);
   for (auto& call : a->tool_calls) {
@@ -42,9 +48,7 @@ Choice ToolCallStream::Feed(const std::string& piece) {
 }
 
 Choice ToolCallStream::Finish(bool cut) {
-  auto now = parser_->Parse(text_, /*partial=*/cut);
-  whole_ = now.ok() && !cut;
-  if (!now.ok() && !cut) now = parser_->Parse(text_, /*partial=*/true);  // what it holds
+  auto now = ParseEnded(*parser_, text_, cut, &whole_);
   if (now.ok()) return Delta(*now);
   Choice c;
   if (sent_.content.empty() && sent_.tool_calls.empty()) c.text = text_;

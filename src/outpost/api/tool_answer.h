@@ -20,11 +20,12 @@
 namespace outpost::api {
 
 // Replaces c->text (the raw answer) by its content and calls, and makes
-// finish_reason "tool_calls" when it called one. An answer cut short
-// (c->finish is kLength: max_tokens or the context; or a stop string) gives what it holds so far —
-// its content, and the calls whose name is complete with their arguments' text so far — and keeps
-// its finish_reason ("length"), as OpenAI answers a cut call; the format's own markup never reaches
-// the client. A text that is not the format at all is left as it is.
+// finish_reason "tool_calls" when it called one. An answer cut short —
+// c->finish kLength (max_tokens, the context), or a stop string — gives what
+// it holds so far: its content, and the calls whose name is complete with
+// their arguments' text so far; a cut one keeps finish_reason "length", as
+// OpenAI answers a cut call. The format's own markup never reaches the
+// client. A text that is not the format at all is left as it is.
 void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random);
 
 class ToolCallStream {

@@ -50,10 +50,8 @@ ParsedInput ParseBatchInput(const std::string& content, const std::string& endpo
            "the input file has more than " + std::to_string(max_lines) + " requests");
       break;
     }
-    if (util::JsonDepth(text) > util::kMaxJsonDepth) {
-      fail("invalid_json_line", "line " + std::to_string(number) +
-                                    " nests arrays and objects more than " +
-                                    std::to_string(util::kMaxJsonDepth) + " levels deep");
+    if (Status st = util::CheckJsonDepth(text, "line " + std::to_string(number)); !st.ok()) {
+      fail("invalid_json_line", st.message());
       continue;
     }
     json j = json::parse(text, nullptr, /*allow_exceptions=*/false);

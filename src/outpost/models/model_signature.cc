@@ -25,9 +25,8 @@ Status Denied(const std::string& why) {
 StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
                                               const std::string& file_digest,
                                               const std::vector<TrustedKey>& keys) {
-  if (util::JsonDepth(signature_json) > util::kMaxJsonDepth) {
-    return Denied("nests arrays and objects more than " + std::to_string(util::kMaxJsonDepth) +
-                  " levels deep");
+  if (Status st = util::CheckJsonDepth(signature_json, "the document"); !st.ok()) {
+    return Denied(st.message());
   }
   const json doc = json::parse(signature_json, nullptr, false);
   if (!doc.is_object()) return Denied("not JSON: neither a DSSE envelope nor a Sigstore bundle");
@@ -48,9 +47,8 @@ StatusOr<SignatureCheck> VerifyModelSignature(const std::string& signature_json,
   check.key_id = verified.key_id;
   const std::string& payload = verified.payload;
   // Signed: now what it vouches for.
-  if (util::JsonDepth(payload) > util::kMaxJsonDepth) {
-    return Denied("the signed payload nests arrays and objects more than " +
-                  std::to_string(util::kMaxJsonDepth) + " levels deep");
+  if (Status st = util::CheckJsonDepth(payload, "the signed payload"); !st.ok()) {
+    return Denied(st.message());
   }
   const json st = json::parse(payload, nullptr, false);
   if (!st.is_object() || st.value("_type", "") != kStatementType) {

@@ -62,14 +62,14 @@ std::vector<engine::ChatMessage> ToolMessages(const std::vector<engine::ChatMess
           const json fn = c.value("function", json::object());
           // A call cut by max_tokens comes back with its arguments so far:
           // closed into JSON (util/json_text.h), or {} when they never were.
+          const auto given_args = fn.find("arguments");
           json args = json::object();
-          if (const auto a = fn.find("arguments"); a != fn.end() && a->is_string()) {
-            args = json::parse(util::CloseJsonPrefix(a->get<std::string>()).value_or("{}"), nullptr,
-                               false);
-          } else if (a != fn.end() && a->is_object()) {
-            args = *a;
+          if (given_args != fn.end() && given_args->is_object()) {
+            args = *given_args;
+          } else if (given_args != fn.end() && given_args->is_string()) {
+            const auto closed = util::CloseJsonPrefix(given_args->get<std::string>());
+            if (closed) args = json::parse(*closed);  // JSON by its contract
           }
-          if (args.is_discarded()) args = json::object();
           calls.push_back({{"name", fn.value("name", "")}, {"arguments", args}});
         }
       }
