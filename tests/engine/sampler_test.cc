@@ -258,5 +258,69 @@ TEST_F(SamplerTest, SampleManyMatchesSamplingOneAfterAnother) {
   }
 }
 
+// Decodes `prompt`, then samples up to `n` tokens under `p`, feeding each back;
+// stops after kNoToken or an end-of-generation token.
+std::vector<Token> SampleUnder(const Model& model, const SamplingParams& p, int n) {
+  ContextOptions co;
+  co.sessions = 1;
+  co.ctx_per_session = 128;
+  co.batch_size = 64;
+  auto ctx = Context::Create(model, co);
+  EXPECT_TRUE(ctx.ok());
+  if (!ctx.ok()) return {};
+  auto sampler = Sampler::Create(model, p);
+  EXPECT_TRUE(sampler.ok()) << sampler.status().ToString();
+  if (!sampler.ok()) return {};
+  auto prompt = model.Tokenize("Answer yes or no: is water wet?", true, false);
+  (*ctx)->ClearBatch();
+  int32_t idx = 0;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    idx = (*ctx)->Add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+  EXPECT_TRUE((*ctx)->Decode().ok());
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  std::vector<Token> out;
+  for (int k = 0; k < n; ++k) {
+    const Token t = (*sampler)->Sample(**ctx, idx);
+    out.push_back(t);
+    if (t == kNoToken || model.IsEndOfGeneration(t)) break;
+    (*ctx)->ClearBatch();
+    idx = (*ctx)->Add(t, pos++, 0, true);
+    EXPECT_TRUE((*ctx)->Decode().ok());
+  }
+  return out;
+}
+
+// ignore_eos bans the end-of-generation tokens (-100); once a grammar's
+// answer is complete they are all it allows. The grammar wins: the answer
+// ends (llama.cpp's grammar threw, killing the server, when the draw had
+// nothing but banned tokens).
+TEST_F(SamplerTest, AGrammarEndsItsAnswerEvenWhenTheEndIsBanned) {
+  for (float temperature : {0.0f, 0.8f}) {
+    SamplingParams p = Seeded(temperature, 40, 0.95f, 0.05f, 7);
+    p.grammar = R"(root ::= "yes")";
+    for (Token t : model_->EndOfGenerationTokens()) p.logit_bias.emplace_back(t, -100.0f);
+    const std::vector<Token> out = SampleUnder(*model_, p, 8);
+    ASSERT_FALSE(out.empty());
+    EXPECT_TRUE(model_->IsEndOfGeneration(out.back())) << "temperature " << temperature;
+    std::string text;
+    for (size_t i = 0; i + 1 < out.size(); ++i) text += model_->TokenPiece(out[i], false);
+    EXPECT_EQ(text, "yes");
+  }
+}
+
+// A grammar that dead-ends (no token can give the NUL it asks for next; a
+// token starting with NUL is never allowed): the sampler says kNoToken,
+// every time it is asked, instead of drawing a token the grammar refuses.
+TEST_F(SamplerTest, AGrammarThatAllowsNoTokenGivesNoToken) {
+  SamplingParams p = Seeded(0.8f, 40, 0.95f, 0.05f, 3);
+  p.grammar = R"(root ::= "no" "\x00")";
+  const std::vector<Token> out = SampleUnder(*model_, p, 8);
+  ASSERT_GE(out.size(), 2u);
+  EXPECT_EQ(out.back(), kNoToken);
+  std::string text;
+  for (size_t i = 0; i + 1 < out.size(); ++i) text += model_->TokenPiece(out[i], false);
+  EXPECT_EQ(text, "no");
+}
+
 }  // namespace
 }  // namespace outpost::engine

@@ -66,6 +66,33 @@ def test_json_schema_output_always_parses_and_follows_the_schema(server, seed):
     assert streamed == c["message"]["content"]  # same seed, same constrained answer
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_complete_json_answer_ends_even_with_ignore_eos(server, stream):
+    """ignore_eos bans the end of generation; once the schema's answer is
+    complete the grammar allows nothing else. The answer ends there ("stop")
+    instead of the server dying (llama.cpp threw on the engine thread), and a
+    logit_bias ban on what the grammar needs does not leave it stuck either."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    for extra in [{"ignore_eos": True},
+                  {"ignore_eos": True, "logit_bias": {str(t): -100 for t in range(0, 200)}}]:
+        body = chat_body(content="Is water wet? Answer as JSON.", temperature=0.8, seed=4, max_tokens=60,
+                         response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}},
+                         **extra)
+        if stream:
+            events, done = stream_events(server, CHAT, {**body, "stream": True})
+            assert done
+            text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+            finish = [e["choices"][0]["finish_reason"] for e in events if e["choices"]][-1]
+        else:
+            r = server.post(CHAT, json=body)
+            assert r.status_code == 200, r.text
+            text, finish = r.json()["choices"][0]["message"]["content"], r.json()["choices"][0]["finish_reason"]
+        assert finish == "stop", (extra, text)
+        assert isinstance(json.loads(text)["ok"], bool), text
+    assert server.get("/health").status_code == 200
+
+
 def test_json_object_output_parses(server):
     r = server.post(CHAT, json=chat_body(content="List two fruits.", temperature=0.8, seed=5, max_tokens=120,
                                          response_format={"type": "json_object"}))
@@ -121,6 +148,29 @@ BAD = [
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
         "type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}}}},
      "response_format.json_schema.schema", "cannot be turned into a grammar"),
+    # Bounds llama.cpp's grammar engine cannot keep: a minimum above its maximum
+    # (its parser used to take those until the kernel killed the server for
+    # memory), counts past 2000, number bounds (ignored), an empty integer range
+    # (a grammar that dead-ends: the server died on it).
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "object", "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}}}}}},
+     "response_format.json_schema.schema", "at /properties/a: minLength 5 is above maxLength 2"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "array", "items": {"type": "integer"}, "minItems": 5, "maxItems": 2}}}},
+     "response_format.json_schema.schema", "minItems 5 is above maxItems 2"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "string", "pattern": "^a{5,2}$"}}}}, "response_format.json_schema.schema", "at least 5 and at most 2"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "string", "maxLength": 5000}}}}, "response_format.json_schema.schema", "maxLength 5000 is more than"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "number", "minimum": 0, "maximum": 1}}}}, "response_format.json_schema.schema",
+     "\"integer\" only"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "integer", "exclusiveMinimum": 5, "exclusiveMaximum": 6}}}}, "response_format.json_schema.schema",
+     "no integer lies within its bounds"),
+    (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}}}}}],
+        "tool_choice": "required"}, "tools[0].function.parameters", "minLength 5 is above maxLength 2"),
     (CHAT, {"logprobs": True, "top_logprobs": 21}, "top_logprobs", "between 0 and 20"),
     (CHAT, {"top_logprobs": 2}, "top_logprobs", "requires 'logprobs': true"),
     (CHAT, {"logprobs": "yes"}, "logprobs", "boolean"),

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -112,6 +113,7 @@ class FakeEngine final : public engine::Engine {
     if (!own && !forked) ++violations;
     if (forked) forked_.erase(from);
     size_t& k = produced_[static_cast<size_t>(seq)];
+    if (dead_end_at && k >= *dead_end_at) return engine::kNoToken;
     const size_t i = k++;
     if (i < reply_.size()) return static_cast<unsigned char>(reply_[i]);
     return eog_banned_[static_cast<size_t>(seq)] ? 'x' : kEog;
@@ -227,6 +229,8 @@ class FakeEngine final : public engine::Engine {
   int saves = 0;  // SaveSequence calls
   int loads = 0;  // LoadSequence calls
   int32_t sliding_window = 0;
+  // Sample() gives kNoToken (a grammar that allows nothing) from this token on.
+  std::optional<size_t> dead_end_at;
   std::vector<engine::SamplingParams> started;
 
   // KV cells sequence `seq` holds now.

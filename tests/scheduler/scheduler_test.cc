@@ -49,6 +49,33 @@ TEST(Scheduler, MaxTokensEndsWithLength) {
   EXPECT_EQ(a->result.usage.completion_tokens, 3);
 }
 
+// The engine finds no token the request's grammar allows: the text so far
+// stays with the client, the request ends with an error naming the cause,
+// its KV is freed, and the next request is answered.
+TEST(Scheduler, AGrammarThatAllowsNoTokenEndsTheRequestWithAnError) {
+  Fixture f(Opts(1, 0));
+  f.engine->dead_end_at = 3;
+  auto a = f.Sink("a");
+  ASSERT_TRUE(f.Submit(a, 4).ok());
+  f.RunToIdle();
+  ASSERT_TRUE(a->done);
+  EXPECT_EQ(a->text, "hel");
+  EXPECT_EQ(a->result.finish, FinishReason::kError);
+  EXPECT_EQ(a->result.error.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(a->result.error.message().find("after 3 generated tokens"), std::string::npos)
+      << a->result.error.message();
+  EXPECT_NE(a->result.error.message().find("allows nothing more"), std::string::npos);
+  EXPECT_EQ(a->result.usage.completion_tokens, 3);
+  EXPECT_EQ(f.engine->TotalKvCells(), 0);
+  f.engine->dead_end_at.reset();
+  auto b = f.Sink("b");
+  ASSERT_TRUE(f.Submit(b, 4).ok());
+  f.RunToIdle();
+  EXPECT_EQ(b->text, "hello");
+  EXPECT_EQ(b->result.finish, FinishReason::kStop);
+  EXPECT_EQ(f.engine->violations, 0);
+}
+
 TEST(Scheduler, AdmitsSessionsThenQueueThenRefusesWithRetryAfter) {
   Fixture f(Opts(/*sessions=*/2, /*max_queue=*/1));
   std::vector<std::shared_ptr<RecordingSink>> sinks;

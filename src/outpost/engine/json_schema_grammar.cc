@@ -5,8 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <exception>
+#include <optional>
 #include <set>
+
+#include "outpost/engine/grammar_limits.h"
 
 namespace outpost::engine {
 namespace {
@@ -55,12 +59,113 @@ Status Unsupported(const std::string& param, const std::string& where, const std
       "'" + param + "' uses " + what + " at " + (where.empty() ? "/" : where) +
           ", which grammar-constrained decoding cannot enforce (supported: type, properties, "
           "required, additionalProperties, items, prefixItems, minItems, maxItems, enum, const, "
-          "anyOf, oneOf, allOf, $ref/$defs, pattern, minLength, maxLength, minimum, maximum, "
-          "exclusiveMinimum, exclusiveMaximum, format date|time|date-time|uuid)",
+          "anyOf, oneOf, allOf, $ref/$defs, pattern, minLength, maxLength, and on integers "
+          "minimum, "
+          "maximum, exclusiveMinimum, exclusiveMaximum; format date|time|date-time|uuid)",
       param);
 }
 
 Status Check(const json& s, const std::string& where, const std::string& param);
+
+std::string At(const std::string& where) {
+  return where.empty() ? "/" : where;
+}
+
+// minLength/maxLength, minItems/maxItems: non-negative integers the grammar
+// engine can expand (kMaxGrammarRepetitions), the minimum not above the
+// maximum. llama.cpp's parser would be killed for memory by a minimum above
+// the maximum, and would drop a maximum past its limit without a word.
+Status CheckCounts(const json& s, const std::string& where, const std::string& param,
+                   const char* min_key, const char* max_key) {
+  std::optional<uint64_t> lo, hi;
+  for (const char* key : {min_key, max_key}) {
+    if (!s.contains(key)) continue;
+    const json& v = s.at(key);
+    const bool ok = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+    if (!ok) {
+      return Status::InvalidArgument("'" + param + "' at " + At(where) + ": " + key +
+                                         " must be a non-negative integer, got " + v.dump(),
+                                     param);
+    }
+    const uint64_t n = v.get<uint64_t>();
+    if (n > kMaxGrammarRepetitions) {
+      return Status::InvalidArgument(
+          "'" + param + "' at " + At(where) + ": " + key + " " + std::to_string(n) +
+              " is more than grammar-constrained decoding can enforce (at most " +
+              std::to_string(kMaxGrammarRepetitions) + ")",
+          param);
+    }
+    (key == min_key ? lo : hi) = n;
+  }
+  if (lo && hi && *lo > *hi) {
+    return Status::InvalidArgument("'" + param + "' at " + At(where) + ": " + min_key + " " +
+                                       std::to_string(*lo) + " is above " + max_key + " " +
+                                       std::to_string(*hi) + ", which no output satisfies",
+                                   param);
+  }
+  return Status::Ok();
+}
+
+// minimum/maximum and their exclusive forms: llama.cpp's converter enforces
+// them on integers only (a number's bounds would be ignored), reads one of
+// each pair, and turns an empty range into a grammar that dead-ends.
+Status CheckBounds(const json& s, const std::string& where, const std::string& param) {
+  const char* keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+  bool any = false;
+  for (const char* key : keys) any = any || s.contains(key);
+  if (!any) return Status::Ok();
+  const std::string at = "'" + param + "' at " + At(where) + ": ";
+  bool integer = false;
+  if (s.contains("type")) {
+    const json& t = s.at("type");
+    if (t.is_string()) {
+      integer = t == "integer";
+    } else if (t.is_array()) {
+      bool number = false;
+      for (const auto& e : t) {
+        integer = integer || e == "integer";
+        number = number || e == "number";
+      }
+      integer = integer && !number;
+    }
+  }
+  if (!integer) {
+    return Status::InvalidArgument(
+        at + "minimum, maximum, exclusiveMinimum and exclusiveMaximum can be enforced on "
+             "\"type\": \"integer\" only (grammar-constrained decoding would ignore them on a "
+             "number)",
+        param);
+  }
+  if (s.contains("minimum") && s.contains("exclusiveMinimum")) {
+    return Status::InvalidArgument(at + "give minimum or exclusiveMinimum, not both", param);
+  }
+  if (s.contains("maximum") && s.contains("exclusiveMaximum")) {
+    return Status::InvalidArgument(at + "give maximum or exclusiveMaximum, not both", param);
+  }
+  // The integers the bounds admit, as llama.cpp rounds them (inwards).
+  constexpr double kLimit = 4611686018427387904.0;  // 2^62: no overflow at +-1
+  double lo = -kLimit, hi = kLimit;
+  for (const char* key : keys) {
+    if (!s.contains(key)) continue;
+    const json& v = s.at(key);
+    if (!v.is_number()) {
+      return Status::InvalidArgument(at + key + " must be a number, got " + v.dump(), param);
+    }
+    const double d = v.get<double>();
+    if (!(std::fabs(d) < kLimit)) {
+      return Status::InvalidArgument(at + key + " must be between -2^62 and 2^62", param);
+    }
+    const std::string k = key;
+    if (k == "minimum") lo = std::ceil(d);
+    if (k == "exclusiveMinimum") lo = std::floor(d) + 1;
+    if (k == "maximum") hi = std::floor(d);
+    if (k == "exclusiveMaximum") hi = std::ceil(d) - 1;
+  }
+  if (lo > hi) {
+    return Status::InvalidArgument(at + "no integer lies within its bounds", param);
+  }
+  return Status::Ok();
+}
 
 Status CheckEach(const json& list, const std::string& where, const std::string& param) {
   if (list.is_array()) {
@@ -77,6 +182,31 @@ Status CheckEach(const json& list, const std::string& where, const std::string& 
   return Status::Ok();
 }
 
+// A tuple (prefixItems, or items given as an array): llama.cpp's converter
+// makes it exactly that many items, reads "items" instead when both are
+// given, and ignores minItems/maxItems beside it.
+Status CheckTuple(const json& s, const std::string& where, const std::string& param) {
+  const std::string at = "'" + param + "' at " + At(where) + ": ";
+  if (s.contains("prefixItems") && s.contains("items")) {
+    return Status::InvalidArgument(
+        at + "give prefixItems or items, not both (grammar-constrained decoding would ignore "
+             "prefixItems)",
+        param);
+  }
+  const char* key = s.contains("prefixItems") ? "prefixItems" : "items";
+  if (!s.contains(key) || !s.at(key).is_array()) return Status::Ok();
+  const uint64_t n = s.at(key).size();
+  const bool too_few = s.contains("minItems") && s.at("minItems").get<uint64_t>() > n;
+  const bool too_many = s.contains("maxItems") && s.at("maxItems").get<uint64_t>() < n;
+  if (too_few || too_many) {
+    return Status::InvalidArgument(at + "the grammar gives exactly the " + std::to_string(n) +
+                                       " items of " + key + ", which " +
+                                       (too_few ? "minItems" : "maxItems") + " does not allow",
+                                   param);
+  }
+  return Status::Ok();
+}
+
 Status Check(const json& s, const std::string& where, const std::string& param) {
   if (s.is_boolean()) return Status::Ok();
   if (!s.is_object()) {
@@ -84,6 +214,13 @@ Status Check(const json& s, const std::string& where, const std::string& param) 
                                        " must be a schema (an object), got " + s.dump(),
                                    param);
   }
+  for (const auto& [min_key, max_key] :
+       {std::pair{"minLength", "maxLength"}, std::pair{"minItems", "maxItems"}}) {
+    Status st = CheckCounts(s, where, param, min_key, max_key);
+    if (!st.ok()) return st;
+  }
+  if (Status st = CheckBounds(s, where, param); !st.ok()) return st;
+  if (Status st = CheckTuple(s, where, param); !st.ok()) return st;
   for (const auto& [k, v] : s.items()) {
     if (Annotations().count(k)) continue;
     if (!Enforced().count(k)) return Unsupported(param, where, "keyword '" + k + "'");
@@ -124,7 +261,12 @@ StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::
   Status st = Check(parsed, "", param);
   if (!st.ok()) return st;
   try {
-    return json_schema_to_grammar(common_json::parse(schema), /*force_gbnf=*/true);
+    std::string gbnf = json_schema_to_grammar(common_json::parse(schema), /*force_gbnf=*/true);
+    // Patterns' {m,n} (the keywords were checked above), and what only
+    // llama.cpp's parser knows it refuses.
+    st = CheckGrammar(gbnf, param);
+    if (!st.ok()) return st;
+    return gbnf;
   } catch (const std::exception& e) {
     std::string why = e.what();
     for (auto& c : why) {

@@ -5,7 +5,12 @@
 // "uniqueItems", format "email") and would then accept output the schema
 // forbids. Structured output must never be silently unconstrained, so every
 // keyword is checked first against what the converter enforces; anything else
-// is an InvalidArgument that names the keyword and where it is.
+// is an InvalidArgument that names the keyword and where it is. So are the
+// bounds it cannot keep: minimum/maximum on anything but integers, counts
+// (minLength, maxItems, ...) past what llama.cpp's grammar parser expands, and
+// ranges no output satisfies (a minimum above its maximum), which the parser
+// would take until the process ran out of memory, or turn into a grammar
+// that dead-ends mid-answer.
 // Pure; thread-safe.
 #pragma once
 
@@ -17,7 +22,8 @@ namespace outpost::engine {
 
 // `schema` is JSON text. `param` names the request field for errors
 // ("response_format.json_schema.schema"). Errors: InvalidArgument (not JSON,
-// an unsupported keyword or format, a schema the converter rejects).
+// an unsupported keyword or format, a bound that cannot be kept or kept
+// together, a schema the converter rejects).
 StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::string& param);
 
 }  // namespace outpost::engine

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "outpost/engine/grammar_limits.h"
+
 namespace outpost::engine {
 namespace {
 
@@ -24,9 +26,14 @@ static_assert(static_cast<int>(GrammarTrigger::Type::kPatternFull) ==
 // listed twice for a token add up. Merged here because llama.cpp's logit-bias
 // sampler adds every listed bias on a whole-vocabulary array but only the
 // first one per token on a cut candidate array (the top-k path's).
-std::vector<std::pair<Token, float>> MergedBias(const std::vector<std::pair<Token, float>>& in) {
+// -100 bans a token (-inf), except under a grammar: there it stays a -100
+// penalty, so when the grammar allows nothing but banned tokens (the end of
+// generation once a JSON answer is complete, with ignore_eos) the grammar
+// wins instead of leaving no token to draw.
+std::vector<std::pair<Token, float>> MergedBias(const std::vector<std::pair<Token, float>>& in,
+                                                bool ban) {
   std::vector<std::pair<Token, float>> out;
-  for (const auto& [tok, b] : in) out.emplace_back(tok, b <= -100.0f ? -INFINITY : b);
+  for (const auto& [tok, b] : in) out.emplace_back(tok, ban && b <= -100.0f ? -INFINITY : b);
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t n = 0;
@@ -61,7 +68,8 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   s->n_vocab_ = n_vocab;
   const bool penalties =
       *p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
-  const std::vector<std::pair<Token, float>> bias = MergedBias(p.logit_bias);
+  const std::vector<std::pair<Token, float>> bias =
+      MergedBias(p.logit_bias, /*ban=*/p.grammar.empty());
   if (allow_fast_path && *p.temperature <= 0.0f && !penalties && p.grammar.empty()) {
     s->fast_greedy_ = true;
     s->UseBias(bias);
@@ -82,6 +90,8 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   // OpenAI: -100 effectively bans, +100 effectively forces.
   for (const auto& [tok, b] : bias) cp.logit_bias.push_back({tok, b});
   if (!p.grammar.empty()) {
+    Status limits = CheckGrammarRepetitions(p.grammar, "grammar");
+    if (!limits.ok()) return limits;
     // A tool-call grammar starts with the assistant prefix already in the
     // prompt; llama.cpp feeds that prefix to it only for this grammar type.
     const bool tool_grammar = p.grammar_lazy || !p.grammar_prefix.empty();
@@ -97,8 +107,14 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   try {
     s->common_ = common_sampler_init(model.raw(), cp);
   } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("the grammar cannot be used: ") + e.what(),
-                                   "grammar");
+    // llama.cpp prints the parser's reason to stderr, not into the exception.
+    return Status::InvalidArgument(
+        std::string("the grammar cannot be used: ") + e.what() +
+            " (llama.cpp's grammar parser refused it; the usual cause is a repeated item "
+            "whose rules times its count exceed " +
+            std::to_string(kMaxGrammarRepetitions) +
+            ": lower maxItems, maxLength or a pattern's {m,n}, or simplify the items)",
+        "grammar");
   }
   if (s->common_ == nullptr) {
     return Status::InvalidArgument("the grammar cannot be used", "grammar");
@@ -128,7 +144,19 @@ Sampler::~Sampler() {
 Token Sampler::Sample(Context& ctx, int32_t idx) {
   if (RowOnly()) return SampleRow(llama_get_logits_ith(ctx.raw(), idx));
   const Token t = common_sampler_sample(common_, ctx.raw(), idx);
-  common_sampler_accept(common_, t, /*is_generated=*/true);
+  // A grammar that allows no token leaves every candidate at -inf and the
+  // draw picks one anyway; accepting it would throw (or, for an end of
+  // generation token, abort) inside llama.cpp.
+  const llama_token_data_array* cur = common_sampler_get_candidates(common_, /*do_sort=*/false);
+  if (cur->selected < 0 || static_cast<size_t>(cur->selected) >= cur->size ||
+      !(cur->data[cur->selected].logit > -INFINITY)) {
+    return kNoToken;
+  }
+  try {
+    common_sampler_accept(common_, t, /*is_generated=*/true);
+  } catch (const std::exception&) {
+    return kNoToken;
+  }
   return t;
 }
 

@@ -4,7 +4,9 @@
 // top-k → top-p → min-p → temperature → seeded draw, and, when the request has
 // a grammar, grammar-constrained sampling by rejection (the sampled token is
 // checked against the grammar; only when it does not fit is the grammar
-// applied to the whole vocabulary and the token drawn again).
+// applied to the whole vocabulary and the token drawn again). Under a
+// grammar a logit_bias of -100 is a penalty, not a ban, so the grammar's
+// structure wins where it allows nothing else.
 //
 // Three rules keep sampling cheap on large vocabularies:
 //   * top_k 0 ("off") with top_p or min_p active is capped at kTopKCap
@@ -59,7 +61,9 @@ class Sampler {
   Sampler& operator=(const Sampler&) = delete;
 
   // Samples from the logits at batch index `idx` of the last decode and
-  // records the token (penalty history, grammar state).
+  // records the token (penalty history, grammar state); kNoToken, recording
+  // nothing, when the grammar allows no token (with a ban from logit_bias,
+  // or a grammar that dead-ends).
   Token Sample(Context& ctx, int32_t idx);
 
   // True when sampling needs only the logits row: the greedy fast path or the

@@ -15,6 +15,9 @@ namespace outpost::engine {
 using Token = int32_t;
 using SeqId = int32_t;
 
+// Sampled when no token is possible: the request's grammar allows none.
+inline constexpr Token kNoToken = -1;
+
 struct ChatMessage {
   ChatMessage() = default;
   ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}

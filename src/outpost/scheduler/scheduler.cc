@@ -416,6 +416,16 @@ void Scheduler::DrainOnStop() {
 }
 
 void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
+  if (tok == engine::kNoToken) {
+    // What was generated stays with the client; the answer cannot go on.
+    Finish(s, FinishReason::kError,
+           Status::InvalidArgument(
+               "no token satisfies the request's output constraint after " +
+               std::to_string(s.n_generated) +
+               " generated tokens: the grammar from response_format or tools allows nothing "
+               "more (with logit_bias)"));
+    return;
+  }
   const auto now = clock_->Now();
   // Batch lines stay out of the latency histograms (see admission.cc).
   const bool interactive = s.req.priority != Priority::kBatch;

@@ -1,0 +1,103 @@
+// JsonSchemaToGrammar refuses, naming the place and the keyword, every bound
+// llama.cpp's converter and grammar parser cannot keep: counts past 2000,
+// minimums above maximums (which its parser took until the process was killed
+// for memory), number bounds (ignored), empty integer ranges (a grammar that
+// dead-ends mid-answer), tuples it would read differently, and grammars its
+// parser refuses; and converts the schemas at the edge of each limit.
+#include "outpost/engine/json_schema_grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace outpost::engine {
+namespace {
+
+constexpr const char* kParam = "response_format.json_schema.schema";
+
+TEST(JsonSchemaGrammar, BoundsThatCannotBeKeptAreRefusedByName) {
+  struct Case {
+    const char* schema;
+    const char* words;
+  } cases[] = {
+      {R"({"type":"string","minLength":5,"maxLength":2})",
+       "at /: minLength 5 is above maxLength 2, which no output satisfies"},
+      {R"({"type":"object","properties":{"a":{"type":"array","minItems":3,"maxItems":1}}})",
+       "at /properties/a: minItems 3 is above maxItems 1"},
+      {R"({"type":"string","minLength":2001})", "minLength 2001 is more than"},
+      {R"({"type":"string","maxLength":5000})", "maxLength 5000 is more than"},
+      {R"({"type":"array","items":{"type":"integer"},"maxItems":1000000})",
+       "maxItems 1000000 is more than"},
+      {R"({"type":"array","minItems":-1})", "minItems must be a non-negative integer, got -1"},
+      {R"({"type":"array","minItems":"3"})", "minItems must be a non-negative integer, got \"3\""},
+      {R"({"type":"string","maxLength":2.5})", "maxLength must be a non-negative integer, got 2.5"},
+      {R"({"type":"string","maxLength":18446744073709551615})", "maxLength 18446744073709551615"},
+      {R"({"type":"number","minimum":0,"maximum":1})", "on \"type\": \"integer\" only"},
+      {R"({"minimum":0})", "on \"type\": \"integer\" only"},
+      {R"({"type":["integer","number"],"maximum":3})", "on \"type\": \"integer\" only"},
+      {R"({"type":"integer","minimum":10,"maximum":5})", "no integer lies within its bounds"},
+      {R"({"type":"integer","exclusiveMinimum":5,"exclusiveMaximum":6})",
+       "no integer lies within its bounds"},
+      {R"({"type":"integer","minimum":5.5,"maximum":5.9})", "no integer lies within its bounds"},
+      {R"({"type":"integer","minimum":1,"exclusiveMinimum":3})",
+       "give minimum or exclusiveMinimum, not both"},
+      {R"({"type":"integer","maximum":1,"exclusiveMaximum":3})",
+       "give maximum or exclusiveMaximum, not both"},
+      {R"({"type":"integer","maximum":"3"})", "maximum must be a number, got \"3\""},
+      {R"({"type":"integer","minimum":1e300})", "minimum must be between -2^62 and 2^62"},
+      {R"({"type":"integer","maximum":9223372036854775807})", "between -2^62 and 2^62"},
+      {R"({"type":"array","prefixItems":[{"type":"integer"}],"items":{"type":"string"}})",
+       "give prefixItems or items, not both"},
+      {R"({"type":"array","prefixItems":[{"const":1}],"minItems":2})",
+       "exactly the 1 items of prefixItems, which minItems does not allow"},
+      {R"({"type":"array","items":[{"const":1},{"const":2}],"maxItems":1})",
+       "exactly the 2 items of items, which maxItems does not allow"},
+      {R"({"type":"string","pattern":"^a{5,2}$"})", "at least 5 and at most 2 times"},
+      {R"({"type":"string","pattern":"^a{3000}$"})", "at least 3000 times"},
+      {R"({"type":"string","pattern":"^a{0,3000}$"})", "at most 3000 times"},
+      // Within the count limit, past the parser's rules-times-count limit: the
+      // parser itself refuses it, now while the request is checked.
+      {R"({"type":"array","items":{"type":"integer"},"maxItems":2000})",
+       "llama.cpp's grammar parser refused the grammar built from it"},
+  };
+  for (const auto& c : cases) {
+    auto g = JsonSchemaToGrammar(c.schema, kParam);
+    ASSERT_FALSE(g.ok()) << c.schema;
+    EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(g.status().param(), kParam);
+    EXPECT_NE(g.status().message().find(c.words), std::string::npos)
+        << c.schema << ": " << g.status().message();
+  }
+}
+
+TEST(JsonSchemaGrammar, SchemasAtTheEdgeOfEachLimitConvert) {
+  for (const char* schema : {
+           R"({"type":"string","minLength":2000,"maxLength":2000})",
+           R"({"type":"string","minLength":0,"maxLength":0})",
+           R"({"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2})",
+           R"({"type":"array","items":{"type":"integer"},"maxItems":1999})",
+           R"({"type":"integer","minimum":5,"maximum":5})",
+           R"({"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":6})",
+           R"({"type":"integer","minimum":4.5,"maximum":5.5})",
+           R"({"type":["integer","null"],"minimum":0,"maximum":100})",
+           R"({"type":"integer","minimum":-4611686018427387000})",
+           R"({"type":"array","prefixItems":[{"const":1},{"type":"string"}],"minItems":2})",
+           R"({"type":"object","properties":{"minimum":{"type":"number"}}})",
+           R"({"type":"string","pattern":"^a{2,5}b{2000}$"})",
+       }) {
+    auto g = JsonSchemaToGrammar(schema, kParam);
+    EXPECT_TRUE(g.ok()) << schema << ": " << g.status().ToString();
+    if (g.ok()) {
+      EXPECT_NE(g->find("root ::="), std::string::npos) << *g;
+    }
+  }
+}
+
+TEST(JsonSchemaGrammar, AnIntegerRangeBecomesTheGrammarsDigits) {
+  auto g = JsonSchemaToGrammar(R"({"type":"integer","minimum":3,"maximum":7})", kParam);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_NE(g->find("[3-7]"), std::string::npos) << *g;
+}
+
+}  // namespace
+}  // namespace outpost::engine
