@@ -65,7 +65,7 @@ ROWS = [
                            {"type": "function_call_output", "call_id": "call_1", "output": "ok"}],
                  "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
                  "max_output_tokens": 4}),
-     "nests arrays and objects more than 128 levels deep", None),
+     "'input[1].arguments' nests arrays and objects more than 128 levels deep", "input[1].arguments"),
     ("embeddings input", "/v1/embeddings", '{"input":%s}' % arrays(DEEP), BODY, None),
     ("conversations metadata", "/v1/conversations", '{"metadata":%s}' % arrays(DEEP), BODY, None),
     ("batches metadata", "/v1/batches",

@@ -107,6 +107,9 @@ Status ItemMessages(const json& input, const std::string& field, json* messages)
       OUTPOST_RETURN_IF_ERROR(ItemString(item, "call_id", f, &call_id));
       OUTPOST_RETURN_IF_ERROR(ItemString(item, "name", f, &name));
       OUTPOST_RETURN_IF_ERROR(ItemString(item, "arguments", f, &arguments));
+      // Named here: the chat request it becomes would name a message instead.
+      OUTPOST_RETURN_IF_ERROR(
+          util::CheckJsonDepth(arguments, "'" + f + ".arguments'", f + ".arguments"));
       const json call = {{"id", call_id},
                          {"type", "function"},
                          {"function", {{"name", name}, {"arguments", arguments}}}};

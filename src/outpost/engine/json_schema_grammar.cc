@@ -59,9 +59,9 @@ Status Unsupported(const std::string& param, const std::string& where, const std
       "'" + param + "' uses " + what + " at " + (where.empty() ? "/" : where) +
           ", which grammar-constrained decoding cannot enforce (supported: type, properties, "
           "required, additionalProperties, items, prefixItems, minItems, maxItems, enum, const, "
-          "anyOf, oneOf, allOf, $ref/$defs, pattern, minLength, maxLength, and on integers "
-          "minimum, "
-          "maximum, exclusiveMinimum, exclusiveMaximum; format date|time|date-time|uuid)",
+          "anyOf, oneOf, allOf, $ref/$defs, pattern, minLength, maxLength, format "
+          "date|time|date-time|uuid, and on integers minimum, maximum, exclusiveMinimum, "
+          "exclusiveMaximum)",
       param);
 }
 
