@@ -98,6 +98,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
     cp.grammar = common_grammar(
         tool_grammar ? COMMON_GRAMMAR_TYPE_TOOL_CALLS : COMMON_GRAMMAR_TYPE_USER, p.grammar);
     cp.grammar_lazy = p.grammar_lazy;
+    s->grammar_ = true;
     cp.generation_prompt = p.grammar_prefix;
     for (const auto& t : p.grammar_triggers) {
       cp.grammar_triggers.push_back(
@@ -144,6 +145,10 @@ Sampler::~Sampler() {
 Token Sampler::Sample(Context& ctx, int32_t idx) {
   if (RowOnly()) return SampleRow(llama_get_logits_ith(ctx.raw(), idx));
   const Token t = common_sampler_sample(common_, ctx.raw(), idx);
+  if (!grammar_) {
+    common_sampler_accept(common_, t, /*is_generated=*/true);
+    return t;
+  }
   // A grammar that allows no token leaves every candidate at -inf and the
   // draw picks one anyway; accepting it would throw (or, for an end of
   // generation token, abort) inside llama.cpp.

@@ -85,6 +85,7 @@ class Sampler {
   float Biased(const float* logits, Token t) const;
 
   common_sampler* common_ = nullptr;
+  bool grammar_ = false;  // the request has a grammar (Sample may give kNoToken)
   bool fast_greedy_ = false;
   int32_t top_k_ = 0;  // > 0: the top-k path, with this k
   int32_t n_vocab_ = 0;
