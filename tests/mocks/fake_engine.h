@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,7 @@ class FakeEngine final : public engine::Engine {
     if (forked) forked_.erase(from);
     size_t& k = produced_[static_cast<size_t>(seq)];
     if (dead_end_at && k >= *dead_end_at) return engine::kNoToken;
+    if (throw_at && k >= *throw_at) throw std::runtime_error("Unexpected empty grammar stack");
     const size_t i = k++;
     if (i < reply_.size()) return static_cast<unsigned char>(reply_[i]);
     return eog_banned_[static_cast<size_t>(seq)] ? 'x' : kEog;
@@ -231,6 +233,8 @@ class FakeEngine final : public engine::Engine {
   int32_t sliding_window = 0;
   // Sample() gives kNoToken (a grammar that allows nothing) from this token on.
   std::optional<size_t> dead_end_at;
+  // Sample() throws (as llama.cpp's grammar did) from this token on.
+  std::optional<size_t> throw_at;
   std::vector<engine::SamplingParams> started;
 
   // KV cells sequence `seq` holds now.

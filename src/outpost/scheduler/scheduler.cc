@@ -138,8 +138,17 @@ bool Scheduler::StepForTest() {
     std::lock_guard<std::mutex> lock(mu_);
     if (AdmitLocked() == 0) return false;
   }
-  Step();
+  GuardedStep();
   return true;
+}
+
+void Scheduler::GuardedStep() {
+  try {
+    Step();
+  } catch (const std::exception& e) {
+    spdlog::error("engine step failed: {}; the requests in it end with this error", e.what());
+    FailBatch(Status::Internal(e.what()));
+  }
 }
 
 void Scheduler::BuildBatch(int32_t* n_decode, int32_t* n_prefill) {
@@ -237,7 +246,7 @@ void Scheduler::Loop() {
   };
   while (WaitForWork()) {
     stamp();
-    Step();
+    GuardedStep();
     stamp();
   }
   DrainOnStop();

@@ -371,6 +371,10 @@ class Scheduler {
   bool WaitForWork();
   // Engine thread: one decode step over the active slots.
   void Step();
+  // Step(); when something in it throws (llama.cpp, a chat parser, an
+  // allocation), every request in the step ends with that error (FailBatch)
+  // and the loop goes on: one bad request never takes the server down.
+  void GuardedStep();
   void BuildBatch(int32_t* n_decode, int32_t* n_prefill);
   // Engine thread: the batch-class tokens this step may carry (batch_yield_ms);
   // INT32_MAX while no user above the batch class is active.
