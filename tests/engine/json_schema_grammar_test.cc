@@ -55,6 +55,14 @@ TEST(JsonSchemaGrammar, BoundsThatCannotBeKeptAreRefusedByName) {
       {R"({"type":"string","pattern":"^a{5,2}$"})", "at least 5 and at most 2 times"},
       {R"({"type":"string","pattern":"^a{3000}$"})", "at least 3000 times"},
       {R"({"type":"string","pattern":"^a{0,3000}$"})", "at most 3000 times"},
+      // Regular-expression syntax the converter would answer with "any string".
+      {R"({"type":"string","pattern":"^(a)\\1$"})",
+       "pattern \"^(a)\\\\1$\" uses regular-expression syntax"},
+      {R"({"type":"string","pattern":"^(?=a)a$"})", "cannot enforce (supported:"},
+      {R"({"type":"string","pattern":"\\bword\\b"})", "uses regular-expression syntax"},
+      {R"({"type":"string","pattern":"^[\\D]$"})", "uses regular-expression syntax"},
+      {R"({"type":"string","pattern":"^((a|b$"})", "cannot be used: JSON schema conversion failed"},
+      {R"({"type":"string","pattern":5})", "pattern must be a string, got 5"},
       // Within the count limit, past the parser's rules-times-count limit: the
       // parser itself refuses it, now while the request is checked.
       {R"({"type":"array","items":{"type":"integer"},"maxItems":2000})",
@@ -91,6 +99,41 @@ TEST(JsonSchemaGrammar, SchemasAtTheEdgeOfEachLimitConvert) {
       EXPECT_NE(g->find("root ::="), std::string::npos) << *g;
     }
   }
+}
+
+// Patterns llama.cpp's converter would have answered with "any string" (it
+// reads no \d, no \/, no unanchored pattern) are enforced.
+TEST(JsonSchemaGrammar, CommonPatternsAreEnforcedNotDropped) {
+  const std::string any = *JsonSchemaToGrammar(R"({"type":"string"})", kParam);
+  struct Case {
+    const char* schema;
+    const char* rule;  // in the grammar
+  } cases[] = {
+      {R"({"type":"string","pattern":"^\\d{3}-\\d{4}$"})", "[0-9]"},
+      {R"({"type":"string","pattern":"^https?:\\/\\/[a-z]+$"})", "\"://\""},
+      {R"({"type":"string","pattern":"[A-Z]{2}"})", "[A-Z]"},
+      {R"({"type":"object","properties":{"id":{"type":"string","pattern":"^\\w+$"}}})",
+       "[a-zA-Z0-9_]+"},
+  };
+  for (const auto& c : cases) {
+    auto g = JsonSchemaToGrammar(c.schema, kParam);
+    ASSERT_TRUE(g.ok()) << c.schema << ": " << g.status().ToString();
+    EXPECT_NE(*g, any) << c.schema;
+    EXPECT_NE(g->find(c.rule), std::string::npos) << c.schema << "\n" << *g;
+  }
+}
+
+// Properties keep the order given (the schema is rewritten as an ordered
+// document before conversion).
+TEST(JsonSchemaGrammar, PropertiesKeepTheirOrder) {
+  auto g = JsonSchemaToGrammar(
+      R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"string","pattern":"^\\d$"}},"required":["zeta","alpha"]})",
+      kParam);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const size_t root = g->find("root ::=");
+  ASSERT_NE(root, std::string::npos);
+  const std::string line = g->substr(root, g->find('\n', root) - root);
+  EXPECT_LT(line.find("zeta"), line.find("alpha")) << line;
 }
 
 TEST(JsonSchemaGrammar, AnIntegerRangeBecomesTheGrammarsDigits) {

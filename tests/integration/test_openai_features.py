@@ -93,6 +93,30 @@ def test_a_complete_json_answer_ends_even_with_ignore_eos(server, stream):
     assert server.get("/health").status_code == 200
 
 
+@pytest.mark.parametrize("pattern,check", [
+    (r"^\d{3}-\d{4}$", r"^\d{3}-\d{4}$"),                    # \d: llama.cpp's converter reads none
+    (r"^https?:\/\/[a-z]+\.com$", r"^https?://[a-z]+\.com$"),  # \/: nor this escape
+    (r"[A-Z]{3}", r"[A-Z]{3}"),                                # unanchored: "contains a match"
+])
+def test_a_pattern_is_enforced_and_the_answer_stays_a_json_string(server, pattern, check):
+    """Each of these patterns used to be dropped for "any string" (a warning on
+    stderr only); the answers follow them now. An unanchored pattern's filler
+    and `.` leave quotes out, so the answer is one JSON string."""
+    for seed in (1, 2):
+        body = chat_body(content="Give a phone number and a web site.", temperature=0.7, seed=seed,
+                         max_tokens=60, response_format={"type": "json_schema", "json_schema": {
+                             "name": "p", "schema": {"type": "string", "pattern": pattern}}})
+        r = server.post(CHAT, json=body)
+        assert r.status_code == 200, r.text
+        c = r.json()["choices"][0]
+        text = c["message"]["content"]
+        assert text.startswith('"') and '"' not in text[1:-1], text  # one string, no raw quote inside
+        if c["finish_reason"] == "stop":
+            assert re.search(check, json.loads(text)), text
+        else:  # cut by max_tokens: an unfinished string
+            assert c["finish_reason"] == "length", c
+
+
 def test_json_object_output_parses(server):
     r = server.post(CHAT, json=chat_body(content="List two fruits.", temperature=0.8, seed=5, max_tokens=120,
                                          response_format={"type": "json_object"}))
@@ -168,6 +192,9 @@ BAD = [
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
         "type": "integer", "exclusiveMinimum": 5, "exclusiveMaximum": 6}}}}, "response_format.json_schema.schema",
      "no integer lies within its bounds"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "string", "pattern": r"^(a)\1$"}}}}, "response_format.json_schema.schema",
+     "uses regular-expression syntax grammar-constrained decoding cannot enforce"),
     (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}}}}}],
         "tool_choice": "required"}, "tools[0].function.parameters", "minLength 5 is above maxLength 2"),

@@ -11,11 +11,13 @@
 #include <set>
 
 #include "outpost/engine/grammar_limits.h"
+#include "outpost/engine/schema_pattern.h"
 
 namespace outpost::engine {
 namespace {
 
-using nlohmann::json;
+// Ordered: the converter writes an object's properties in the order given.
+using json = nlohmann::ordered_json;
 
 // Keywords llama.cpp's converter turns into grammar rules.
 const std::set<std::string>& Enforced() {
@@ -65,7 +67,7 @@ Status Unsupported(const std::string& param, const std::string& where, const std
       param);
 }
 
-Status Check(const json& s, const std::string& where, const std::string& param);
+Status Check(json& s, const std::string& where, const std::string& param);
 
 std::string At(const std::string& where) {
   return where.empty() ? "/" : where;
@@ -167,18 +169,60 @@ Status CheckBounds(const json& s, const std::string& where, const std::string& p
   return Status::Ok();
 }
 
-Status CheckEach(const json& list, const std::string& where, const std::string& param) {
+Status CheckEach(json& list, const std::string& where, const std::string& param) {
   if (list.is_array()) {
     for (size_t i = 0; i < list.size(); ++i) {
       Status st = Check(list[i], where + "/" + std::to_string(i), param);
       if (!st.ok()) return st;
     }
   } else if (list.is_object()) {
-    for (const auto& [k, v] : list.items()) {
+    for (auto& [k, v] : list.items()) {
       Status st = Check(v, where + "/" + k, param);
       if (!st.ok()) return st;
     }
   }
+  return Status::Ok();
+}
+
+// The grammar llama.cpp's converter makes of a lone schema; throws as the
+// converter does.
+std::string Convert(const std::string& schema) {
+  return json_schema_to_grammar(common_json::parse(schema), /*force_gbnf=*/true);
+}
+
+// `pattern`: a string, rewritten (schema_pattern.h) in place into what the
+// converter enforces; refused when the converter would still fall back to
+// accepting any string.
+Status CheckPattern(json& v, const std::string& where, const std::string& param) {
+  const std::string at = "'" + param + "' at " + At(where) + ": ";
+  if (!v.is_string()) {
+    return Status::InvalidArgument(at + "pattern must be a string, got " + v.dump(), param);
+  }
+  const std::string original = v.get<std::string>();
+  const std::string rewritten = RewriteSchemaPattern(original);
+  std::string alone;
+  try {
+    alone = Convert(json{{"type", "string"}, {"pattern", rewritten}}.dump());
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    for (auto& c : why) {
+      if (c == '\n') c = ' ';
+    }
+    return Status::InvalidArgument(
+        at + "pattern " + json(original).dump() + " cannot be used: " + why, param);
+  }
+  // A pattern it reads becomes `root ::= "\"" (…) "\""`; the fallback is
+  // the plain string rule.
+  if (alone.find(R"(root ::= "\"" ()") == std::string::npos) {
+    return Status::InvalidArgument(
+        at + "pattern " + json(original).dump() +
+            " uses regular-expression syntax grammar-constrained decoding cannot enforce "
+            "(supported: literals, ., [...] classes, \\d \\w \\s, groups (...) and (?:...), "
+            "|, *, +, ?, {m,n}, ^ and $ at the ends; not: backreferences, lookaround, \\b, "
+            "named groups, \\D \\W \\S inside a class)",
+        param);
+  }
+  v = rewritten;
   return Status::Ok();
 }
 
@@ -207,7 +251,7 @@ Status CheckTuple(const json& s, const std::string& where, const std::string& pa
   return Status::Ok();
 }
 
-Status Check(const json& s, const std::string& where, const std::string& param) {
+Status Check(json& s, const std::string& where, const std::string& param) {
   if (s.is_boolean()) return Status::Ok();
   if (!s.is_object()) {
     return Status::InvalidArgument("'" + param + "' at " + (where.empty() ? "/" : where) +
@@ -221,11 +265,14 @@ Status Check(const json& s, const std::string& where, const std::string& param) 
   }
   if (Status st = CheckBounds(s, where, param); !st.ok()) return st;
   if (Status st = CheckTuple(s, where, param); !st.ok()) return st;
-  for (const auto& [k, v] : s.items()) {
+  for (auto& [k, v] : s.items()) {
     if (Annotations().count(k)) continue;
     if (!Enforced().count(k)) return Unsupported(param, where, "keyword '" + k + "'");
     const std::string at = where + "/" + k;
-    if (k == "format") {
+    if (k == "pattern") {
+      Status st = CheckPattern(v, where, param);
+      if (!st.ok()) return st;
+    } else if (k == "format") {
       const std::string f = v.is_string() ? v.get<std::string>() : "";
       const bool uuid = f.size() == 5 && f.rfind("uuid", 0) == 0 && f[4] >= '1' && f[4] <= '5';
       if (f != "date" && f != "time" && f != "date-time" && f != "uuid" && !uuid) {
@@ -254,14 +301,14 @@ Status Check(const json& s, const std::string& where, const std::string& param) 
 }  // namespace
 
 StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::string& param) {
-  const json parsed = json::parse(schema, nullptr, /*allow_exceptions=*/false);
+  json parsed = json::parse(schema, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return Status::InvalidArgument("'" + param + "' is not valid JSON", param);
   }
   Status st = Check(parsed, "", param);
   if (!st.ok()) return st;
   try {
-    std::string gbnf = json_schema_to_grammar(common_json::parse(schema), /*force_gbnf=*/true);
+    std::string gbnf = Convert(parsed.dump());  // with the patterns rewritten
     // Patterns' {m,n} (the keywords were checked above), and what only
     // llama.cpp's parser knows it refuses.
     st = CheckGrammar(gbnf, param);
