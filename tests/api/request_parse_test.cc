@@ -235,6 +235,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kChat, R"({"logit_bias": {"abc": 1}, )" MSGS "}", "logit_bias", "not a token id"},
         BadCase{kChat, R"({"logit_bias": {"5000": 1}, )" MSGS "}", "logit_bias",
                 "outside the vocabulary"},
+        BadCase{kChat, R"({"logit_bias": {"-1": 1}, )" MSGS "}", "logit_bias",
+                "token id -1 is negative (ids start at 0)"},
         BadCase{kChat, R"({"logit_bias": {"5": 101}, )" MSGS "}", "logit_bias.5",
                 "between -100 and 100"},
         BadCase{kChat, R"({"seed": "x", )" MSGS "}", "seed", "must be an integer"},
@@ -252,7 +254,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kComp, R"({"prompt": ["a", 3]})", "prompt[1]", "a string or an array of token ids"},
         BadCase{kComp, R"({"prompt": [[1, "x"]]})", "prompt[0][1]", "token id"},
         BadCase{kComp, R"({"prompt": [[1], []]})", "prompt[1]", "must not be empty"},
-        BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]", "outside the vocabulary"},
+        BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]",
+                "token id -4 is negative (ids start at 0)"},
         BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
 
 TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {

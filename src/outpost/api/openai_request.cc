@@ -173,7 +173,11 @@ Status ParseTokenPrompt(const json& p, const std::string& field, int32_t n_vocab
     const std::string f = field + "[" + std::to_string(i) + "]";
     if (!p[i].is_number_integer()) return WrongType(f, "a token id (integer)", p[i]);
     const int64_t t = p[i].get<int64_t>();
-    if (t < 0 || t >= n_vocab) {
+    if (t < 0) {
+      return Status::InvalidArgument(
+          "'" + f + "' token id " + std::to_string(t) + " is negative (ids start at 0)", f);
+    }
+    if (t >= n_vocab) {
       return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) +
                                          " is outside the vocabulary [0, " +
                                          std::to_string(n_vocab) + ")",
@@ -263,7 +267,11 @@ Status ParseLogitBias(const json& body, int32_t n_vocab, ParsedRequest* r) {
       return Status::InvalidArgument("'logit_bias' key '" + key + "' is not a token id",
                                      "logit_bias");
     }
-    if (tok < 0 || tok >= n_vocab) {
+    if (tok < 0) {
+      return Status::InvalidArgument(
+          "'logit_bias' token id " + key + " is negative (ids start at 0)", "logit_bias");
+    }
+    if (tok >= n_vocab) {
       return Status::InvalidArgument("'logit_bias' token id " + key +
                                          " is outside the vocabulary [0, " +
                                          std::to_string(n_vocab) + ")",
