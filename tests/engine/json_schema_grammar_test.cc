@@ -136,6 +136,31 @@ TEST(JsonSchemaGrammar, PropertiesKeepTheirOrder) {
   EXPECT_LT(line.find("zeta"), line.find("alpha")) << line;
 }
 
+// enum values and anyOf/oneOf branches count together across the schema;
+// 1000 convert, one more is refused naming the count.
+TEST(JsonSchemaGrammar, EnumValuesAndBranchesAreCountedTogether) {
+  const auto values = [](int n, const char* prefix) {
+    std::string out;
+    for (int i = 0; i < n; ++i)
+      out += (i ? ",\"" : "\"") + std::string(prefix) + std::to_string(i) + "\"";
+    return out;
+  };
+  const auto schema = [&](int enum_a, int branches) {
+    std::string any;
+    for (int i = 0; i < branches; ++i)
+      any += (i ? "," : "") + std::string(R"({"const":)") + std::to_string(i) + "}";
+    return R"({"type":"object","properties":{"a":{"enum":[)" + values(enum_a, "a") +
+           R"(]},"b":{"anyOf":[)" + any + "]}}}";
+  };
+  EXPECT_TRUE(JsonSchemaToGrammar(schema(600, 400), kParam).ok());
+  auto g = JsonSchemaToGrammar(schema(600, 401), kParam);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find(
+                "has 1001 enum values and anyOf/oneOf branches in all; at most 1000"),
+            std::string::npos)
+      << g.status().message();
+}
+
 TEST(JsonSchemaGrammar, AnIntegerRangeBecomesTheGrammarsDigits) {
   auto g = JsonSchemaToGrammar(R"({"type":"integer","minimum":3,"maximum":7})", kParam);
   ASSERT_TRUE(g.ok()) << g.status().ToString();

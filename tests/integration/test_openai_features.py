@@ -195,6 +195,10 @@ BAD = [
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
         "type": "string", "pattern": r"^(a)\1$"}}}}, "response_format.json_schema.schema",
      "uses regular-expression syntax grammar-constrained decoding cannot enforce"),
+    # Every enum value is grammar work on every token, which all streams wait for.
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "enum": ["v%d" % i for i in range(1001)]}}}}, "response_format.json_schema.schema",
+     "has 1001 enum values and anyOf/oneOf branches in all; at most 1000"),
     (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}}}}}],
         "tool_choice": "required"}, "tools[0].function.parameters", "minLength 5 is above maxLength 2"),
