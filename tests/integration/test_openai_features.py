@@ -199,6 +199,9 @@ BAD = [
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
         "enum": ["v%d" % i for i in range(1001)]}}}}, "response_format.json_schema.schema",
      "has 1001 enum values and anyOf/oneOf branches in all; at most 1000"),
+    (CHAT, {"tools": [{"type": "function", "function": {"name": "f%d" % t, "parameters": {
+        "type": "object", "properties": {"a": {"enum": ["v%d" % i for i in range(300)]}}}}} for t in range(4)]},
+     "tools", "has 1200 enum values and anyOf/oneOf branches in all its functions"),
     (CHAT, {"tools": [{"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}}}}}],
         "tool_choice": "required"}, "tools[0].function.parameters", "minLength 5 is above maxLength 2"),

@@ -91,3 +91,22 @@ TEST(JsonDepth, TheLimitIsRefusedNamingWhatNestsTooDeep) {
 
 }  // namespace
 }  // namespace outpost::util
+
+namespace outpost::util {
+namespace {
+
+TEST(SchemaAlternatives, CountsEnumValuesAndBranchesAllThroughTheSchema) {
+  EXPECT_EQ(SchemaAlternatives(R"({"type":"string"})"), 0u);
+  EXPECT_EQ(SchemaAlternatives(R"({"enum":["a","b","c"]})"), 3u);
+  EXPECT_EQ(
+      SchemaAlternatives(
+          R"({"type":"object","properties":{"a":{"enum":[1,2]},"b":{"anyOf":[{"const":1},)"
+          R"({"oneOf":[{"enum":["x"]},{"type":"null"}]}]}},"$defs":{"d":{"enum":[true,false]}}})"),
+      2u + 2u + 2u + 1u + 2u);
+  // A property named "enum" is a schema, not a list of values.
+  EXPECT_EQ(SchemaAlternatives(R"({"properties":{"enum":{"type":"string"}}})"), 0u);
+  EXPECT_EQ(SchemaAlternatives("not json"), 0u);
+}
+
+}  // namespace
+}  // namespace outpost::util

@@ -12,6 +12,7 @@
 
 #include "outpost/engine/grammar_limits.h"
 #include "outpost/engine/schema_pattern.h"
+#include "outpost/util/json_text.h"
 
 namespace outpost::engine {
 namespace {
@@ -298,21 +299,6 @@ Status Check(json& s, const std::string& where, const std::string& param) {
   return Status::Ok();
 }
 
-// enum values and anyOf/oneOf branches, all through the schema: each is an
-// alternative the grammar sampler tries for every candidate token.
-size_t Alternatives(const json& s) {
-  size_t n = 0;
-  if (s.is_object()) {
-    for (const auto& [k, v] : s.items()) {
-      if ((k == "enum" || k == "anyOf" || k == "oneOf") && v.is_array()) n += v.size();
-      n += Alternatives(v);
-    }
-  } else if (s.is_array()) {
-    for (const auto& v : s) n += Alternatives(v);
-  }
-  return n;
-}
-
 }  // namespace
 
 StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::string& param) {
@@ -322,11 +308,11 @@ StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::
   }
   Status st = Check(parsed, "", param);
   if (!st.ok()) return st;
-  if (const size_t n = Alternatives(parsed); n > kMaxSchemaAlternatives) {
+  if (const size_t n = util::SchemaAlternatives(schema); n > util::kMaxSchemaAlternatives) {
     return Status::InvalidArgument(
         "'" + param + "' has " + std::to_string(n) +
             " enum values and anyOf/oneOf branches in all; at most " +
-            std::to_string(kMaxSchemaAlternatives) +
+            std::to_string(util::kMaxSchemaAlternatives) +
             " (as OpenAI's structured outputs): each one is grammar work on every generated "
             "token, which every other request on the engine waits for",
         param);

@@ -14,20 +14,17 @@
 // Pure; thread-safe.
 #pragma once
 
-#include <cstddef>
 #include <string>
 
 #include "outpost/util/status.h"
 
 namespace outpost::engine {
 
-// The most enum values and anyOf/oneOf branches a schema may hold in all
-// (OpenAI's structured outputs allow 1000 enum values). The grammar sampler
-// tries each on every token, on the engine thread that every request shares:
-// measured on a 2-vCPU box, 1000 values hold the other streams up to 0.21 s
-// per token, 20,000 values 4.5 s.
-inline constexpr size_t kMaxSchemaAlternatives = 1000;
-
+// Also refused: more than util::kMaxSchemaAlternatives (1000) enum values and
+// anyOf/oneOf branches in all. The grammar sampler tries each on every token,
+// on the engine thread that every request shares: measured on a 2-vCPU box,
+// 1000 values held the other streams up to 0.21 s per token, 20,000 values
+// 4.5 s.
 // `schema` is JSON text. `param` names the request field for errors
 // ("response_format.json_schema.schema"). Errors: InvalidArgument (not JSON,
 // an unsupported keyword or format, a bound that cannot be kept or kept

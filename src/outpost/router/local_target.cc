@@ -7,6 +7,7 @@
 
 #include "outpost/router/tool_calls.h"
 #include "outpost/scheduler/scheduler.h"
+#include "outpost/util/json_text.h"
 #include "outpost/util/thread_annotations.h"
 
 namespace outpost::router {
@@ -120,6 +121,18 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
       auto g =
           e.GrammarFromJsonSchema(schema, "tools[" + std::to_string(i) + "].function.parameters");
       if (!g.ok()) return g.status();
+    }
+    // The model may call any of them: their enum values and branches count
+    // together (grammar work on every token; util::SchemaAlternatives).
+    size_t alternatives = 0;
+    for (const auto& f : r.tools.functions) alternatives += util::SchemaAlternatives(f.parameters);
+    if (alternatives > util::kMaxSchemaAlternatives) {
+      return Status::InvalidArgument(
+          "'tools' has " + std::to_string(alternatives) +
+              " enum values and anyOf/oneOf branches in all its functions' parameters; at most " +
+              std::to_string(util::kMaxSchemaAlternatives) +
+              " (each one is grammar work on every generated token)",
+          "tools");
     }
   }
   const bool generic_tools = r.tools.active() && !e.NativeToolCalls();

@@ -113,4 +113,26 @@ Status CheckJsonDepth(std::string_view text, const std::string& what, const std:
                                  param);
 }
 
+namespace {
+
+size_t Alternatives(const nlohmann::json& s) {
+  size_t n = 0;
+  if (s.is_object()) {
+    for (const auto& [k, v] : s.items()) {
+      if ((k == "enum" || k == "anyOf" || k == "oneOf") && v.is_array()) n += v.size();
+      n += Alternatives(v);
+    }
+  } else if (s.is_array()) {
+    for (const auto& v : s) n += Alternatives(v);
+  }
+  return n;
+}
+
+}  // namespace
+
+size_t SchemaAlternatives(std::string_view text) {
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return doc.is_discarded() ? 0 : Alternatives(doc);
+}
+
 }  // namespace outpost::util

@@ -20,6 +20,7 @@
 // Pure functions; thread-safe; time and memory linear in the text.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,15 @@ int JsonDepth(std::string_view text, int limit = kMaxJsonDepth);
 // 128 levels deep"; Ok when it does not.
 Status CheckJsonDepth(std::string_view text, const std::string& what,
                       const std::string& param = {});
+
+// The enum values and anyOf/oneOf branches in a JSON schema `text`, counted
+// all through it (0 when it is not JSON). A grammar built from the schema
+// tries each of them on every token; engine/json_schema_grammar.h and the
+// router's tools check cap them at kMaxSchemaAlternatives, as OpenAI's
+// structured outputs cap enum values at 1000. REQUIRES: text within
+// kMaxJsonDepth (the walk recurses per level).
+inline constexpr size_t kMaxSchemaAlternatives = 1000;
+size_t SchemaAlternatives(std::string_view text);
 
 // `text` itself when it is JSON. Otherwise the prefix closed: an open string
 // gets its quote (an escape cut in half is dropped first), open arrays and
