@@ -309,13 +309,12 @@ StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::
   Status st = Check(parsed, "", param);
   if (!st.ok()) return st;
   if (const size_t n = util::SchemaAlternatives(schema); n > util::kMaxSchemaAlternatives) {
-    return Status::InvalidArgument(
-        "'" + param + "' has " + std::to_string(n) +
-            " enum values and anyOf/oneOf branches in all; at most " +
-            std::to_string(util::kMaxSchemaAlternatives) +
-            " (as OpenAI's structured outputs): each one is grammar work on every generated "
-            "token, which every other request on the engine waits for",
-        param);
+    return Status::InvalidArgument("'" + param + "' has " + std::to_string(n) +
+                                       " enum values and anyOf/oneOf branches in all; at most " +
+                                       std::to_string(util::kMaxSchemaAlternatives) +
+                                       ": each one is grammar work on every generated "
+                                       "token, which every other request on the engine waits for",
+                                   param);
   }
   try {
     std::string gbnf = Convert(parsed.dump());  // with the patterns rewritten

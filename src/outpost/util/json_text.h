@@ -45,8 +45,8 @@ Status CheckJsonDepth(std::string_view text, const std::string& what,
 // The enum values and anyOf/oneOf branches in a JSON schema `text`, counted
 // all through it (0 when it is not JSON). A grammar built from the schema
 // tries each of them on every token; engine/json_schema_grammar.h and the
-// router's tools check cap them at kMaxSchemaAlternatives, as OpenAI's
-// structured outputs cap enum values at 1000. REQUIRES: text within
+// router's tools check cap them at kMaxSchemaAlternatives (OpenAI's
+// structured outputs cap enum values too). REQUIRES: text within
 // kMaxJsonDepth (the walk recurses per level).
 inline constexpr size_t kMaxSchemaAlternatives = 1000;
 size_t SchemaAlternatives(std::string_view text);
