@@ -33,6 +33,7 @@ CASES = [
     ("POST", CHAT, chat_body(logit_bias={"x": 1}), {}, 400, "logit_bias", "not a token id"),
     ("POST", CHAT, chat_body(logit_bias={"5": 500}), {}, 400, "logit_bias.5", "between -100 and 100"),
     ("POST", CHAT, chat_body(logit_bias={"99999999": 1}), {}, 400, "logit_bias", "outside the vocabulary"),
+    ("POST", CHAT, chat_body(logit_bias={"-3": 1}), {}, 400, "logit_bias", "is negative"),
     ("POST", CHAT, chat_body(presence_penalty=9), {}, 400, "presence_penalty", "between -2 and 2"),
     ("POST", CHAT, chat_body(stream="yes"), {}, 400, "stream", "must be a boolean"),
     ("POST", CHAT, chat_body(stream_options={"include_usage": True}), {}, 400, "stream_options", "only allowed"),

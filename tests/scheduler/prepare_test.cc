@@ -30,6 +30,17 @@ TEST(Scheduler, PrepareTemplatesTokenizesAndChecksTheVocabulary) {
   GenerationRequest bias;
   bias.sampling.logit_bias = {{5000, 1.0f}};
   EXPECT_EQ(f.sched->Prepare(chat, false, &bias).param(), "logit_bias");
+  // Every token banned (-100): nothing could be generated; one spared is fine.
+  GenerationRequest all;
+  for (engine::Token t = 0; t < f.engine->VocabSize(); ++t)
+    all.sampling.logit_bias.emplace_back(t, -100.0f);
+  GenerationRequest spared = all;
+  const Status none = f.sched->Prepare(chat, false, &all);
+  EXPECT_EQ(none.param(), "logit_bias");
+  EXPECT_NE(none.message().find("bans every token of the vocabulary (257)"), std::string::npos)
+      << none.message();
+  spared.sampling.logit_bias.back().second = -99.0f;
+  EXPECT_TRUE(f.sched->Prepare(chat, false, &spared).ok());
   // ignore_eos bans every end-of-generation token: the answer runs to max_tokens.
   PromptInput text;
   text.text = "go";

@@ -57,6 +57,8 @@ void Scheduler::Stop() {
 Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequest* req) const {
   const engine::Engine& e = *engine_;
   const int32_t n_vocab = e.VocabSize();
+  std::vector<bool> banned;
+  int32_t n_banned = 0;
   for (const auto& [tok, bias] : req->sampling.logit_bias) {
     if (tok >= n_vocab) {
       return Status::InvalidArgument("'logit_bias' token id " + std::to_string(tok) +
@@ -64,6 +66,15 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
                                          std::to_string(n_vocab) + ")",
                                      "logit_bias");
     }
+    if (bias > -100.0f) continue;
+    if (banned.empty()) banned.assign(static_cast<size_t>(n_vocab), false);
+    if (!banned[static_cast<size_t>(tok)]) ++n_banned;
+    banned[static_cast<size_t>(tok)] = true;
+  }
+  if (n_banned == n_vocab) {
+    return Status::InvalidArgument("'logit_bias' bans every token of the vocabulary (" +
+                                       std::to_string(n_vocab) + "): nothing could be generated",
+                                   "logit_bias");
   }
   engine::ChatPrompt chat;
   if (in.chat) {
