@@ -128,6 +128,44 @@ TEST_P(ToolFormats, RendersToolsConstrainsAndParsesCalls) {
   }
 }
 
+// parallel_tool_calls false: the answer ends where its one call is whole,
+// not a character before (a lenient parse reads a cut call as whole), and
+// never while a plain-text answer goes on. With parallel calls it never
+// ends early: the model may write another.
+TEST_P(ToolFormats, WithoutParallelCallsTheAnswerEndsWhereTheCallIsWhole) {
+  OUTPOST_TEST_MODEL(model);
+  InstallLlamaLogger(false);
+  auto m = LoadWith(model, GetParam().template_file);
+  ASSERT_NE(m, nullptr);
+  const std::string call = GetParam().call;
+  for (bool required : {false, true}) {
+    ChatTools one = Weather(required);
+    one.parallel = false;
+    auto p = m->ApplyChatTemplate({{"user", "Weather in Paris?"}}, &one);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    ASSERT_NE(p->parser, nullptr);
+    EXPECT_TRUE(p->parser->OneCall());
+    // required: the prompt already holds the opening marker.
+    const std::string opening = GetParam().opening;
+    const bool forced = required && !opening.empty();
+    const std::string answer = forced ? call.substr(opening.size()) : call;
+    for (size_t n = 1; n < answer.size(); ++n) {
+      EXPECT_FALSE(p->parser->Ended(answer.substr(0, n)))
+          << required << ": " << answer.substr(0, n);
+    }
+    EXPECT_TRUE(p->parser->Ended(answer)) << required << ": " << answer;
+    if (!required) {
+      EXPECT_FALSE(p->parser->Ended("It is sunny."));
+    }
+
+    ChatTools many = Weather(required);
+    auto q = m->ApplyChatTemplate({{"user", "Weather in Paris?"}}, &many);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_FALSE(q->parser->OneCall());
+    EXPECT_FALSE(q->parser->Ended(answer));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Families, ToolFormats,
     ::testing::Values(

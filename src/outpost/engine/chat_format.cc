@@ -48,6 +48,23 @@ class ChatAnswerParser : public AnswerParser {
     return a;
   }
 
+  bool OneCall() const override { return !parallel_; }
+
+  bool Ended(const std::string& text) const override {
+    if (parallel_ || params_.parser.empty()) return false;
+    // common_chat_parse() is lenient (a text cut inside a call parses); a
+    // strict parse succeeds only on a whole answer.
+    common_peg_parse_context ctx(params_.generation_prompt + opening_ + text,
+                                 COMMON_PEG_PARSE_FLAG_NONE);
+    try {
+      if (!params_.parser.parse(ctx).success()) return false;
+    } catch (const std::exception&) {
+      return false;
+    }
+    auto a = Parse(text, /*partial=*/false);
+    return a.ok() && !a->tool_calls.empty();
+  }
+
  private:
   common_chat_parser_params params_;
   const std::string opening_;  // forced into the prompt; the model did not write it

@@ -65,6 +65,13 @@ class AnswerParser {
   // Errors (complete text only): InvalidArgument when the text does not
   // follow the format (generation cut short by max_tokens, say).
   virtual StatusOr<ParsedAnswer> Parse(const std::string& text, bool partial) const = 0;
+  // True if the answer may hold one call at most (parallel calls off), so
+  // generation can end as soon as Ended() says that call is whole.
+  virtual bool OneCall() const { return false; }
+  // True if `text` (the answer so far) is a whole answer holding a call and
+  // OneCall(): nothing more may follow. Some formats' grammars (Qwen's,
+  // Hermes') let a model go on writing calls that the parser then drops.
+  virtual bool Ended(const std::string& text) const { return false; }
 };
 
 // Where a lazy grammar starts to apply (llama.cpp's common_grammar_trigger;

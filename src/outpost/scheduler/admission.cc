@@ -287,6 +287,7 @@ int32_t Scheduler::AdmitLocked() {
       slot.sum_logprob = 0;
       slot.i_batch = -1;
       slot.utf8_pending.clear();
+      slot.answer.clear();
       slot.logprobs_pending.clear();
       slot.draft.clear();
       slot.draft_idx.clear();

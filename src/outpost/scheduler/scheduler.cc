@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "outpost/engine/kv_layout.h"
@@ -495,7 +496,23 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   const bool at_max = s.req.max_tokens > 0 && s.n_generated >= s.req.max_tokens;
   const bool ctx_full = s.n_past + 1 >= options_.ctx_per_session;
   Emit(s, std::move(out));
+  if (EndsAtOneCall(s, whole, special)) {
+    Finish(s, FinishReason::kStop);
+    return;
+  }
   if (at_max || ctx_full) Finish(s, FinishReason::kLength);
+}
+
+bool Scheduler::EndsAtOneCall(Slot& s, const std::string& piece, bool special) {
+  const auto& parser = s.req.answer_parser;
+  if (parser == nullptr || !parser->OneCall()) return false;
+  s.answer += piece;
+  // A call ends on a delimiter or a special token, never inside a word: the
+  // whole-answer parse runs only on those tokens.
+  const bool delimiter = std::any_of(piece.begin(), piece.end(), [](char c) {
+    return std::ispunct(static_cast<unsigned char>(c)) != 0;
+  });
+  return (special || delimiter) && parser->Ended(s.answer);
 }
 
 void Scheduler::Emit(Slot& s, std::string text) {

@@ -312,8 +312,11 @@ class Scheduler {
     int32_t n_generated = 0;
     double sum_logprob = 0;
     engine::Token last_token = 0;
-    int32_t i_batch = -1;                     // logits index in the current batch, or -1
-    std::string utf8_pending;                 // bytes of an incomplete UTF-8 character
+    int32_t i_batch = -1;      // logits index in the current batch, or -1
+    std::string utf8_pending;  // bytes of an incomplete UTF-8 character
+    // The answer so far, kept only when its parser ends it at one call
+    // (AnswerParser::OneCall()).
+    std::string answer;
     std::vector<TokenInfo> logprobs_pending;  // top_logprobs: tokens of text not yet sent
     util::Clock::TimePoint submitted, last_token_at;
     // Tokens whose KV this sequence holds, by position (the prefix cache).
@@ -383,6 +386,9 @@ class Scheduler {
   // (an interrupted step left nothing in the KV).
   void UndoStep();
   void HandleSampled(Slot& s, engine::Token tok, int32_t idx);
+  // True if the answer's parser allows one call and s's answer, with
+  // `piece` (the token's text) added, now holds it whole.
+  bool EndsAtOneCall(Slot& s, const std::string& piece, bool special);
   // Engine thread: the longest cached prefix of `prompt` usable by a new
   // request (match 0 when none), and the n idle slots to run it in (the
   // holder first when it is idle).
