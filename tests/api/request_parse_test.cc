@@ -84,8 +84,9 @@ TEST(ParseRequest, ResponseFormats) {
           "schema": {"type": "object", "properties": {"part": {"type": "string"}}}}})");
   ASSERT_TRUE(schema.ok()) << schema.status().ToString();
   EXPECT_EQ(schema->response_format.type, Type::kJsonSchema);
+  // The client's key order is kept: the grammar writes properties in it.
   EXPECT_EQ(schema->response_format.schema,
-            R"({"properties":{"part":{"type":"string"}},"type":"object"})");
+            R"({"type":"object","properties":{"part":{"type":"string"}}})");
   EXPECT_FALSE(schema->tools.active());
 
   struct Bad {
@@ -272,6 +273,30 @@ TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->tools.active());
   EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->tools.active());
+}
+
+// A schema's properties come out in the order the client wrote them (as
+// OpenAI's structured outputs do), so the key order is kept end to end.
+TEST(ParseRequest, SchemasAndToolParametersKeepTheClientsKeyOrder) {
+  auto r = ParseRequest(
+      Endpoint::kChat,
+      R"({"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema":
+          {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {}},
+           "required": ["zeta", "alpha"]}}}, )" MSGS "}",
+      kVocab);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->response_format.schema,
+            R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{}},)"
+            R"("required":["zeta","alpha"]})");
+  auto t = ParseRequest(Endpoint::kChat,
+                        R"({"tools": [{"type": "function", "function": {"name": "f", "parameters":
+                            {"type": "object", "properties": {"z": {}, "b": {}, "a": {}}}}}], )" MSGS
+                        "}",
+                        kVocab);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->tools.functions.size(), 1u);
+  EXPECT_EQ(t->tools.functions[0].parameters,
+            R"({"type":"object","properties":{"z":{},"b":{},"a":{}}})");
 }
 
 TEST(ParsePriority, Values) {

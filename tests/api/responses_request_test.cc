@@ -97,7 +97,8 @@ TEST(ParseResponsesRequest, ItemsBecomeTheConversationWithCallsOnTheAssistantTur
   ASSERT_EQ(tools.functions.size(), 1u);
   EXPECT_EQ(tools.functions[0].name, "weather");
   EXPECT_EQ(tools.functions[0].description, "Weather now");
-  EXPECT_EQ(json::parse(tools.functions[0].parameters)["properties"]["city"]["type"], "string");
+  EXPECT_EQ(tools.functions[0].parameters,
+            R"({"type":"object","properties":{"city":{"type":"string"}}})");  // the client's order
   EXPECT_EQ(tools.choice.mode, router::ToolChoice::Mode::kFunction);
   EXPECT_EQ(tools.choice.function, "weather");
   EXPECT_FALSE(tools.parallel);
@@ -111,7 +112,8 @@ TEST(ParseResponsesRequest, TextFormatAndLogprobs) {
     "top_logprobs": 3})");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->chat.response_format.type, engine::ResponseFormat::Type::kJsonSchema);
-  EXPECT_EQ(json::parse(r->chat.response_format.schema)["properties"]["name"]["type"], "string");
+  EXPECT_EQ(r->chat.response_format.schema,
+            R"({"type":"object","properties":{"name":{"type":"string"}}})");  // the client's order
   EXPECT_EQ(r->chat.top_logprobs, 3);
   EXPECT_EQ(json::parse(r->echo)["text"]["format"]["name"], "person");
 
@@ -452,7 +454,7 @@ TEST(ListedInputItems, ChecksEachItemAndGivesItAnId) {
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   ASSERT_EQ(ok->size(), 2u);
   EXPECT_EQ((*ok)[0]["type"], "message");
-  EXPECT_EQ((*ok)[0]["content"][0], json({{"type", "input_text"}, {"text", "hi"}}));
+  EXPECT_EQ(json((*ok)[0]["content"][0]), json({{"type", "input_text"}, {"text", "hi"}}));
   EXPECT_EQ((*ok)[1]["id"], "fco_mine");
   auto bad = ListedInputItems(json::parse(R"([{"role": "user", "content": "hi"},
     {"type": "function_call", "name": "f"}])"),

@@ -1,4 +1,5 @@
 """End-to-end: the official openai Python client against a live outpost serve."""
+import json
 import openai
 import pytest
 
@@ -81,6 +82,8 @@ def test_structured_output_with_a_pydantic_model(client, model_id):
         messages=[{"role": "user", "content": "Report as JSON: two deep scratches on the left door panel."}])
     d = r.choices[0].message.parsed
     assert isinstance(d, Defect) and d.severity in ("low", "medium", "high"), r
+    # The fields come in the model's order, as OpenAI writes them.
+    assert list(json.loads(r.choices[0].message.content)) == ["part", "severity", "count"], r
     # Streamed, the same schema holds chunk by chunk put together.
     with client.chat.completions.stream(
             model=model_id, response_format=Defect, seed=4, max_tokens=80,

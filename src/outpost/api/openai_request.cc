@@ -15,7 +15,7 @@
 namespace outpost::api {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 std::string Num(double v) {
   char buf[32];

@@ -12,7 +12,7 @@
 namespace outpost::api {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 Status Unsupported(const std::string& field, const std::string& what) {
   return Status::InvalidArgument("'" + field + "': " + what, field);
