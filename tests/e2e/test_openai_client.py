@@ -92,6 +92,22 @@ def test_structured_output_with_a_pydantic_model(client, model_id):
     assert isinstance(final.choices[0].message.parsed, Defect)
 
 
+class Reading(pydantic.BaseModel):
+    gauge: str
+    pressure_bar: float = pydantic.Field(ge=0, le=16)  # bounds on a number: Outpost's own rule
+    confidence: float = pydantic.Field(gt=0, lt=1)
+
+
+def test_a_pydantic_model_with_float_bounds(client, model_id):
+    for seed in (1, 2, 3):
+        r = client.chat.completions.parse(
+            model=model_id, response_format=Reading, seed=seed, temperature=1.2, max_tokens=80,
+            messages=[{"role": "user", "content": "Read gauge P-7: about 3 bar. Answer as JSON."}])
+        d = r.choices[0].message.parsed
+        assert isinstance(d, Reading), r  # parse() validated the bounds too
+        assert 0 <= d.pressure_bar <= 16 and 0 < d.confidence < 1, d
+
+
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

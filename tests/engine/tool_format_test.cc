@@ -6,6 +6,7 @@
 // streams. Templates without tools (SmolLM2's own, Gemma's) are not native.
 #include <gtest/gtest.h>
 
+#include "engine/grammar_matcher.h"
 #include "mocks/test_model.h"
 
 #include <fstream>
@@ -222,6 +223,40 @@ TEST(ToolFormats, OneCallWithoutParallelCalls) {
     EXPECT_EQ(a->tool_calls.size(), parallel ? 2u : 1u);
     EXPECT_NE(a->tool_calls[0].arguments.find("Paris"), std::string::npos);
   }
+}
+
+// A number's bounds and a pattern's \\d, which llama.cpp's converter would
+// drop, hold in a template's own call format too: the grammar is built from
+// the readied parameters, while the prompt shows them as the client gave them.
+TEST(ToolFormats, ParameterBoundsAndPatternsHoldInATemplatesOwnFormat) {
+  OUTPOST_TEST_MODEL(model);
+  auto m = LoadWith(model, "qwen2.5-tools.jinja");
+  ASSERT_NE(m, nullptr);
+  ChatTools t;
+  t.functions.push_back(
+      {"get_forecast", "Forecast for a city.",
+       R"({"type":"object","properties":{"city":{"type":"string","pattern":"^[A-Z]\\w+$"},)"
+       R"("days":{"type":"number","minimum":1,"maximum":7}},"required":["city","days"]})"});
+  t.required = true;
+  t.parallel = false;
+  auto p = m->ApplyChatTemplate({{"user", "Forecast for Paris?"}}, &t);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_NE(p->text.find("\"maximum\": 7"), std::string::npos) << p->text;
+  EXPECT_EQ(p->text.find("__outpost"), std::string::npos) << p->text;
+  EXPECT_NE(p->grammar.find("outpost-number-0 ::= "), std::string::npos) << p->grammar;
+  EXPECT_EQ(p->grammar.find("__outpost"), std::string::npos) << p->grammar;
+  testing::Matcher matches(p->grammar);
+  auto call = [&](const std::string& city, const std::string& days) {
+    return p->grammar_prefix + "{\"name\": \"get_forecast\", \"arguments\": {\"city\": \"" + city +
+           "\", \"days\": " + days + "}}\n</tool_call>";
+  };
+  EXPECT_TRUE(matches(call("Paris", "2.5"))) << call("Paris", "2.5") << "\n" << p->grammar;
+  EXPECT_TRUE(matches(call("Paris", "7")));
+  EXPECT_FALSE(matches(call("Paris", "9")));
+  EXPECT_FALSE(matches(call("Paris", "0.5")));
+  EXPECT_FALSE(matches(call("Paris", "3e0")));
+  EXPECT_FALSE(matches(call("paris", "3")));  // the pattern's [A-Z]
+  EXPECT_FALSE(matches(call("P-ris", "3")));  // \w
 }
 
 // Templates that know nothing of tools use the router's generic format.

@@ -117,6 +117,33 @@ def test_a_pattern_is_enforced_and_the_answer_stays_a_json_string(server, patter
             assert c["finish_reason"] == "length", c
 
 
+def test_number_bounds_hold_in_the_answers(server):
+    """minimum / maximum on a number (Pydantic's confloat): llama.cpp's converter
+    would ignore them; Outpost's own rule keeps every answer within, and the
+    number is a plain decimal. Hot sampling, several seeds, so the model tries
+    many numbers."""
+    schema = {"type": "object", "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "celsius": {"type": "number", "exclusiveMinimum": -273.15, "maximum": 100},
+        "loss": {"type": "number", "maximum": -0.5}},
+        "required": ["score", "celsius", "loss"], "additionalProperties": False}
+    seen = set()
+    for seed in range(6):
+        body = chat_body(content="Rate the review 0 to 1, say the temperature in Celsius and the loss: "
+                                 "'The soup was cold.'", temperature=1.3, seed=seed, max_tokens=80,
+                         response_format={"type": "json_schema", "json_schema": {"name": "n", "schema": schema}})
+        r = server.post(CHAT, json=body)
+        assert r.status_code == 200, r.text
+        c = r.json()["choices"][0]
+        assert c["finish_reason"] == "stop", c
+        d = json.loads(c["message"]["content"])
+        assert 0 <= d["score"] <= 1 and -273.15 < d["celsius"] <= 100 and d["loss"] <= -0.5, d
+        numbers = re.findall(r":\s*(-?[0-9][0-9.eE+-]*)", c["message"]["content"])
+        assert len(numbers) == 3 and all(re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", n) for n in numbers), c
+        seen.add((d["score"], d["celsius"], d["loss"]))
+    assert len(seen) >= 3, seen  # the model chose, within the bounds
+
+
 def test_json_object_output_parses(server):
     r = server.post(CHAT, json=chat_body(content="List two fruits.", temperature=0.8, seed=5, max_tokens=120,
                                          response_format={"type": "json_object"}))
@@ -187,8 +214,11 @@ BAD = [
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
         "type": "string", "maxLength": 5000}}}}, "response_format.json_schema.schema", "maxLength 5000 is more than"),
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
-        "type": "number", "minimum": 0, "maximum": 1}}}}, "response_format.json_schema.schema",
-     "\"integer\" only"),
+        "type": "number", "minimum": 1, "maximum": 0.5}}}}, "response_format.json_schema.schema",
+     "no number lies within its bounds"),
+    (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": ["number", "null"], "minimum": 0}}}}, "response_format.json_schema.schema",
+     "use anyOf with {\"type\": \"null\"}"),
     (CHAT, {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
         "type": "integer", "exclusiveMinimum": 5, "exclusiveMaximum": 6}}}}, "response_format.json_schema.schema",
      "no integer lies within its bounds"),

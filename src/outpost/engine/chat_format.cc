@@ -128,6 +128,29 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
   return Status::Ok();
 }
 
+StatusOr<std::vector<ReadySchema>> ReadyToolSchemas(const ChatTools& tools) {
+  std::vector<ReadySchema> out;
+  size_t numbers = 0;
+  for (size_t i = 0; i < tools.functions.size(); ++i) {
+    auto ready = ReadyJsonSchema(Parameters(tools.functions[i]),
+                                 "tools[" + std::to_string(i) + "].function.parameters", numbers);
+    if (!ready.ok()) return ready.status();
+    numbers += ready->number_rules.size();
+    out.push_back(std::move(ready).value());
+  }
+  return out;
+}
+
+std::string ToolGrammar(const common_chat_templates* templates, common_chat_templates_inputs in,
+                        const std::vector<ReadySchema>& ready) {
+  for (size_t i = 0; i < in.tools.size() && i < ready.size(); ++i) {
+    in.tools[i].parameters = ready[i].schema;
+  }
+  std::string grammar = common_chat_templates_apply(templates, in).grammar;
+  for (const auto& r : ready) SpliceNumberRules(r, &grammar);
+  return grammar;
+}
+
 std::string CallOpening(const common_chat_params& auto_params) {
   for (const auto& t : auto_params.grammar_triggers) {
     if (t.type == COMMON_GRAMMAR_TRIGGER_TYPE_WORD && !t.value.empty()) return t.value;

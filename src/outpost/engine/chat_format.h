@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "outpost/engine/json_schema_grammar.h"
 #include "outpost/engine/types.h"
 
+struct common_chat_templates;
 struct common_chat_templates_inputs;
 struct common_chat_params;
 struct llama_vocab;
@@ -25,6 +27,19 @@ namespace outpost::engine {
 // tool_calls do not parse.
 Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools* tools,
                       common_chat_templates_inputs* in);
+
+// The tools' parameters as llama.cpp's chat code should build their grammar
+// from (json_schema_grammar.h ReadyJsonSchema: patterns rewritten, bounded
+// numbers marked), one per function, markers numbered apart. The prompt
+// keeps the parameters as given; ToolGrammar() builds the grammar.
+// Errors: InvalidArgument naming tools[i].function.parameters.
+StatusOr<std::vector<ReadySchema>> ReadyToolSchemas(const ChatTools& tools);
+
+// The grammar llama.cpp builds for `in` (FillChatInputs' result) with each
+// function's parameters replaced by its ready schema, the number rules
+// spliced in. Throws as common_chat_templates_apply() does.
+std::string ToolGrammar(const common_chat_templates* templates, common_chat_templates_inputs in,
+                        const std::vector<ReadySchema>& ready);
 
 // The text that opens a call in the format of `auto_params` (rendered with
 // tool_choice auto): its first trigger word, e.g. "<tool_call>\n"; "" when

@@ -9,10 +9,13 @@
 #include <exception>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "outpost/engine/grammar_limits.h"
+#include "outpost/engine/number_range_grammar.h"
 #include "outpost/engine/schema_pattern.h"
 #include "outpost/util/json_text.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::engine {
 namespace {
@@ -63,12 +66,29 @@ Status Unsupported(const std::string& param, const std::string& where, const std
           ", which grammar-constrained decoding cannot enforce (supported: type, properties, "
           "required, additionalProperties, items, prefixItems, minItems, maxItems, enum, const, "
           "anyOf, oneOf, allOf, $ref/$defs, pattern, minLength, maxLength, format "
-          "date|time|date-time|uuid, and on integers minimum, maximum, exclusiveMinimum, "
-          "exclusiveMaximum)",
+          "date|time|date-time|uuid, and on integers and numbers minimum, maximum, "
+          "exclusiveMinimum, exclusiveMaximum)",
       param);
 }
 
-Status Check(json& s, const std::string& where, const std::string& param);
+// The rules of the bounded numbers met so far (number_range_grammar.h),
+// numbered from `first`; each such schema was replaced by a const marker
+// that SpliceNumberRules() swaps for its rule.
+struct Numbers {
+  size_t first = 0;
+  std::vector<std::string> rules;
+  bool patterns_rewritten = false;
+};
+
+std::string NumberMarker(size_t i) {
+  return "__outpost_number_" + std::to_string(i) + "__";
+}
+
+std::string NumberRule(size_t i) {
+  return "outpost-number-" + std::to_string(i);
+}
+
+Status Check(json& s, const std::string& where, const std::string& param, Numbers* numbers);
 
 std::string At(const std::string& where) {
   return where.empty() ? "/" : where;
@@ -109,34 +129,37 @@ Status CheckCounts(const json& s, const std::string& where, const std::string& p
   return Status::Ok();
 }
 
-// minimum/maximum and their exclusive forms: llama.cpp's converter enforces
+// minimum/maximum and their exclusive forms. llama.cpp's converter enforces
 // them on integers only (a number's bounds would be ignored), reads one of
-// each pair, and turns an empty range into a grammar that dead-ends.
-Status CheckBounds(const json& s, const std::string& where, const std::string& param) {
+// each pair, and turns an empty range into a grammar that dead-ends. On
+// "type": "number" Outpost builds the grammar itself: the schema becomes a
+// marker const whose rule Splice() puts in.
+Status CheckBounds(json& s, const std::string& where, const std::string& param, Numbers* numbers) {
   const char* keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
   bool any = false;
   for (const char* key : keys) any = any || s.contains(key);
   if (!any) return Status::Ok();
   const std::string at = "'" + param + "' at " + At(where) + ": ";
   bool integer = false;
+  const bool number = s.contains("type") && s.at("type") == "number";
   if (s.contains("type")) {
     const json& t = s.at("type");
     if (t.is_string()) {
       integer = t == "integer";
     } else if (t.is_array()) {
-      bool number = false;
+      bool numeric = false;
       for (const auto& e : t) {
         integer = integer || e == "integer";
-        number = number || e == "number";
+        numeric = numeric || e == "number";
       }
-      integer = integer && !number;
+      integer = integer && !numeric;
     }
   }
-  if (!integer) {
+  if (!integer && !number) {
     return Status::InvalidArgument(
-        at + "minimum, maximum, exclusiveMinimum and exclusiveMaximum can be enforced on "
-             "\"type\": \"integer\" only (grammar-constrained decoding would ignore them on a "
-             "number)",
+        at + "minimum, maximum, exclusiveMinimum and exclusiveMaximum can be enforced with "
+             "\"type\": \"integer\" or \"type\": \"number\" only (for a nullable bounded "
+             "number, use anyOf with {\"type\": \"null\"})",
         param);
   }
   if (s.contains("minimum") && s.contains("exclusiveMinimum")) {
@@ -148,6 +171,7 @@ Status CheckBounds(const json& s, const std::string& where, const std::string& p
   // The integers the bounds admit, as llama.cpp rounds them (inwards).
   constexpr double kLimit = 4611686018427387904.0;  // 2^62: no overflow at +-1
   double lo = -kLimit, hi = kLimit;
+  std::optional<NumberBound> lo_bound, hi_bound;
   for (const char* key : keys) {
     if (!s.contains(key)) continue;
     const json& v = s.at(key);
@@ -163,6 +187,20 @@ Status CheckBounds(const json& s, const std::string& where, const std::string& p
     if (k == "exclusiveMinimum") lo = std::floor(d) + 1;
     if (k == "maximum") hi = std::floor(d);
     if (k == "exclusiveMaximum") hi = std::ceil(d) - 1;
+    const bool exclusive = k.rfind("exclusive", 0) == 0;
+    (k == "minimum" || k == "exclusiveMinimum" ? lo_bound : hi_bound) =
+        NumberBound{v.dump(), exclusive};
+  }
+  if (number) {
+    if (s.contains("enum") || s.contains("const")) {
+      return Status::InvalidArgument(at + "give enum/const or bounds on a number, not both", param);
+    }
+    const size_t i = numbers->first + numbers->rules.size();
+    auto rules = NumberRangeGrammar(NumberRule(i), lo_bound, hi_bound);
+    if (!rules.ok()) return Status::InvalidArgument(at + rules.status().message(), param);
+    numbers->rules.push_back(std::move(rules).value());
+    s = json{{"const", NumberMarker(i)}};
+    return Status::Ok();
   }
   if (lo > hi) {
     return Status::InvalidArgument(at + "no integer lies within its bounds", param);
@@ -170,15 +208,15 @@ Status CheckBounds(const json& s, const std::string& where, const std::string& p
   return Status::Ok();
 }
 
-Status CheckEach(json& list, const std::string& where, const std::string& param) {
+Status CheckEach(json& list, const std::string& where, const std::string& param, Numbers* numbers) {
   if (list.is_array()) {
     for (size_t i = 0; i < list.size(); ++i) {
-      Status st = Check(list[i], where + "/" + std::to_string(i), param);
+      Status st = Check(list[i], where + "/" + std::to_string(i), param, numbers);
       if (!st.ok()) return st;
     }
   } else if (list.is_object()) {
     for (auto& [k, v] : list.items()) {
-      Status st = Check(v, where + "/" + k, param);
+      Status st = Check(v, where + "/" + k, param, numbers);
       if (!st.ok()) return st;
     }
   }
@@ -252,7 +290,7 @@ Status CheckTuple(const json& s, const std::string& where, const std::string& pa
   return Status::Ok();
 }
 
-Status Check(json& s, const std::string& where, const std::string& param) {
+Status Check(json& s, const std::string& where, const std::string& param, Numbers* numbers) {
   if (s.is_boolean()) return Status::Ok();
   if (!s.is_object()) {
     return Status::InvalidArgument("'" + param + "' at " + (where.empty() ? "/" : where) +
@@ -264,15 +302,17 @@ Status Check(json& s, const std::string& where, const std::string& param) {
     Status st = CheckCounts(s, where, param, min_key, max_key);
     if (!st.ok()) return st;
   }
-  if (Status st = CheckBounds(s, where, param); !st.ok()) return st;
+  if (Status st = CheckBounds(s, where, param, numbers); !st.ok()) return st;
   if (Status st = CheckTuple(s, where, param); !st.ok()) return st;
   for (auto& [k, v] : s.items()) {
     if (Annotations().count(k)) continue;
     if (!Enforced().count(k)) return Unsupported(param, where, "keyword '" + k + "'");
     const std::string at = where + "/" + k;
     if (k == "pattern") {
+      const json before = v;
       Status st = CheckPattern(v, where, param);
       if (!st.ok()) return st;
+      numbers->patterns_rewritten = numbers->patterns_rewritten || v != before;
     } else if (k == "format") {
       const std::string f = v.is_string() ? v.get<std::string>() : "";
       const bool uuid = f.size() == 5 && f.rfind("uuid", 0) == 0 && f[4] >= '1' && f[4] <= '5';
@@ -283,16 +323,16 @@ Status Check(json& s, const std::string& where, const std::string& param) {
       if (!v.is_object()) {
         return Status::InvalidArgument("'" + param + "' at " + at + " must be an object", param);
       }
-      Status st = CheckEach(v, at, param);
+      Status st = CheckEach(v, at, param, numbers);
       if (!st.ok()) return st;
     } else if (k == "anyOf" || k == "oneOf" || k == "allOf" || k == "prefixItems") {
       if (!v.is_array()) {
         return Status::InvalidArgument("'" + param + "' at " + at + " must be an array", param);
       }
-      Status st = CheckEach(v, at, param);
+      Status st = CheckEach(v, at, param, numbers);
       if (!st.ok()) return st;
     } else if (k == "items" || k == "additionalProperties") {
-      Status st = v.is_array() ? CheckEach(v, at, param) : Check(v, at, param);
+      Status st = v.is_array() ? CheckEach(v, at, param, numbers) : Check(v, at, param, numbers);
       if (!st.ok()) return st;
     }
   }
@@ -301,13 +341,48 @@ Status Check(json& s, const std::string& where, const std::string& param) {
 
 }  // namespace
 
-StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::string& param) {
+StatusOr<ReadySchema> ReadyJsonSchema(const std::string& schema, const std::string& param,
+                                      size_t first_number) {
   json parsed = json::parse(schema, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return Status::InvalidArgument("'" + param + "' is not valid JSON", param);
   }
-  Status st = Check(parsed, "", param);
+  if (schema.find("__outpost_number_") != std::string::npos) {
+    return Status::InvalidArgument("'" + param +
+                                       "' holds the text __outpost_number_, which "
+                                       "Outpost uses inside its grammars",
+                                   param);
+  }
+  Numbers numbers;
+  numbers.first = first_number;
+  Status st = Check(parsed, "", param, &numbers);
   if (!st.ok()) return st;
+  ReadySchema out;
+  out.schema = parsed.dump();
+  out.first_number = first_number;
+  out.number_rules = std::move(numbers.rules);
+  out.changed = numbers.patterns_rewritten || !out.number_rules.empty();
+  return out;
+}
+
+void SpliceNumberRules(const ReadySchema& ready, std::string* gbnf) {
+  for (size_t k = 0; k < ready.number_rules.size(); ++k) {
+    const size_t i = ready.first_number + k;
+    // The converter writes a const string as a GBNF literal of its JSON text.
+    const std::string literal = "\"\\\"" + NumberMarker(i) + "\\\"\"";
+    size_t at = gbnf->find(literal);
+    if (at == std::string::npos) continue;  // a part of the schema the converter left out
+    for (; at != std::string::npos; at = gbnf->find(literal, at)) {
+      gbnf->replace(at, literal.size(), NumberRule(i));
+    }
+    if (!gbnf->empty() && gbnf->back() != '\n') *gbnf += '\n';
+    *gbnf += ready.number_rules[k];
+  }
+}
+
+StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::string& param) {
+  ReadySchema ready;
+  OUTPOST_ASSIGN_OR_RETURN(ready, ReadyJsonSchema(schema, param));
   if (const size_t n = util::SchemaAlternatives(schema); n > util::kMaxSchemaAlternatives) {
     return Status::InvalidArgument("'" + param + "' has " + std::to_string(n) +
                                        " enum values and anyOf/oneOf branches in all; at most " +
@@ -317,10 +392,11 @@ StatusOr<std::string> JsonSchemaToGrammar(const std::string& schema, const std::
                                    param);
   }
   try {
-    std::string gbnf = Convert(parsed.dump());  // with the patterns rewritten
+    std::string gbnf = Convert(ready.schema);  // patterns rewritten, numbers marked
+    SpliceNumberRules(ready, &gbnf);
     // Patterns' {m,n} (the keywords were checked above), and what only
     // llama.cpp's parser knows it refuses.
-    st = CheckGrammar(gbnf, param);
+    Status st = CheckGrammar(gbnf, param);
     if (!st.ok()) return st;
     return gbnf;
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -215,7 +216,19 @@ StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& me
       auto_in.tool_choice = COMMON_CHAT_TOOL_CHOICE_AUTO;
       opening = CallOpening(common_chat_templates_apply(templates_, auto_in));
     }
-    return ToChatPrompt(common_chat_templates_apply(templates_, in), tools, opening, vocab_);
+    ChatPrompt out =
+        ToChatPrompt(common_chat_templates_apply(templates_, in), tools, opening, vocab_);
+    if (tools != nullptr && !out.grammar.empty()) {
+      // The prompt shows the parameters as given; the grammar is built from
+      // them readied, so that what llama.cpp's converter would drop (a
+      // number's bounds, a pattern's \d) holds in the calls too.
+      auto ready = ReadyToolSchemas(*tools);
+      if (!ready.ok()) return ready.status();
+      const bool changed =
+          std::any_of(ready->begin(), ready->end(), [](const ReadySchema& r) { return r.changed; });
+      if (changed) out.grammar = ToolGrammar(templates_, in, *ready);
+    }
+    return out;
   } catch (const std::exception& e) {
     return Status::InvalidArgument(
         std::string("the model's chat template rejected the messages: ") + e.what(), "messages");
