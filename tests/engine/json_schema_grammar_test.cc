@@ -1,12 +1,17 @@
 // JsonSchemaToGrammar refuses, naming the place and the keyword, every bound
 // llama.cpp's converter and grammar parser cannot keep: counts past 2000,
 // minimums above maximums (which its parser took until the process was killed
-// for memory), number bounds (ignored), empty integer ranges (a grammar that
-// dead-ends mid-answer), tuples it would read differently, and grammars its
-// parser refuses; and converts the schemas at the edge of each limit.
+// for memory), empty integer and number ranges (a grammar that dead-ends
+// mid-answer), tuples it would read differently, and grammars its parser
+// refuses; converts the schemas at the edge of each limit; gives bounded
+// numbers Outpost's rule; and matches patterns against the JSON text.
 #include "outpost/engine/json_schema_grammar.h"
 
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/grammar_matcher.h"
 
 #include <string>
 
@@ -199,6 +204,43 @@ TEST(JsonSchemaGrammar, BoundedNumbersGetTheirOwnRules) {
       R"({"type":"string","properties":{"s":{"type":"number","minimum":-2.5}}})", kParam);
   ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
   EXPECT_EQ(dropped->find("outpost-number"), std::string::npos) << *dropped;
+}
+
+// A pattern names characters of the string; the answer is JSON text, where
+// a quote, a backslash or a control character is written escaped. Checked
+// with llama.cpp's grammar engine on strings as nlohmann writes them: the
+// pattern's quote, backslash, \s and [ -~] match their escaped forms, and a
+// raw control character (invalid JSON) never matches.
+TEST(JsonSchemaGrammar, APatternMatchesTheStringAsJsonWritesIt) {
+  struct Case {
+    const char* pattern;
+    std::vector<std::string> match, no_match;
+  } cases[] = {
+      {R"(^["']\w+["']$)", {"\"abc'", "'x'", "\"q\""}, {"abc", "`abc`", "\"a c\""}},
+      {R"(^a\sb$)", {"a b", "a\tb", "a\nb", "a\vb", "a\rb", "a\fb"}, {"ab", "a_b", "a\"b"}},
+      {R"(^[ -~]+$)", {R"(he said "hi" \o/)", "~"}, {"tab\there", "caf\xC3\xA9"}},
+      {R"(^C:\\Users\\\w+$)", {R"(C:\Users\bob)"}, {"C:/Users/bob", R"(C:\Users\)"}},
+      {"^x\"y$", {"x\"y"}, {"xy", "x'y"}},
+  };
+  for (const auto& c : cases) {
+    const std::string schema = nlohmann::json{{"type", "string"}, {"pattern", c.pattern}}.dump();
+    auto g = JsonSchemaToGrammar(schema, kParam);
+    ASSERT_TRUE(g.ok()) << c.pattern << ": " << g.status().ToString();
+    testing::Matcher matches(*g);
+    for (const auto& m : c.match) {
+      EXPECT_TRUE(matches(nlohmann::json(m).dump()))
+          << c.pattern << " " << nlohmann::json(m).dump() << "\n"
+          << *g;
+    }
+    for (const auto& m : c.no_match) {
+      EXPECT_FALSE(matches(nlohmann::json(m).dump()))
+          << c.pattern << " " << nlohmann::json(m).dump();
+    }
+  }
+  // A raw tab inside the string is not JSON: never matched.
+  auto ws = JsonSchemaToGrammar(R"({"type":"string","pattern":"^a\\sb$"})", kParam);
+  ASSERT_TRUE(ws.ok());
+  EXPECT_FALSE(testing::Matcher(*ws)("\"a\tb\""));
 }
 
 TEST(JsonSchemaGrammar, AnIntegerRangeBecomesTheGrammarsDigits) {

@@ -97,6 +97,7 @@ def test_a_complete_json_answer_ends_even_with_ignore_eos(server, stream):
     (r"^\d{3}-\d{4}$", r"^\d{3}-\d{4}$"),                    # \d: llama.cpp's converter reads none
     (r"^https?:\/\/[a-z]+\.com$", r"^https?://[a-z]+\.com$"),  # \/: nor this escape
     (r"[A-Z]{3}", r"[A-Z]{3}"),                                # unanchored: "contains a match"
+    (r"^[A-Z][a-z]+\s[A-Z][a-z]+$", r"^[A-Z][a-z]+\s[A-Z][a-z]+$"),  # \s: a tab or newline escaped
 ])
 def test_a_pattern_is_enforced_and_the_answer_stays_a_json_string(server, pattern, check):
     """Each of these patterns used to be dropped for "any string" (a warning on

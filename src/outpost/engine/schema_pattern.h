@@ -10,10 +10,15 @@
 //   * an escaped punctuation character (\/ \: \# …) becomes the character;
 //   * an unanchored pattern (JSON schema: the string contains a match) is
 //     wrapped as ^A*(?:P)A*$, and a half-anchored one on its open side;
+//   * the pattern names the string's characters, the grammar the answer's
+//     JSON text: a quote, backslash or control character the pattern names
+//     (literally, escaped, in a class, or through \s) becomes the escape a
+//     JSON string writes it as (\" \\ \t \n \u000b …), a class holding
+//     one becomes (?:[the rest]|\"|…), and the rest of a rebuilt class is
+//     written as ranges of \xHH;
 //   * `.`, negated classes and A (any character) leave out the quote, the
 //     backslash and control characters, which llama.cpp's `.` let through
-//     raw, ending or breaking the JSON string. (A quote or backslash the
-//     pattern names itself is still emitted raw: the converter's doing.)
+//     raw, ending or breaking the JSON string.
 // What is left unsupported (backreferences, lookaround, \b, named groups,
 // \D inside a class, …) stays as it was; the caller detects the converter's
 // fallback and refuses the pattern (json_schema_grammar.cc).
