@@ -114,6 +114,41 @@ WEATHER = {"type": "function", "function": {
                    "required": ["city"], "additionalProperties": False}}}
 
 
+def test_tools_and_a_response_format_together(client, model_id):
+    """OpenAI lets an answer either call a tool or follow response_format;
+    agents send both. Each answer is one or the other, streamed the same."""
+    schema = {"type": "object", "properties": {"part": {"type": "string"},
+                                               "severity": {"enum": ["low", "medium", "high"]}},
+              "required": ["part", "severity"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "defect", "strict": True, "schema": schema}}
+    ask = [{"role": "user", "content": "Report this defect: the left door panel has two deep scratches. "
+                                       "Do not call any function."}]
+    kinds = set()
+    for seed in range(1, 9):
+        # cache_prompt off: a cached prefix's logits differ in the last bits,
+        # and the streamed answer must be the same draw.
+        r = client.chat.completions.create(model=model_id, messages=ask, tools=[WEATHER], response_format=fmt,
+                                           seed=seed, temperature=1.0, max_tokens=80,
+                                           extra_body={"cache_prompt": False})
+        c = r.choices[0]
+        if c.finish_reason == "tool_calls":
+            assert all(t.function.name == "get_weather" and "city" in json.loads(t.function.arguments)
+                       for t in c.message.tool_calls), c
+            kinds.add("call")
+        elif c.finish_reason == "stop":
+            d = json.loads(c.message.content)  # the format's JSON, not {"response": ...}
+            assert set(d) == {"part", "severity"} and d["severity"] in ("low", "medium", "high"), d
+            assert not c.message.tool_calls
+            kinds.add("answer")
+            chunks = list(client.chat.completions.create(
+                model=model_id, messages=ask, tools=[WEATHER], response_format=fmt, seed=seed,
+                temperature=1.0, max_tokens=80, stream=True, extra_body={"cache_prompt": False}))
+            assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == c.message.content
+        else:
+            assert c.finish_reason == "length", c
+    assert "answer" in kinds, kinds
+
+
 def test_tool_calling_round_trip(client, model_id):
     ask = [{"role": "user", "content": "What is the weather in Paris?"}]
     r = client.chat.completions.create(model=model_id, messages=ask, tools=[WEATHER],

@@ -137,5 +137,49 @@ TEST(ToolCalls, PartialAnswersOnlyGrow) {
   EXPECT_FALSE(ParsePartialToolAnswer(R"([1, )").ok());
 }
 
+// tools with a response_format: a direct answer is {"response": <value>}
+// following the format's schema, described to the model, and its content is
+// the value's JSON text as written, growing while it streams.
+TEST(ToolCalls, ADirectAnswerCanFollowAResponseFormat) {
+  const std::string defect =
+      R"({"type":"object","properties":{"part":{"type":"string"}},"required":["part"]})";
+  const auto schema = nlohmann::ordered_json::parse(ToolAnswerSchema(Weather(), defect));
+  EXPECT_EQ(schema["anyOf"][1]["properties"]["response"], nlohmann::ordered_json::parse(defect));
+  EXPECT_EQ(schema["anyOf"][0]["required"][0], "tool_calls");
+  // Required: calls only, the format has nothing to shape.
+  EXPECT_FALSE(nlohmann::json::parse(ToolAnswerSchema(Weather(ToolChoice::Mode::kRequired), defect))
+                   .contains("anyOf"));
+  const auto turns = ToolMessages({{"user", "A scratch."}}, Weather(), defect);
+  EXPECT_NE(turns[0].content.find("following this schema: " + defect), std::string::npos)
+      << turns[0].content;
+
+  const std::string answer = R"({"response": {"part": "door \"left\"", "n": [1, 2]}})";
+  const std::string value = R"({"part": "door \"left\"", "n": [1, 2]})";
+  auto whole = ParseToolAnswer(answer, /*json_response=*/true);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->content, value);
+  EXPECT_TRUE(whole->tool_calls.empty());
+  std::string last;
+  for (size_t n = 0; n <= answer.size(); ++n) {
+    auto a = ParsePartialToolAnswer(answer.substr(0, n), /*json_response=*/true);
+    ASSERT_TRUE(a.ok()) << answer.substr(0, n);
+    EXPECT_EQ(a->content.compare(0, last.size(), last), 0) << last << " then " << a->content;
+    last = a->content;
+  }
+  EXPECT_EQ(last, value);
+  // A scalar schema: the value ends at the closing brace.
+  auto scalar = ParseToolAnswer(R"({"response":42})", /*json_response=*/true);
+  ASSERT_TRUE(scalar.ok()) << scalar.status().ToString();
+  EXPECT_EQ(scalar->content, "42");
+  auto quoted = ParseToolAnswer(R"({"response": "hi"})", /*json_response=*/true);
+  ASSERT_TRUE(quoted.ok());
+  EXPECT_EQ(quoted->content, R"("hi")");  // JSON text, as response_format answers are
+  // Calls parse as before.
+  auto call = ParseToolAnswer(R"({"tool_calls":[{"name":"get_time","arguments":{}}]})", true);
+  ASSERT_TRUE(call.ok());
+  ASSERT_EQ(call->tool_calls.size(), 1u);
+  EXPECT_EQ(call->content, "");
+}
+
 }  // namespace
 }  // namespace outpost::router

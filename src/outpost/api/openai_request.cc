@@ -386,10 +386,6 @@ Status ParseTools(const json& body, ParsedRequest* r) {
   }
   OUTPOST_RETURN_IF_ERROR(
       GetBool(body, "parallel_tool_calls", "parallel_tool_calls", &r->tools.parallel));
-  if (r->tools.active() && r->response_format.type != engine::ResponseFormat::Type::kText) {
-    return Status::InvalidArgument("'response_format' cannot be combined with 'tools'",
-                                   "response_format");
-  }
   return Status::Ok();
 }
 

@@ -135,16 +135,34 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
           "tools");
     }
   }
-  const bool generic_tools = r.tools.active() && !e.NativeToolCalls();
+  // tools with response_format: a direct answer follows the format. Under
+  // tool_choice required the answer is calls, and the format has nothing to
+  // shape; under auto the generic format carries both (tool_calls.h), on
+  // any template.
+  using Type = engine::ResponseFormat::Type;
+  const bool auto_choice = r.tools.choice.mode == ToolChoice::Mode::kAuto;
+  std::string response_schema;
+  if (r.tools.active() && auto_choice && r.response_format.type == Type::kJsonObject) {
+    response_schema = R"({"type":"object"})";
+  } else if (r.tools.active() && auto_choice && r.response_format.type == Type::kJsonSchema) {
+    response_schema = r.response_format.schema;
+  }
+  if (!response_schema.empty()) {
+    // Refused by its own name and place, not inside the combined schema.
+    auto g = e.GrammarFromJsonSchema(response_schema, "response_format.json_schema.schema");
+    if (!g.ok()) return g.status();
+  }
+  const bool generic_tools = r.tools.active() && (!e.NativeToolCalls() || !response_schema.empty());
   if (generic_tools) {
-    in.messages = ToolMessages(r.messages, r.tools);
-    in.response_format.type = engine::ResponseFormat::Type::kJsonSchema;
-    in.response_format.schema = ToolAnswerSchema(r.tools);
+    in.messages = ToolMessages(r.messages, r.tools, response_schema);
+    in.response_format.type = Type::kJsonSchema;
+    in.response_format.schema = ToolAnswerSchema(r.tools, response_schema);
   } else if (r.tools.active()) {
     in.tools = NativeTools(r.tools);
+    in.response_format = engine::ResponseFormat{};
   }
   if (Status st = model.scheduler->Prepare(in, r.ignore_eos, gen); !st.ok()) return st;
-  if (generic_tools) gen->answer_parser = GenericToolParser();
+  if (generic_tools) gen->answer_parser = GenericToolParser(!response_schema.empty());
   return Status::Ok();
 }
 

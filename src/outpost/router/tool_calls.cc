@@ -21,12 +21,23 @@ json ParametersSchema(const ToolFunction& f) {
   return p.is_discarded() ? json{{"type", "object"}} : p;
 }
 
-std::string Describe(const ToolSpec& tools) {
+// The schema a direct answer's "response" follows: text, or the client's.
+json ResponseSchema(const std::string& response_schema) {
+  if (response_schema.empty()) return json{{"type", "string"}};
+  json s = json::parse(response_schema, nullptr, false);
+  return s.is_discarded() ? json{{"type", "object"}} : s;
+}
+
+std::string Describe(const ToolSpec& tools, const std::string& response_schema) {
   std::string s =
       "You can call functions. Answer only with JSON. To call functions, answer "
       "{\"tool_calls\": [{\"name\": \"<function name>\", \"arguments\": {<arguments>}}]}";
-  if (tools.choice.mode == ToolChoice::Mode::kAuto) {
+  if (tools.choice.mode == ToolChoice::Mode::kAuto && response_schema.empty()) {
     s += "; to answer the user directly instead, answer {\"response\": \"<your answer>\"}";
+  } else if (tools.choice.mode == ToolChoice::Mode::kAuto) {
+    s += "; to answer the user directly instead, answer {\"response\": <your answer as JSON "
+         "following this schema: " +
+         ResponseSchema(response_schema).dump() + ">}";
   }
   s += ".\nFunctions:\n";
   for (const auto& f : tools.functions) {
@@ -42,9 +53,10 @@ std::string Describe(const ToolSpec& tools) {
 }  // namespace
 
 std::vector<engine::ChatMessage> ToolMessages(const std::vector<engine::ChatMessage>& messages,
-                                              const ToolSpec& tools) {
+                                              const ToolSpec& tools,
+                                              const std::string& response_schema) {
   std::vector<engine::ChatMessage> out;
-  const std::string about = Describe(tools);
+  const std::string about = Describe(tools, response_schema);
   size_t first = 0;
   if (!messages.empty() && messages[0].role == "system") {
     out.push_back({"system", messages[0].content + "\n\n" + about});
@@ -83,7 +95,7 @@ std::vector<engine::ChatMessage> ToolMessages(const std::vector<engine::ChatMess
   return out;
 }
 
-std::string ToolAnswerSchema(const ToolSpec& tools) {
+std::string ToolAnswerSchema(const ToolSpec& tools, const std::string& response_schema) {
   json one_of_calls = json::array();
   for (const auto& f : tools.functions) {
     if (tools.choice.mode == ToolChoice::Mode::kFunction && f.name != tools.choice.function)
@@ -103,7 +115,7 @@ std::string ToolAnswerSchema(const ToolSpec& tools) {
                       {"additionalProperties", false}};
   if (tools.choice.mode != ToolChoice::Mode::kAuto) return call_answer.dump();
   json text_answer = {{"type", "object"},
-                      {"properties", {{"response", {{"type", "string"}}}}},
+                      {"properties", {{"response", ResponseSchema(response_schema)}}},
                       {"required", {"response"}},
                       {"additionalProperties", false}};
   return json{{"anyOf", {call_answer, text_answer}}}.dump();
@@ -132,7 +144,7 @@ class Scanner {
  public:
   enum Result { kDone, kMore, kBad };  // kMore: the text ended first
 
-  explicit Scanner(const std::string& s) : s_(s) {}
+  Scanner(const std::string& s, bool json_response) : s_(s), json_response_(json_response) {}
 
   Result Answer(engine::ParsedAnswer* a) {
     if (Result r = Expect('{'); r != kDone) return r;
@@ -140,7 +152,9 @@ class Scanner {
     if (Result r = String(&key); r != kDone) return r;
     if (Result r = Expect(':'); r != kDone) return r;
     if (key == "response") {
-      if (Result r = String(&a->content); r != kDone) return r;
+      if (Result r = json_response_ ? Value(&a->content) : String(&a->content); r != kDone) {
+        return r;
+      }
     } else if (key == "tool_calls") {
       if (Result r = Calls(&a->tool_calls); r != kDone) return r;
     } else {
@@ -252,8 +266,11 @@ class Scanner {
         in_string = true;
       } else if (c == '{' || c == '[') {
         ++depth;
+      } else if ((c == '}' || c == ']') && depth == 0) {
+        *out = s_.substr(start, i_ - start);  // a scalar, ended by its container
+        return i_ > start ? kDone : kBad;
       } else if (c == '}' || c == ']') {
-        if (--depth < 0) return kBad;
+        --depth;
         if (depth == 0) {
           ++i_;
           *out = s_.substr(start, i_ - start);
@@ -292,24 +309,25 @@ class Scanner {
   }
 
   const std::string& s_;
+  const bool json_response_;
   size_t i_ = 0;
 };
 
 }  // namespace
 
-StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text) {
+StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text, bool json_response) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument("the model's answer is not a complete tool-call JSON");
   }
   engine::ParsedAnswer a;
-  if (Scanner(text).Answer(&a) == Scanner::kDone) return a;
+  if (Scanner(text, json_response).Answer(&a) == Scanner::kDone) return a;
   return Status::InvalidArgument("the model's answer has neither tool_calls nor response");
 }
 
-StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text) {
+StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text, bool json_response) {
   engine::ParsedAnswer a;
-  if (Scanner(text).Answer(&a) == Scanner::kBad) {
+  if (Scanner(text, json_response).Answer(&a) == Scanner::kBad) {
     return Status::InvalidArgument("the model's answer is not the tool-call format");
   }
   return a;
@@ -319,17 +337,24 @@ namespace {
 
 class GenericParser : public engine::AnswerParser {
  public:
+  explicit GenericParser(bool json_response) : json_response_(json_response) {}
   StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
-    return partial ? ParsePartialToolAnswer(text) : ParseToolAnswer(text);
+    return partial ? ParsePartialToolAnswer(text, json_response_)
+                   : ParseToolAnswer(text, json_response_);
   }
+
+ private:
+  const bool json_response_;
 };
 
 }  // namespace
 
-std::shared_ptr<const engine::AnswerParser> GenericToolParser() {
-  static const auto* parser =
-      new std::shared_ptr<const engine::AnswerParser>(std::make_shared<GenericParser>());
-  return *parser;
+std::shared_ptr<const engine::AnswerParser> GenericToolParser(bool json_response) {
+  static const auto* text =
+      new std::shared_ptr<const engine::AnswerParser>(std::make_shared<GenericParser>(false));
+  static const auto* json_value =
+      new std::shared_ptr<const engine::AnswerParser>(std::make_shared<GenericParser>(true));
+  return json_response ? *json_value : *text;
 }
 
 }  // namespace outpost::router

@@ -13,6 +13,13 @@
 //
 //     {"tool_calls": [{"name": "<function>", "arguments": {...}}, ...]}
 //   or {"response": "<text for the user>"}        (tool_choice auto only)
+//   or {"response": <JSON following the response_format schema>}
+//
+// The last is how tools and response_format work together (OpenAI lets an
+// answer either call or follow the format; an agent with tools and a typed
+// output sends both), on any template: llama.cpp's chat code drops the tools
+// when a schema is given, so a template with its own format uses this one
+// then. The response's content is the JSON text of that value.
 //
 // so that every call names a declared function with arguments that follow its
 // parameter schema. Earlier turns are rendered the same way: an assistant's
@@ -52,25 +59,33 @@ engine::ChatTools NativeTools(const ToolSpec& tools);
 // Messages (roles system/user/assistant/tool, with ChatMessage::tool_calls and
 // tool_call_id) → plain turns any template renders, with the tool
 // description prepended as (or merged into) the system turn.
+// `response_schema`: "" = a direct answer is text, else the JSON schema
+// (text) it follows, as for ToolAnswerSchema.
 std::vector<engine::ChatMessage> ToolMessages(const std::vector<engine::ChatMessage>& messages,
-                                              const ToolSpec& tools);
+                                              const ToolSpec& tools,
+                                              const std::string& response_schema = "");
 
-// The JSON schema (text) the answer must follow.
-std::string ToolAnswerSchema(const ToolSpec& tools);
+// The JSON schema (text) the answer must follow; under tool_choice auto a
+// direct answer is {"response": text}, or {"response": <value>} following
+// `response_schema` when one is given.
+std::string ToolAnswerSchema(const ToolSpec& tools, const std::string& response_schema = "");
 
-// Parses a complete answer. Errors: InvalidArgument when it is not the format
-// (only possible when generation was cut short, e.g. by max_tokens).
-StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text);
+// Parses a complete answer. json_response: the response is a JSON value
+// (response_format), and the content is its text as the model wrote it.
+// Errors: InvalidArgument when it is not the format (only possible when
+// generation was cut short, e.g. by max_tokens).
+StatusOr<engine::ParsedAnswer> ParseToolAnswer(const std::string& text, bool json_response = false);
 
 // What a partial answer (a stream so far) tells for certain: the response
-// text so far, and the calls whose name is complete with their arguments'
-// raw JSON text so far. Errors: InvalidArgument when the text has left the
-// format.
-StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text);
+// text so far (a JSON response: its text so far), and the calls whose name
+// is complete with their arguments' raw JSON text so far. Errors:
+// InvalidArgument when the text has left the format.
+StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text,
+                                                      bool json_response = false);
 
 // ParseToolAnswer / ParsePartialToolAnswer as an engine::AnswerParser.
 // Arguments are the model's own JSON text, so a stream's pieces add up to
-// the final arguments exactly.
-std::shared_ptr<const engine::AnswerParser> GenericToolParser();
+// the final arguments exactly; so is a JSON response.
+std::shared_ptr<const engine::AnswerParser> GenericToolParser(bool json_response = false);
 
 }  // namespace outpost::router
