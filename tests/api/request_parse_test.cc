@@ -140,10 +140,17 @@ TEST(ParseRequest, CompletionPromptForms) {
 
 struct BadCase {
   Endpoint endpoint;
-  const char* body;
+  std::string body;
   const char* param;         // expected param ("" = none)
   const char* message_part;  // must appear in the message
 };
+
+// n object members: "k0": {}, "k1": {}, ...
+std::string Members(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? ", \"k" : "\"k") + std::to_string(i) + "\": {}";
+  return out;
+}
 
 void PrintTo(const BadCase& c, std::ostream* os) {
   *os << c.body;
@@ -196,6 +203,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "messages[0].tool_call_id", "required"},
         BadCase{kChat, R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
                 "messages[0].tool_calls", "only allowed on assistant"},
+        // A schema is read in written order, which costs a scan per member:
+        // objects past 1,000 members are refused before that.
+        BadCase{kChat,
+                R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x",
+                    "schema": {"type": "object", "properties": {)" +
+                    Members(1001) + "}}}}, " MSGS "}",
+                "response_format", "an object of 1001 members; at most 1000"},
         BadCase{kChat, "[1,2]", "", "must be a JSON object"},
         BadCase{kChat, "{}", "messages", "'messages' is required"},
         BadCase{kChat, R"({"messages": "hi"})", "messages", "must be an array"},

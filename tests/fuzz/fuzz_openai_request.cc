@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return std::string(R"({"type": "function_call", "id": "fc_1", "call_id": "c",
           "name": "f", "arguments": "{}"})");
       };
-      auto items = nlohmann::ordered_json::parse(in.substr(1), nullptr, false);
+      auto items = nlohmann::json::parse(in.substr(1), nullptr, false);
       if (!items.is_discarded()) {
         (void)outpost::api::ResolveItemReferences(&items, "items", options.item);
         (void)outpost::api::ListedInputItems(items, "items", outpost::util::RealRandom());

@@ -95,6 +95,26 @@ TEST(JsonDepth, TheLimitIsRefusedNamingWhatNestsTooDeep) {
 namespace outpost::util {
 namespace {
 
+TEST(JsonMemberText, FindsATopLevelMembersValueAsWritten) {
+  const std::string body = R"({"model": "m", "tools": [{"a": {"b": "}:,"}}, 2], "x": {"tools": 1},)"
+                           R"( "s": "\"tools\":", "n": 5})";
+  EXPECT_EQ(JsonMemberText(body, "tools"), R"( [{"a": {"b": "}:,"}}, 2])");
+  EXPECT_EQ(JsonMemberText(body, "n"), " 5");
+  EXPECT_EQ(JsonMemberText(body, "model"), R"( "m")");
+  EXPECT_EQ(JsonMemberText(body, "b"), std::nullopt);  // not at the top level
+  EXPECT_EQ(JsonMemberText(body, "absent"), std::nullopt);
+  // The last of a repeated member, as nlohmann's parser keeps it.
+  EXPECT_EQ(JsonMemberText(R"({"a": 1, "a": {"z": 2}})", "a"), R"( {"z": 2})");
+}
+
+TEST(CountJsonMembers, CountsMembersInAllAndInTheLargestObject) {
+  const JsonMembers m =
+      CountJsonMembers(R"({"a": {"b": 1, "c": [{"d": 2}, ":"], "e": 3}, "f": 4})");
+  EXPECT_EQ(m.total, 6u);
+  EXPECT_EQ(m.most_in_one, 3u);  // b, c, e
+  EXPECT_EQ(CountJsonMembers("[1, \"a:b\"]").total, 0u);
+}
+
 TEST(SchemaAlternatives, CountsEnumValuesAndBranchesAllThroughTheSchema) {
   EXPECT_EQ(SchemaAlternatives(R"({"type":"string"})"), 0u);
   EXPECT_EQ(SchemaAlternatives(R"({"enum":["a","b","c"]})"), 3u);

@@ -52,7 +52,7 @@ StatusOr<std::vector<ConversationItem>> NewItems(const json& body, bool required
                                        " items at a time, got " + std::to_string(it->size()),
                                    "items");
   }
-  nlohmann::ordered_json items = *it;
+  json items = *it;
   OUTPOST_RETURN_IF_ERROR(ResolveItemReferences(&items, "items", lookup));
   auto checked = ListedInputItems(items, "items", random);
   if (!checked.ok()) return checked.status();

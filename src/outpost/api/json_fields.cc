@@ -1,8 +1,10 @@
 #include "outpost/api/json_fields.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "outpost/api/http_message.h"
+#include "outpost/util/json_text.h"
 
 namespace outpost::api {
 
@@ -15,6 +17,34 @@ const char* JsonTypeName(const json& v) {
   if (v.is_string()) return "a string";
   if (v.is_array()) return "an array";
   return "an object";
+}
+
+StatusOr<nlohmann::ordered_json> OrderedMembers(std::string_view body,
+                                                std::initializer_list<std::string_view> keys) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::string_view key : keys) {
+    const auto text = util::JsonMemberText(body, key);
+    if (!text) continue;
+    // Counted before parsing: an ordered object scans for each key it adds.
+    const util::JsonMembers n = util::CountJsonMembers(*text);
+    if (n.most_in_one > kMaxOrderedMembers || n.total > kMaxOrderedMembersInAll) {
+      return Status::InvalidArgument(
+          "'" + std::string(key) + "' holds " +
+              (n.most_in_one > kMaxOrderedMembers
+                   ? "an object of " + std::to_string(n.most_in_one) + " members; at most " +
+                         std::to_string(kMaxOrderedMembers)
+                   : std::to_string(n.total) + " object members in all; at most " +
+                         std::to_string(kMaxOrderedMembersInAll)),
+          std::string(key));
+    }
+    auto value = nlohmann::ordered_json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) {
+      return Status::InvalidArgument("'" + std::string(key) + "' is not valid JSON",
+                                     std::string(key));
+    }
+    out[std::string(key)] = std::move(value);
+  }
+  return out;
 }
 
 Status WrongType(const std::string& field, const char* want, const json& got) {

@@ -7,6 +7,7 @@
 #include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -15,7 +16,7 @@
 namespace outpost::api {
 namespace {
 
-using json = nlohmann::ordered_json;
+using nlohmann::json;
 
 std::string Num(double v) {
   char buf[32];
@@ -448,6 +449,25 @@ Status ParseResponseFormat(const json& body, ParsedRequest* r) {
   return Status::Ok();
 }
 
+// The schema and the tools' parameters as the client wrote them: their
+// properties' order is the order of the answer's (the body was read into
+// sorted objects), read again from the body.
+Status KeepWrittenOrder(std::string_view body, ParsedRequest* r) {
+  const bool schema = r->response_format.type == engine::ResponseFormat::Type::kJsonSchema;
+  const bool parameters =
+      std::any_of(r->tools.functions.begin(), r->tools.functions.end(),
+                  [](const router::ToolFunction& f) { return !f.parameters.empty(); });
+  if (!schema && !parameters) return Status::Ok();
+  nlohmann::ordered_json o;
+  OUTPOST_ASSIGN_OR_RETURN(o, OrderedMembers(body, {"response_format", "tools"}));
+  if (schema) r->response_format.schema = o["response_format"]["json_schema"]["schema"].dump();
+  for (size_t i = 0; i < r->tools.functions.size(); ++i) {
+    if (r->tools.functions[i].parameters.empty()) continue;
+    r->tools.functions[i].parameters = o["tools"][i]["function"]["parameters"].dump();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab) {
@@ -556,6 +576,7 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   }
   OUTPOST_RETURN_IF_ERROR(ParseResponseFormat(j, &r));
   if (endpoint == Endpoint::kChat) OUTPOST_RETURN_IF_ERROR(ParseTools(j, &r));
+  OUTPOST_RETURN_IF_ERROR(KeepWrittenOrder(body, &r));
   return r;
 }
 

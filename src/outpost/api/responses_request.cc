@@ -12,7 +12,7 @@
 namespace outpost::api {
 namespace {
 
-using json = nlohmann::ordered_json;
+using nlohmann::json;
 
 Status Unsupported(const std::string& field, const std::string& what) {
   return Status::InvalidArgument("'" + field + "': " + what, field);
@@ -501,6 +501,20 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   if (!parsed.ok()) return ForResponses(parsed.status());
   ResponsesRequest out;
   out.chat = std::move(parsed).value();
+  // The schema and the tools' parameters in the order the client wrote
+  // them (the chat body above was built from sorted objects).
+  auto& functions = out.chat.tools.functions;
+  const bool schema = out.chat.response_format.type == engine::ResponseFormat::Type::kJsonSchema;
+  if (schema || !functions.empty()) {
+    nlohmann::ordered_json o;
+    OUTPOST_ASSIGN_OR_RETURN(o, OrderedMembers(body, {"text", "tools"}));
+    if (schema) out.chat.response_format.schema = o["text"]["format"]["schema"].dump();
+    for (size_t i = 0; i < functions.size() && o.contains("tools"); ++i) {
+      if (!functions[i].parameters.empty()) {
+        functions[i].parameters = o["tools"][i]["parameters"].dump();
+      }
+    }
+  }
   out.chat.endpoint = Endpoint::kResponses;
   out.store = store && options.previous != nullptr;
   out.previous_response_id = previous_id;

@@ -81,10 +81,9 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
 // Items a client adds to a conversation (POST /v1/conversations, .../items):
 // each checked as an input item of a Responses request (errors name
 // field[i]), returned as input_items lists them — typed, content as parts,
-// an id each (kept if the item has one). Ordered JSON: an item's keys (a
-// tool's parameters, say) keep the order the client gave them.
-StatusOr<nlohmann::ordered_json> ListedInputItems(const nlohmann::ordered_json& items,
-                                                  const std::string& field, util::Random& random);
+// an id each (kept if the item has one).
+StatusOr<nlohmann::json> ListedInputItems(const nlohmann::json& items, const std::string& field,
+                                          util::Random& random);
 
 // Finds the item (a JSON object) an item_reference's `id` names, or
 // NotFound naming `param`.
@@ -96,7 +95,7 @@ using ItemLookup =
 // `*referenced` (optional) set if there was one. Errors name field[i]:
 // InvalidArgument for a missing id, the lookup's NotFound, 400
 // unsupported_parameter when `lookup` is null (no stored responses).
-Status ResolveItemReferences(nlohmann::ordered_json* items, const std::string& field,
+Status ResolveItemReferences(nlohmann::json* items, const std::string& field,
                              const ItemLookup& lookup, bool* referenced = nullptr);
 
 // A chat rule's error (from here, or from the model's checks after the

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <vector>
+
 namespace outpost::util {
 namespace {
 
@@ -104,6 +107,91 @@ int JsonDepth(std::string_view text, int limit) {
     }
   }
   return deepest;
+}
+
+std::optional<std::string_view> JsonMemberText(std::string_view text, std::string_view key) {
+  std::optional<std::string_view> found;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  size_t string_start = 0;
+  std::string_view last_string;  // the last string closed at depth 1
+  bool want = false;             // the member being read is `key`
+  size_t value_start = std::string_view::npos;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 1) last_string = text.substr(string_start, i - string_start);
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_start = i + 1;
+        break;
+      case ':':
+        if (depth == 1) {
+          // Keys written with escapes are compared as written.
+          want = last_string == key;
+          value_start = i + 1;
+        }
+        break;
+      case '{':
+      case '[':
+        ++depth;
+        break;
+      case '}':
+      case ']':
+        if (depth == 1) {
+          if (want) found = text.substr(value_start, i - value_start);
+          want = false;
+        }
+        --depth;
+        break;
+      case ',':
+        if (depth == 1 && want) found = text.substr(value_start, i - value_start);
+        if (depth == 1) want = false;
+        break;
+      default:
+        break;
+    }
+  }
+  return found;
+}
+
+JsonMembers CountJsonMembers(std::string_view text) {
+  JsonMembers out;
+  std::vector<size_t> members;  // per open object
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      members.push_back(0);
+    } else if (c == '}' && !members.empty()) {
+      members.pop_back();
+    } else if (c == ':' && !members.empty()) {
+      ++out.total;
+      out.most_in_one = std::max(out.most_in_one, ++members.back());
+    }
+  }
+  return out;
 }
 
 Status CheckJsonDepth(std::string_view text, const std::string& what, const std::string& param) {

@@ -51,6 +51,18 @@ Status CheckJsonDepth(std::string_view text, const std::string& what,
 inline constexpr size_t kMaxSchemaAlternatives = 1000;
 size_t SchemaAlternatives(std::string_view text);
 
+// The text of the value of member `key` of the JSON object `text` (its top
+// level; the last such member, as a parser keeps), or nullopt when there is
+// none. Not a validator: `text` is JSON already checked.
+std::optional<std::string_view> JsonMemberText(std::string_view text, std::string_view key);
+
+// Object members in `text` (JSON): in all, and in the largest one object.
+struct JsonMembers {
+  size_t total = 0;
+  size_t most_in_one = 0;
+};
+JsonMembers CountJsonMembers(std::string_view text);
+
 // `text` itself when it is JSON. Otherwise the prefix closed: an open string
 // gets its quote (an escape cut in half is dropped first), open arrays and
 // objects their brackets; where that is still not JSON (cut inside a key,
