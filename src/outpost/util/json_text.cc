@@ -79,118 +79,116 @@ std::optional<std::string> CloseJsonPrefix(const std::string& text) {
   return std::nullopt;
 }
 
+namespace {
+
+// Walks JSON text: outside(i, c) for each character outside strings (false
+// stops the walk), string(start, end) for each string's contents.
+template <typename Outside, typename String>
+void WalkJsonText(std::string_view text, Outside outside, String string) {
+  bool in_string = false, escaped = false;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!in_string) {
+      if (c == '"') {
+        in_string = true;
+        start = i + 1;
+      } else if (!outside(i, c)) {
+        return;
+      }
+    } else if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+    } else if (c == '"') {
+      in_string = false;
+      string(start, i);
+    }
+  }
+}
+
+}  // namespace
+
 int JsonDepth(std::string_view text, int limit) {
   int depth = 0;
   int deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > deepest) {
-        deepest = depth;
-        if (deepest > limit) return deepest;
-      }
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-  }
+  WalkJsonText(
+      text,
+      [&](size_t, char c) {
+        if (c == '{' || c == '[') {
+          deepest = std::max(deepest, ++depth);
+          return deepest <= limit;
+        }
+        if ((c == '}' || c == ']') && depth > 0) --depth;
+        return true;
+      },
+      [](size_t, size_t) {});
   return deepest;
 }
 
 std::optional<std::string_view> JsonMemberText(std::string_view text, std::string_view key) {
   std::optional<std::string_view> found;
   int depth = 0;
-  bool in_string = false, escaped = false;
-  size_t string_start = 0;
   std::string_view last_string;  // the last string closed at depth 1
   bool want = false;             // the member being read is `key`
-  size_t value_start = std::string_view::npos;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 1) last_string = text.substr(string_start, i - string_start);
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string = true;
-        string_start = i + 1;
-        break;
-      case ':':
-        if (depth == 1) {
-          // Keys written with escapes are compared as written.
-          want = last_string == key;
-          value_start = i + 1;
+  size_t value_start = 0;
+  WalkJsonText(
+      text,
+      [&](size_t i, char c) {
+        switch (c) {
+          case ':':
+            if (depth == 1) {
+              // Keys written with escapes are compared as written.
+              want = last_string == key;
+              value_start = i + 1;
+            }
+            break;
+          case '{':
+          case '[':
+            ++depth;
+            break;
+          case '}':
+          case ']':
+            if (depth == 1) {
+              if (want) found = text.substr(value_start, i - value_start);
+              want = false;
+            }
+            --depth;
+            break;
+          case ',':
+            if (depth == 1) {
+              if (want) found = text.substr(value_start, i - value_start);
+              want = false;
+            }
+            break;
+          default:
+            break;
         }
-        break;
-      case '{':
-      case '[':
-        ++depth;
-        break;
-      case '}':
-      case ']':
-        if (depth == 1) {
-          if (want) found = text.substr(value_start, i - value_start);
-          want = false;
-        }
-        --depth;
-        break;
-      case ',':
-        if (depth == 1 && want) found = text.substr(value_start, i - value_start);
-        if (depth == 1) want = false;
-        break;
-      default:
-        break;
-    }
-  }
+        return true;
+      },
+      [&](size_t start, size_t end) {
+        if (depth == 1) last_string = text.substr(start, end - start);
+      });
   return found;
 }
 
 JsonMembers CountJsonMembers(std::string_view text) {
   JsonMembers out;
   std::vector<size_t> members;  // per open object
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      members.push_back(0);
-    } else if (c == '}' && !members.empty()) {
-      members.pop_back();
-    } else if (c == ':' && !members.empty()) {
-      ++out.total;
-      out.most_in_one = std::max(out.most_in_one, ++members.back());
-    }
-  }
+  WalkJsonText(
+      text,
+      [&](size_t, char c) {
+        if (c == '{') {
+          members.push_back(0);
+        } else if (c == '}' && !members.empty()) {
+          members.pop_back();
+        } else if (c == ':' && !members.empty()) {
+          ++out.total;
+          out.most_in_one = std::max(out.most_in_one, ++members.back());
+        }
+        return true;
+      },
+      [](size_t, size_t) {});
   return out;
 }
 
