@@ -43,6 +43,18 @@ class Matcher {
     return false;
   }
 
+  // Whether `text` can begin a match (the grammar admits it so far).
+  bool Admits(const std::string& text) {
+    if (g_ == nullptr) return false;
+    llama_grammar_get_stacks(g_) = start_;
+    try {
+      llama_grammar_accept_str(*g_, text);
+    } catch (const std::exception&) {
+      return false;
+    }
+    return !llama_grammar_get_stacks(g_).empty();
+  }
+
  private:
   llama_grammar* g_;
   llama_grammar_stacks start_;

@@ -39,7 +39,8 @@ class FakeEngine final : public engine::Engine {
     return {text.begin(), text.end()};
   }
   StatusOr<engine::ChatPrompt> ApplyChatTemplate(const std::vector<engine::ChatMessage>& messages,
-                                                 const engine::ChatTools*) const override {
+                                                 const engine::ChatTools*,
+                                                 const engine::ChatOptions&) const override {
     engine::ChatPrompt out;
     for (const auto& m : messages) {
       if (m.role != "system" && m.role != "user" && m.role != "assistant")

@@ -23,7 +23,9 @@ class ToyCallParser final : public engine::AnswerParser {
  public:
   explicit ToyCallParser(bool one) : one_(one) {}
   StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool) const override {
-    return engine::ParsedAnswer{text, {}};
+    engine::ParsedAnswer a;
+    a.content = text;
+    return a;
   }
   bool OneCall() const override { return one_; }
   bool Ended(const std::string& text) const override {

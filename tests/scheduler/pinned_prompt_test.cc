@@ -48,7 +48,7 @@ class PinnedPromptTest : public ::testing::Test {
     m[0].content = system;
     m[1].role = "user";
     m[1].content = user;
-    auto p = f.sched->engine().ApplyChatTemplate(m, nullptr);
+    auto p = f.sched->engine().ApplyChatTemplate(m, nullptr, engine::ChatOptions());
     EXPECT_TRUE(p.ok());
     return f.sched->engine().Tokenize(p->text, true, true);
   }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <memory>
@@ -19,12 +20,16 @@ namespace {
 
 using nlohmann::json;
 
-// The parser llama.cpp chose for the prompt's format (its PEG arena).
+// The parser llama.cpp chose for the prompt's format (its PEG arena): tool
+// calls, thinking, or both.
 class ChatAnswerParser : public AnswerParser {
  public:
-  ChatAnswerParser(const common_chat_params& p, std::string opening, bool parallel)
+  ChatAnswerParser(const common_chat_params& p, std::string opening, bool parallel, bool reasoning)
       : params_(p), opening_(std::move(opening)), parallel_(parallel) {
     params_.parser.load(p.parser);
+    // Without it the thinking stays in the content, tags and all.
+    params_.reasoning_format =
+        reasoning ? COMMON_REASONING_FORMAT_DEEPSEEK : COMMON_REASONING_FORMAT_NONE;
   }
 
   StatusOr<ParsedAnswer> Parse(const std::string& text, bool partial) const override {
@@ -33,12 +38,19 @@ class ChatAnswerParser : public AnswerParser {
       m = common_chat_parse(opening_ + text, partial, params_);
     } catch (const std::exception& e) {
       return Status::InvalidArgument(std::string("the answer does not follow the template's "
-                                                 "tool-call format: ") +
+                                                 "format: ") +
                                      e.what());
     }
     ParsedAnswer a;
+    a.reasoning = std::move(m.reasoning_content);
     a.content = std::move(m.content);
-    // Reasoning is not split off (reasoning_format none): it stays in content.
+    // Some formats keep the whitespace around the block ("<think>\n",
+    // "</think>\n\n"); its start is layout, not text. (The start only: a
+    // streamed part must stay a prefix of the whole.)
+    if (!a.reasoning.empty()) {
+      a.reasoning.erase(0, a.reasoning.find_first_not_of(" \t\r\n"));
+      a.content.erase(0, std::min(a.content.size(), a.content.find_first_not_of(" \t\r\n")));
+    }
     for (auto& c : m.tool_calls) {
       // Some formats' grammars repeat the call section even without parallel
       // calls (Qwen's, Hermes'); the first call is the answer.
@@ -71,6 +83,12 @@ class ChatAnswerParser : public AnswerParser {
   const bool parallel_;
 };
 
+std::string Trimmed(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
 std::string Parameters(const ToolFunction& f) {
   return f.parameters.empty() ? R"({"type":"object","properties":{}})" : f.parameters;
 }
@@ -78,7 +96,7 @@ std::string Parameters(const ToolFunction& f) {
 }  // namespace
 
 Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools* tools,
-                      common_chat_templates_inputs* in) {
+                      const ChatOptions& options, common_chat_templates_inputs* in) {
   std::map<std::string, std::string> call_names;  // tool_call id → function name
   in->messages.reserve(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -86,6 +104,7 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
     common_chat_msg cm;
     cm.role = msg.role;
     cm.content = msg.content;
+    cm.reasoning_content = msg.reasoning;
     if (!msg.tool_calls.empty()) {
       const json calls = json::parse(msg.tool_calls, nullptr, false);
       if (!calls.is_array()) {
@@ -125,6 +144,10 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
         tools->required ? COMMON_CHAT_TOOL_CHOICE_REQUIRED : COMMON_CHAT_TOOL_CHOICE_AUTO;
     in->parallel_tool_calls = tools->parallel;
   }
+  in->reasoning_format =
+      options.parse_reasoning ? COMMON_REASONING_FORMAT_DEEPSEEK : COMMON_REASONING_FORMAT_NONE;
+  in->enable_thinking = options.enable_thinking;
+  for (const auto& [name, value] : options.template_kwargs) in->chat_template_kwargs[name] = value;
   return Status::Ok();
 }
 
@@ -159,21 +182,38 @@ std::string CallOpening(const common_chat_params& auto_params) {
 }
 
 ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools,
-                        const std::string& opening, const llama_vocab* vocab) {
+                        const ChatOptions& options, const std::string& opening,
+                        const llama_vocab* vocab) {
   ChatPrompt out;
   out.text = params.prompt;
   out.stops = params.additional_stops;
-  if (tools == nullptr) return out;
+  for (const auto& word : params.preserved_tokens) {
+    auto ids = common_tokenize(vocab, word, /*add_special=*/false, /*parse_special=*/true);
+    if (ids.size() == 1) out.special_tokens.push_back(ids[0]);
+  }
+  if (params.supports_thinking && !params.thinking_end_tags.empty()) {
+    ThinkingBlock& t = out.thinking;
+    t.start = params.thinking_start_tag;
+    t.end = params.thinking_end_tags.front();
+    // The prompt ends inside the block: the answer is thinking until the
+    // closing tag.
+    const std::string tail = Trimmed(params.generation_prompt);
+    t.open = !t.start.empty() && tail.size() >= t.start.size() &&
+             tail.compare(tail.size() - t.start.size(), t.start.size(), t.start) == 0;
+  }
+  if (tools == nullptr) {
+    if (options.parse_reasoning && !out.thinking.end.empty()) {
+      out.parser = std::make_shared<ChatAnswerParser>(params, std::string(), /*parallel=*/true,
+                                                      /*reasoning=*/true);
+    }
+    return out;
+  }
   out.grammar = params.grammar;
   out.grammar_lazy = params.grammar_lazy;
   out.grammar_prefix = params.generation_prompt;
   if (!opening.empty() && !params.grammar_lazy && !params.grammar.empty()) {
     out.text += opening;
     out.grammar_prefix += opening;
-  }
-  for (const auto& word : params.preserved_tokens) {
-    auto ids = common_tokenize(vocab, word, /*add_special=*/false, /*parse_special=*/true);
-    if (ids.size() == 1) out.special_tokens.push_back(ids[0]);
   }
   for (const auto& t : params.grammar_triggers) {
     GrammarTrigger g{static_cast<GrammarTrigger::Type>(t.type), t.value, t.token};
@@ -188,8 +228,8 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
     out.grammar_triggers.push_back(std::move(g));
   }
   const bool forced = !opening.empty() && !params.grammar_lazy && !params.grammar.empty();
-  out.parser =
-      std::make_shared<ChatAnswerParser>(params, forced ? opening : std::string(), tools->parallel);
+  out.parser = std::make_shared<ChatAnswerParser>(params, forced ? opening : std::string(),
+                                                  tools->parallel, options.parse_reasoning);
   return out;
 }
 

@@ -20,13 +20,14 @@ struct llama_vocab;
 
 namespace outpost::engine {
 
-// Sets in->messages from `messages` (an assistant turn's tool_calls JSON and a
-// tool turn's tool_call_id become llama.cpp's fields; a tool turn is given
-// the name of the call it answers), and with tools in->tools, tool_choice and
-// parallel_tool_calls. Errors: InvalidArgument naming the message whose
-// tool_calls do not parse.
+// Sets in->messages from `messages` (an assistant turn's tool_calls JSON,
+// reasoning and a tool turn's tool_call_id become llama.cpp's fields; a tool
+// turn is given the name of the call it answers), with tools in->tools,
+// tool_choice and parallel_tool_calls, and from `options` the reasoning
+// format, enable_thinking and the template's extra variables. Errors:
+// InvalidArgument naming the message whose tool_calls do not parse.
 Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools* tools,
-                      common_chat_templates_inputs* in);
+                      const ChatOptions& options, common_chat_templates_inputs* in);
 
 // The tools' parameters as llama.cpp's chat code should build their grammar
 // from (json_schema_grammar.h ReadyJsonSchema: patterns rewritten, bounded
@@ -46,16 +47,20 @@ std::string ToolGrammar(const common_chat_templates* templates, common_chat_temp
 // the format has none (Llama 3.x's bare JSON).
 std::string CallOpening(const common_chat_params& auto_params);
 
-// What the template produced, as a ChatPrompt. With tools (null = none): the
-// grammar, its triggers (a trigger word that is one token becomes a token
-// trigger), the control tokens whose text is part of the answer, and the
-// parser (which keeps only the first call unless tools->parallel).
+// What the template produced, as a ChatPrompt: the prompt, the stops, the
+// thinking block's tags (when the template has one), and the parser (which
+// splits off the thinking when options.parse_reasoning). With tools (null =
+// none) also the grammar, its triggers (a trigger word that is one token
+// becomes a token trigger), and the control tokens whose text is part of
+// the answer; the parser then keeps only the first call unless
+// tools->parallel.
 //
 // `opening` (tool_choice required; from CallOpening) is appended to the
 // prompt, so the answer starts inside a call: llama.cpp's required grammar
 // lets free text come first, which a small model fills until the context
 // ends. The grammar is fed the opening and the parser reads it back.
 ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools,
-                        const std::string& opening, const llama_vocab* vocab);
+                        const ChatOptions& options, const std::string& opening,
+                        const llama_vocab* vocab);
 
 }  // namespace outpost::engine

@@ -34,10 +34,13 @@ class Engine {
   // Messages rendered with the model's chat template, assistant prefix added.
   // tools (null = none; REQUIRES NativeToolCalls()) are rendered in the
   // template's own tool format, and the prompt then carries the grammar the
-  // calls must follow and the parser that reads them back.
+  // calls must follow and the parser that reads them back. `options`: for a
+  // template with a thinking block, whether it thinks and whether the
+  // thinking is split off (ChatPrompt::parser); extra template variables.
   // Errors: InvalidArgument when the template rejects the conversation.
   virtual StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
-                                                 const ChatTools* tools) const = 0;
+                                                 const ChatTools* tools,
+                                                 const ChatOptions& options) const = 0;
   // True when the chat template has a tool-call format that llama.cpp's chat
   // code can constrain and parse (Llama 3.x, Qwen, Hermes, Mistral, ...).
   virtual bool NativeToolCalls() const = 0;

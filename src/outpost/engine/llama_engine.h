@@ -26,9 +26,9 @@ class LlamaEngine final : public Engine {
                               bool parse_special) const override {
     return model_->Tokenize(text, add_special, parse_special);
   }
-  StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& m,
-                                         const ChatTools* tools) const override {
-    return model_->ApplyChatTemplate(m, tools);
+  StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& m, const ChatTools* tools,
+                                         const ChatOptions& options) const override {
+    return model_->ApplyChatTemplate(m, tools, options);
   }
   bool NativeToolCalls() const override { return model_->NativeToolCalls(); }
   int32_t SlidingWindow() const override { return model_->SlidingWindow(); }

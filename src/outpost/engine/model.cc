@@ -200,14 +200,15 @@ int32_t Model::VocabSize() const {
 }
 
 StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
-                                              const ChatTools* tools) const {
+                                              const ChatTools* tools,
+                                              const ChatOptions& options) const {
   common_chat_templates_inputs in;
   in.use_jinja = true;
   in.add_generation_prompt = true;
   // The tokenizer adds BOS/EOS itself; strip them from the rendered text.
   in.add_bos = add_bos_;
   in.add_eos = add_eos_;
-  if (Status st = FillChatInputs(messages, tools, &in); !st.ok()) return st;
+  if (Status st = FillChatInputs(messages, tools, options, &in); !st.ok()) return st;
   try {
     std::lock_guard<std::mutex> lock(template_mu_);
     std::string opening;
@@ -217,7 +218,7 @@ StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& me
       opening = CallOpening(common_chat_templates_apply(templates_, auto_in));
     }
     ChatPrompt out =
-        ToChatPrompt(common_chat_templates_apply(templates_, in), tools, opening, vocab_);
+        ToChatPrompt(common_chat_templates_apply(templates_, in), tools, options, opening, vocab_);
     if (tools != nullptr && !out.grammar.empty()) {
       // The prompt shows the parameters as given; the grammar is built from
       // them readied, so that what llama.cpp's converter would drop (a

@@ -61,11 +61,13 @@ class Model {
   // Renders messages with the model's own chat template (jinja), adding the
   // assistant prefix. With tools (REQUIRES NativeToolCalls()), llama.cpp's
   // chat code renders them in the template's format and returns the lazy
-  // grammar, triggers and parser for its calls (engine::Engine). Errors:
-  // InvalidArgument when the template rejects the conversation (e.g. roles
-  // out of order); the message says why.
+  // grammar, triggers and parser for its calls (engine::Engine). `options`:
+  // thinking on or off, the reasoning split, extra template variables.
+  // Errors: InvalidArgument when the template rejects the conversation (e.g.
+  // roles out of order, a variable it cannot take); the message says why.
   StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
-                                         const ChatTools* tools = nullptr) const;
+                                         const ChatTools* tools = nullptr,
+                                         const ChatOptions& options = ChatOptions()) const;
   // The template describes tools and has a call format llama.cpp parses
   // (probed once at load).
   bool NativeToolCalls() const { return native_tools_; }

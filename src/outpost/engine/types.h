@@ -25,6 +25,7 @@ struct ChatMessage {
   std::string content;
   std::string tool_calls;    // assistant: the calls it made, as a JSON array ("" = none)
   std::string tool_call_id;  // tool: the call this result answers
+  std::string reasoning;     // assistant: its thinking (templates that show it again)
 };
 
 // A function a chat request lets the model call (OpenAI `tools`).
@@ -48,13 +49,30 @@ struct ToolCall {
   std::string arguments;  // JSON text
 };
 
-// A chat answer split into what the user reads and the calls it makes.
+// A chat answer split into what the user reads, the calls it makes, and the
+// thinking that came before (models that reason: Qwen 3, DeepSeek R1, ...).
 struct ParsedAnswer {
+  std::string reasoning;
   std::string content;
   std::vector<ToolCall> tool_calls;
 };
 
-// Turns an answer's raw text into a ParsedAnswer, for one tool-call format.
+// How a conversation is rendered for, and its answer read from, a model that
+// thinks before it answers. Templates without a thinking block ignore it.
+struct ChatOptions {
+  // Split the thinking off the answer (ParsedAnswer::reasoning). False: it
+  // stays in the content, tags and all (llama-server's reasoning_format none).
+  bool parse_reasoning = true;
+  // False asks the template not to think (Qwen 3's enable_thinking: the
+  // prompt then holds an empty thinking block). Templates that always think
+  // (DeepSeek R1's) ignore it.
+  bool enable_thinking = true;
+  // More template variables (chat_template_kwargs, reasoning_effort): name →
+  // JSON text. The caller keeps out the names the template is given already.
+  std::vector<std::pair<std::string, std::string>> template_kwargs;
+};
+
+// Turns an answer's raw text into a ParsedAnswer, for one chat format.
 // Immutable once made; thread-safe.
 class AnswerParser {
  public:
@@ -120,6 +138,15 @@ struct TokenLogprob {
   std::vector<std::pair<Token, float>> top;
 };
 
+// A template's thinking block: the tags around a model's reasoning, and
+// whether the prompt opened it, so that the answer starts inside it
+// (DeepSeek R1's prompt ends with "<think>\n"). end empty: no block.
+struct ThinkingBlock {
+  std::string start;  // "<think>"
+  std::string end;    // "</think>"
+  bool open = false;
+};
+
 // A conversation rendered by the model's chat template, with what generation
 // needs to follow the template's format.
 struct ChatPrompt {
@@ -131,7 +158,10 @@ struct ChatPrompt {
   std::vector<GrammarTrigger> grammar_triggers;
   std::string grammar_prefix;
   std::vector<Token> special_tokens;  // control tokens whose text is part of the answer
+  // Reads the answer back: set with tools in the template's format, and for
+  // a template with a thinking block when ChatOptions::parse_reasoning.
   std::shared_ptr<const AnswerParser> parser;
+  ThinkingBlock thinking;
 };
 
 // What shape the answer must have (OpenAI response_format).

@@ -33,7 +33,7 @@ std::vector<engine::Token> PinnedTokens(const engine::Engine& engine, const Pinn
     messages[0].content = pinned.system;
     messages[1].role = "user";
     messages[1].content = user;
-    auto rendered = engine.ApplyChatTemplate(messages, nullptr);
+    auto rendered = engine.ApplyChatTemplate(messages, nullptr, engine::ChatOptions());
     if (!rendered.ok()) return {};
     auto tokens = engine.Tokenize(rendered->text, /*add_special=*/true, /*parse_special=*/true);
     if (first) {

@@ -48,6 +48,7 @@ struct PromptInput {
   // Tools rendered in the chat template's own format (REQUIRES chat and
   // engine().NativeToolCalls()); the calls are grammar-constrained.
   std::optional<engine::ChatTools> tools;
+  engine::ChatOptions options;  // chat: thinking, reasoning split, template variables
 };
 
 // One generated token as the client sees it: its bytes (possibly part of a

@@ -82,7 +82,7 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
     if (in.tools && !e.NativeToolCalls()) {
       return Status::InvalidArgument("the model's chat template has no tool-call format", "tools");
     }
-    auto rendered = e.ApplyChatTemplate(in.messages, in.tools ? &*in.tools : nullptr);
+    auto rendered = e.ApplyChatTemplate(in.messages, in.tools ? &*in.tools : nullptr, in.options);
     if (!rendered.ok()) return rendered.status();
     chat = std::move(rendered).value();
     req->prompt = e.Tokenize(chat.text, /*add_special=*/true, /*parse_special=*/true);
