@@ -13,8 +13,8 @@
 #include "outpost/api/http_sink.h"
 #include "outpost/api/openai_request.h"
 #include "outpost/api/openai_response.h"
+#include "outpost/api/parsed_answer.h"
 #include "outpost/api/sse.h"
-#include "outpost/api/tool_answer.h"
 
 namespace outpost::api {
 namespace {
@@ -28,9 +28,9 @@ struct Stream {
   bool chat = true;
   bool include_usage = false;
   bool logprobs = false;
-  std::vector<ToolCallStream> tools;  // per choice, when the request has tools
-  int n = 1;                          // choices
-  std::vector<int64_t> text_offset;   // completions: bytes of output written so far, per choice
+  std::vector<AnswerStream> parsed;  // per choice, when the answer is parsed (tools, thinking)
+  int n = 1;                         // choices
+  std::vector<int64_t> text_offset;  // completions: bytes of output written so far, per choice
   bool role_sent = false;
   bool finished = false;
 };
@@ -64,7 +64,6 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   const bool include_usage = call.request.include_usage;
   const std::string echo = call.request.echo ? call.request.prompt : std::string();
   const bool logprobs = call.request.top_logprobs >= 0;
-  const bool tools = call.request.tools.active();
   const int n = call.request.n;
   const std::string request_id = call.id;
 
@@ -100,8 +99,7 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
     if (r.finish == FinishReason::kError) return fail(r.error);
     for (auto& c : choices) {
       c.finish = static_cast<size_t>(c.index) < r.choices.size() ? r.choices[c.index] : r.finish;
-      if (tools && sink->meta().tool_parser)
-        ApplyToolAnswer(&c, *sink->meta().tool_parser, *random_);
+      if (sink->meta().answer_parser) ApplyParsedAnswer(&c, *sink->meta().answer_parser, *random_);
     }
     res.set_content(
         chat ? ChatCompletionBody(meta, choices, r.usage) : CompletionBody(meta, choices, r.usage),
@@ -117,8 +115,8 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
   st->logprobs = logprobs;
   st->n = n;
   st->text_offset.assign(static_cast<size_t>(n), 0);
-  if (tools && sink->meta().tool_parser) {
-    for (int i = 0; i < n; ++i) st->tools.emplace_back(sink->meta().tool_parser, random_);
+  if (sink->meta().answer_parser) {
+    for (int i = 0; i < n; ++i) st->parsed.emplace_back(sink->meta().answer_parser, random_);
   }
   const ApiStats stats = stats_;
   res.set_header("Cache-Control", "no-cache");
@@ -142,10 +140,13 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
         for (auto& p : st->sink->TakePieces(&ended)) {
           const auto i = static_cast<size_t>(p.choice);
           Choice c;
-          if (!st->tools.empty()) {  // content and calls, as far as the answer so far tells
-            c = st->tools[i].Feed(p.text);
+          if (!st->parsed.empty()) {  // thinking, content and calls, as far as the answer tells
+            c = st->parsed[i].Feed(p.text);
             c.index = p.choice;
-            if (c.text.empty() && c.tool_calls.empty()) continue;
+            c.has_logprobs = st->logprobs;
+            c.logprobs = std::move(p.logprobs);
+            if (c.reasoning.empty() && c.text.empty() && c.tool_calls.empty() && c.logprobs.empty())
+              continue;
             if (!write(SseData(ChatChunk(st->meta, c, false, /*content=*/!c.text.empty()))))
               return false;
             continue;
@@ -175,11 +176,11 @@ void HttpServer::HandleCompletion(Endpoint endpoint, const HttpRequest& req, Htt
           Choice end;
           end.index = i;
           end.finish = static_cast<size_t>(i) < r.choices.size() ? r.choices[i] : r.finish;
-          if (!st->tools.empty()) {
-            ToolCallStream& ts = st->tools[static_cast<size_t>(i)];
+          if (!st->parsed.empty()) {
+            AnswerStream& ts = st->parsed[static_cast<size_t>(i)];
             Choice t = ts.Finish(end.finish == FinishReason::kLength);
             t.index = i;
-            if (!t.tool_calls.empty() || !t.text.empty()) {
+            if (!t.tool_calls.empty() || !t.text.empty() || !t.reasoning.empty()) {
               if (!write(SseData(ChatChunk(st->meta, t, false, /*content=*/!t.text.empty()))))
                 return false;
             }

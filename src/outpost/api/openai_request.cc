@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 
 namespace outpost::api {
@@ -153,6 +154,18 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
       }
       msg.tool_calls = calls->dump();
     }
+    if (auto r = m.find("reasoning_content"); r != m.end() && !r->is_null()) {
+      // The thinking of an earlier answer, sent back as llama-server and
+      // vLLM return it: templates that show it again (Qwen 3 after a tool
+      // call, gpt-oss) get it.
+      if (rs != "assistant") {
+        return Status::InvalidArgument(
+            "'" + f + ".reasoning_content' is only allowed on assistant messages",
+            f + ".reasoning_content");
+      }
+      if (!r->is_string()) return WrongType(f + ".reasoning_content", "a string", *r);
+      msg.reasoning = r->get<std::string>();
+    }
     if (rs == "tool") {
       auto id = m.find("tool_call_id");
       if (id == m.end() || !id->is_string()) {
@@ -162,6 +175,59 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
       msg.tool_call_id = id->get<std::string>();
     }
     r->messages.push_back(std::move(msg));
+  }
+  return Status::Ok();
+}
+
+// Variables the template is given already: a kwarg may not replace them.
+bool TemplateOwns(const std::string& name) {
+  static const char* const kOwned[] = {
+      "messages",  "tools",       "add_generation_prompt", "bos_token",
+      "eos_token", "tool_choice", "builtin_tools",         "parallel_tool_calls"};
+  return std::any_of(std::begin(kOwned), std::end(kOwned),
+                     [&](const char* o) { return name == o; });
+}
+
+// A thinking model's options: reasoning_format (llama-server's),
+// reasoning_effort (OpenAI's), chat_template_kwargs (llama-server's and
+// vLLM's; enable_thinking among them is Qwen 3's switch).
+Status ParseChatOptions(const json& j, ParsedRequest* r) {
+  engine::ChatOptions& o = r->chat_options;
+  if (auto it = j.find("reasoning_format"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("reasoning_format", "a string", *it);
+    const std::string v = it->get<std::string>();
+    if (v == "none") {
+      o.parse_reasoning = false;
+    } else if (v == "auto" || v == "deepseek") {
+      o.parse_reasoning = true;
+    } else {
+      return Status::InvalidArgument(
+          "'reasoning_format' must be 'auto', 'deepseek' or 'none', got '" + v + "'",
+          "reasoning_format");
+    }
+  }
+  if (auto it = j.find("chat_template_kwargs"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return WrongType("chat_template_kwargs", "an object", *it);
+    if (it->size() > kMaxTemplateKwargs) {
+      return Status::InvalidArgument("'chat_template_kwargs' has " + std::to_string(it->size()) +
+                                         " members; at most " + std::to_string(kMaxTemplateKwargs),
+                                     "chat_template_kwargs");
+    }
+    for (const auto& [name, value] : it->items()) {
+      const std::string f = "chat_template_kwargs." + name;
+      if (TemplateOwns(name)) {
+        return Status::InvalidArgument(
+            "'" + f + "' cannot be set: the server gives the template its " + name, f);
+      }
+      if (name == "enable_thinking") {
+        if (!value.is_boolean()) return WrongType(f, "a boolean", value);
+        o.enable_thinking = value.get<bool>();
+      }
+      o.template_kwargs.emplace_back(name, value.dump());
+    }
+  }
+  if (auto it = j.find("reasoning_effort"); it != j.end() && !it->is_null()) {
+    OUTPOST_RETURN_IF_ERROR(ApplyReasoningEffort(*it, "reasoning_effort", &o));
   }
   return Status::Ok();
 }
@@ -575,9 +641,31 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
     r.top_logprobs = static_cast<int32_t>(top);
   }
   OUTPOST_RETURN_IF_ERROR(ParseResponseFormat(j, &r));
-  if (endpoint == Endpoint::kChat) OUTPOST_RETURN_IF_ERROR(ParseTools(j, &r));
+  if (endpoint == Endpoint::kChat) {
+    OUTPOST_RETURN_IF_ERROR(ParseTools(j, &r));
+    OUTPOST_RETURN_IF_ERROR(ParseChatOptions(j, &r));
+  }
   OUTPOST_RETURN_IF_ERROR(KeepWrittenOrder(body, &r));
   return r;
+}
+
+Status ApplyReasoningEffort(const json& effort, const std::string& field,
+                            engine::ChatOptions* options) {
+  if (!effort.is_string()) return WrongType(field, "a string", effort);
+  const std::string v = effort.get<std::string>();
+  if (v == "none") {
+    options->enable_thinking = false;
+    return Status::Ok();
+  }
+  if (v != "minimal" && v != "low" && v != "medium" && v != "high" && v != "xhigh") {
+    return Status::InvalidArgument("'" + field +
+                                       "' must be 'none', 'minimal', 'low', 'medium', 'high' or "
+                                       "'xhigh', got '" +
+                                       v + "'",
+                                   field);
+  }
+  options->template_kwargs.emplace_back("reasoning_effort", json(v).dump());
+  return Status::Ok();
 }
 
 StatusOr<scheduler::Priority> ParsePriority(std::string_view h) {

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "outpost/engine/types.h"
 #include "outpost/router/completion_call.h"
 #include "outpost/router/route_types.h"
@@ -24,10 +26,21 @@ using router::Endpoint;
 // The parsed body: plain values the router acts on.
 using ParsedRequest = router::CompletionRequest;
 
+// chat_template_kwargs members, at most (each is a variable in every render).
+inline constexpr size_t kMaxTemplateKwargs = 64;
+
 // Parses a /v1/chat/completions or /v1/completions body. `n_vocab` bounds
 // logit_bias keys and token-id prompts (INT32_MAX defers that check to the
 // model's scheduler, which knows its vocabulary).
 StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab);
+
+// OpenAI's reasoning effort (`field`: chat's reasoning_effort, Responses'
+// reasoning.effort): "none" turns a thinking template's thinking off; the
+// others ("minimal", "low", "medium", "high", "xhigh") reach the template as
+// its reasoning_effort variable (gpt-oss reads it). Errors: InvalidArgument
+// naming `field` for any other value.
+Status ApplyReasoningEffort(const nlohmann::json& effort, const std::string& field,
+                            engine::ChatOptions* options);
 
 // "interactive" (default) or "batch", from the X-Outpost-Priority header.
 StatusOr<scheduler::Priority> ParsePriority(std::string_view header_value);

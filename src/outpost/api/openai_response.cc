@@ -26,7 +26,7 @@ json UsageJson(const scheduler::Usage& u) {
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", 0}}}};
+          {"completion_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}}};
 }
 
 json Base(const ResponseMeta& m, const char* object) {
@@ -98,6 +98,8 @@ std::string ChatCompletionBody(const ResponseMeta& m, const std::vector<Choice>&
   j["choices"] = json::array();
   for (const Choice& c : choices) {
     json message = {{"role", "assistant"}, {"refusal", nullptr}};
+    // As llama-server and vLLM name it; only a thinking model's answer has it.
+    if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
     if (c.tool_calls.empty()) {
       message["content"] = c.text;
     } else {
@@ -117,6 +119,7 @@ std::string ChatChunk(const ResponseMeta& m, const Choice& c, bool role_start, b
   json j = Base(m, "chat.completion.chunk");
   json delta = json::object();
   if (role_start) delta["role"] = "assistant";
+  if (!c.reasoning.empty()) delta["reasoning_content"] = c.reasoning;
   if (content_delta) delta["content"] = c.text;
   if (!c.tool_calls.empty()) delta["tool_calls"] = ToolCallsJson(c.tool_calls, true);
   j["choices"] = json::array({{{"index", c.index},

@@ -37,7 +37,8 @@ struct ToolCall {
 // One choice of an answer, or its part in one stream chunk.
 struct Choice {
   int index = 0;
-  std::string text;  // chat: message content; completions: text
+  std::string text;       // chat: message content; completions: text
+  std::string reasoning;  // chat: a thinking model's reasoning (reasoning_content)
   scheduler::FinishReason finish = scheduler::FinishReason::kNone;
   bool tool_calls_finish = false;  // finish_reason "tool_calls" (chat)
   std::vector<ToolCall> tool_calls;

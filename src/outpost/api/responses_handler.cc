@@ -25,9 +25,9 @@
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
 #include "outpost/api/json_fields.h"
+#include "outpost/api/parsed_answer.h"
 #include "outpost/api/responses_turn.h"
 #include "outpost/api/sse.h"
-#include "outpost/api/tool_answer.h"
 #include "outpost/router/local_target.h"
 
 namespace outpost::api {
@@ -39,7 +39,7 @@ using scheduler::FinishReason;
 struct ResponseStream {
   std::shared_ptr<HttpSink> sink;
   std::unique_ptr<ResponseEvents> events;
-  std::unique_ptr<ToolCallStream> tools;  // when the request has tools
+  std::unique_ptr<AnswerStream> parsed;  // when the answer is parsed (tools, thinking)
   bool started = false;
   bool finished = false;
 };
@@ -110,7 +110,6 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
   const Keeper& keep = turn.keep;
   ResponseInfo& info = turn.info;
   const bool stream = turn.call.request.stream;
-  const bool tools = turn.call.request.tools.active();
   const bool logprobs = turn.call.request.top_logprobs >= 0;
 
   // A relayed answer states what this server did with the request, not
@@ -132,7 +131,7 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
       DispatchCall(std::move(turn.call), req, res, ForResponses, &relayed);
   if (sink == nullptr) return;  // an error, or a relayed answer: written
   info.model = sink->meta().model;
-  const auto& parser = sink->meta().tool_parser;
+  const auto& parser = sink->meta().answer_parser;
 
   if (!stream) {
     Choice answer;
@@ -150,7 +149,7 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
     // The client has gone: nothing was answered, nothing is kept.
     if (r.finish == FinishReason::kCancelled) return fail(Status::Cancelled("the client has gone"));
     answer.finish = r.finish;
-    if (tools && parser) ApplyToolAnswer(&answer, *parser, *random_);
+    if (parser) ApplyParsedAnswer(&answer, *parser, *random_);
     info.completed_at = clock_->UnixSeconds();
     std::string body = ResponseBody(info, answer, r.usage, *random_);
     keep(body);
@@ -161,7 +160,7 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
   auto st = std::make_shared<ResponseStream>();
   st->sink = sink;
   st->events = std::make_unique<ResponseEvents>(std::move(info), random_);
-  if (tools && parser) st->tools = std::make_unique<ToolCallStream>(parser, random_);
+  if (parser) st->parsed = std::make_unique<AnswerStream>(parser, random_);
   const ApiStats stats = stats_;
   const util::Clock* clock = clock_;
   const bool counted = turn.counted;
@@ -180,8 +179,9 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
         for (auto& p : st->sink->TakePieces(&ended)) {
           if (p.choice != 0) continue;
           Choice delta;
-          if (st->tools) {
-            delta = st->tools->Feed(p.text);
+          if (st->parsed) {
+            delta = st->parsed->Feed(p.text);
+            delta.logprobs = std::move(p.logprobs);
           } else {
             delta.text = std::move(p.text);
             delta.logprobs = std::move(p.logprobs);
@@ -205,8 +205,8 @@ void HttpServer::RunResponse(ResponseTurn turn, const HttpRequest& req, HttpResp
           keep.Release();  // the client has gone: nothing is kept
           return false;
         }
-        if (st->tools) {
-          events += st->events->Delta(st->tools->Finish(r.finish == FinishReason::kLength));
+        if (st->parsed) {
+          events += st->events->Delta(st->parsed->Finish(r.finish == FinishReason::kLength));
         }
         events += st->events->Finish(r.finish, r.usage, clock->UnixSeconds());
         keep(st->events->final_response());

@@ -101,7 +101,13 @@ Status ItemMessages(const json& input, const std::string& field, json* messages)
       }
       std::string text;
       OUTPOST_RETURN_IF_ERROR(ContentText(*content, f + ".content", &text));
-      messages->push_back({{"role", role}, {"content", text}});
+      if (role == "assistant" && after_assistant &&
+          messages->back().contains("reasoning_content") && messages->back()["content"].is_null() &&
+          !messages->back().contains("tool_calls")) {
+        messages->back()["content"] = text;  // the answer its reasoning item came before
+      } else {
+        messages->push_back({{"role", role}, {"content", text}});
+      }
     } else if (type == "function_call") {
       std::string call_id, name, arguments;
       OUTPOST_RETURN_IF_ERROR(ItemString(item, "call_id", f, &call_id));
@@ -128,7 +134,22 @@ Status ItemMessages(const json& input, const std::string& field, json* messages)
       OUTPOST_RETURN_IF_ERROR(ContentText(*output, f + ".output", &text));
       messages->push_back({{"role", "tool"}, {"tool_call_id", call_id}, {"content", text}});
     } else if (type == "reasoning") {
-      continue;  // an earlier answer's reasoning: nothing this model reads
+      // An earlier answer's thinking (its reasoning_text parts; summaries and
+      // encrypted content are not this model's): the assistant turn that
+      // follows carries it, for templates that show it again.
+      std::string text;
+      if (auto c = item.find("content"); c != item.end() && c->is_array()) {
+        for (const auto& part : *c) {
+          if (part.is_object() && part.value("type", "") == "reasoning_text" &&
+              part.value("text", json()).is_string()) {
+            text += part["text"].get<std::string>();
+          }
+        }
+      }
+      if (!text.empty()) {
+        messages->push_back(
+            {{"role", "assistant"}, {"content", nullptr}, {"reasoning_content", text}});
+      }
     } else if (type == "item_reference") {
       return Unsupported(f + ".type",
                          "item_reference is resolved only in a Responses request's 'input' and "
@@ -139,6 +160,11 @@ Status ItemMessages(const json& input, const std::string& field, json* messages)
                                          "function_call_output, reasoning)",
                                      f + ".type");
     }
+  }
+  // Thinking that no answer followed says nothing to the template.
+  if (!messages->empty() && messages->back().contains("reasoning_content") &&
+      messages->back()["content"].is_null() && !messages->back().contains("tool_calls")) {
+    messages->erase(messages->size() - 1);
   }
   return Status::Ok();
 }
@@ -466,8 +492,28 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   for (const char* key :
        {"model", "stream", "temperature", "top_p", "user", "service_tier", "parallel_tool_calls",
         "seed", "stop", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-        "repetition_penalty", "logit_bias", "ignore_eos", "cache_prompt"}) {
+        "repetition_penalty", "logit_bias", "ignore_eos", "cache_prompt", "reasoning_format",
+        "chat_template_kwargs"}) {
     if (auto it = j.find(key); it != j.end()) chat[key] = *it;
+  }
+  json reasoning = {{"effort", nullptr}, {"summary", nullptr}};
+  if (auto it = j.find("reasoning"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return WrongType("reasoning", "an object", *it);
+    if (auto e = it->find("effort"); e != it->end() && !e->is_null()) {
+      engine::ChatOptions checked;  // named as Responses names it
+      OUTPOST_RETURN_IF_ERROR(ApplyReasoningEffort(*e, "reasoning.effort", &checked));
+      chat["reasoning_effort"] = *e;
+      reasoning["effort"] = *e;
+    }
+    // A summary is a second model's work; this model's thinking comes as
+    // it is (reasoning_text), whatever summary asks.
+    if (auto s = it->find("summary"); s != it->end() && !s->is_null()) {
+      if (*s != "auto" && *s != "concise" && *s != "detailed") {
+        return Status::InvalidArgument("'reasoning.summary' must be auto, concise or detailed",
+                                       "reasoning.summary");
+      }
+      reasoning["summary"] = *s;
+    }
   }
   if (auto it = j.find("max_output_tokens"); it != j.end()) chat["max_tokens"] = *it;
   OUTPOST_RETURN_IF_ERROR(Tools(j, &chat));
@@ -541,7 +587,7 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
       {"metadata", value("metadata", json::object())},
       {"parallel_tool_calls", value("parallel_tool_calls", true)},
       {"previous_response_id", previous_id.empty() ? json(nullptr) : json(previous_id)},
-      {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+      {"reasoning", reasoning},
       {"store", store && options.previous != nullptr},
       {"temperature", value("temperature", 1.0)},
       {"text", {{"format", {{"type", "text"}}}}},

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include <string_view>
 #include "outpost/api/json_fields.h"
 
@@ -31,7 +33,7 @@ json UsageJson(const scheduler::Usage& u) {
   return {{"input_tokens", u.prompt_tokens},
           {"input_tokens_details", {{"cached_tokens", u.cached_tokens}, {"cache_write_tokens", 0}}},
           {"output_tokens", u.completion_tokens},
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"output_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}},
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
@@ -48,6 +50,18 @@ json MessageItem(const std::string& id, const char* status, json content) {
           {"status", status},
           {"role", "assistant"},
           {"content", std::move(content)}};
+}
+
+// A thinking model's reasoning, as OpenAI gives an open model's: its text as
+// one reasoning_text part, and no summary (none is made).
+json ReasoningItem(const std::string& id, const char* status, const std::string& text) {
+  json content = json::array();
+  if (!text.empty()) content.push_back({{"type", "reasoning_text"}, {"text", text}});
+  return {{"type", "reasoning"},
+          {"id", id},
+          {"summary", json::array()},
+          {"content", std::move(content)},
+          {"status", status}};
 }
 
 json CallItem(const std::string& id, const std::string& call_id, const std::string& name,
@@ -89,6 +103,12 @@ std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
   const bool cut = answer.finish == scheduler::FinishReason::kLength;
   const char* item_status = cut ? "incomplete" : "completed";
   json output = json::array();
+  if (!answer.reasoning.empty()) {
+    // Whole once the answer came after it; cut inside it, incomplete.
+    const bool thought = !cut || !answer.text.empty() || !answer.tool_calls.empty();
+    output.push_back(ReasoningItem(NewId("rs_", random), thought ? "completed" : "incomplete",
+                                   answer.reasoning));
+  }
   if (!answer.text.empty() || answer.tool_calls.empty()) {
     output.push_back(MessageItem(NewId("msg_", random), item_status,
                                  json::array({TextPart(answer.text, answer.logprobs)})));
@@ -217,16 +237,25 @@ std::string ResponseEvents::Event(const char* type, json fields) {
 std::string ResponseEvents::Lifecycle(const char* type, const char* status, const json& extra) {
   json output = json::array();
   for (const Item& item : items_) {
-    const char* s = item.status;
-    output.push_back(
-        item.call ? CallItem(item.id, item.call_id, item.name, item.text, s)
-                  : MessageItem(item.id, s, json::array({TextPart(item.text, item.logprobs)})));
+    output.push_back(ItemJson(item));
   }
   json r = ResponseJson(info_, status, std::move(output), nullptr);
   for (const auto& [k, v] : extra.items()) r[k] = v;
   const std::string_view t = type;
   if (t == "response.completed" || t == "response.incomplete") final_ = DumpLossy(r);
   return Event(type, {{"response", std::move(r)}});
+}
+
+json ResponseEvents::ItemJson(const Item& item) {
+  switch (item.kind) {
+    case Item::Kind::kCall:
+      return CallItem(item.id, item.call_id, item.name, item.text, item.status);
+    case Item::Kind::kReasoning:
+      return ReasoningItem(item.id, item.status, item.text);
+    case Item::Kind::kMessage:
+      break;
+  }
+  return MessageItem(item.id, item.status, json::array({TextPart(item.text, item.logprobs)}));
 }
 
 std::string ResponseEvents::Start() {
@@ -237,10 +266,13 @@ std::string ResponseEvents::Start() {
 std::string ResponseEvents::Open(Item item) {
   const int64_t index = static_cast<int64_t>(items_.size());
   std::string out;
-  if (item.call) {
+  if (item.kind == Item::Kind::kCall) {
     out = Event("response.output_item.added",
                 {{"output_index", index},
                  {"item", CallItem(item.id, item.call_id, item.name, "", "in_progress")}});
+  } else if (item.kind == Item::Kind::kReasoning) {
+    out = Event("response.output_item.added",
+                {{"output_index", index}, {"item", ReasoningItem(item.id, "in_progress", "")}});
   } else {
     out = Event(
         "response.output_item.added",
@@ -260,7 +292,14 @@ std::string ResponseEvents::CloseOpen(const char* status) {
   item.status = status;
   const int64_t index = static_cast<int64_t>(items_.size()) - 1;
   std::string out;
-  if (item.call) {
+  if (item.kind == Item::Kind::kReasoning) {
+    out = Event(
+        "response.reasoning_text.done",
+        {{"item_id", item.id}, {"output_index", index}, {"content_index", 0}, {"text", item.text}});
+    out += Event("response.output_item.done", {{"output_index", index}, {"item", ItemJson(item)}});
+    return out;
+  }
+  if (item.kind == Item::Kind::kCall) {
     out = Event("response.function_call_arguments.done",
                 {{"item_id", item.id}, {"output_index", index}, {"arguments", item.text}});
     out += Event("response.output_item.done",
@@ -285,8 +324,24 @@ std::string ResponseEvents::CloseOpen(const char* status) {
 
 std::string ResponseEvents::Delta(const Choice& delta) {
   std::string out;
+  if (!delta.reasoning.empty()) {
+    if (items_.empty() || !items_.back().open() || items_.back().kind != Item::Kind::kReasoning) {
+      out += CloseOpen("completed");
+      Item reasoning;
+      reasoning.kind = Item::Kind::kReasoning;
+      reasoning.id = NewId("rs_", *random_);
+      out += Open(std::move(reasoning));
+    }
+    Item& item = items_.back();
+    item.text += delta.reasoning;
+    out += Event("response.reasoning_text.delta",
+                 {{"item_id", item.id},
+                  {"output_index", static_cast<int64_t>(items_.size()) - 1},
+                  {"content_index", 0},
+                  {"delta", delta.reasoning}});
+  }
   if (!delta.text.empty()) {
-    if (items_.empty() || !items_.back().open() || items_.back().call) {
+    if (items_.empty() || !items_.back().open() || items_.back().kind != Item::Kind::kMessage) {
       out += CloseOpen("completed");
       Item message;
       message.id = NewId("msg_", *random_);
@@ -306,13 +361,13 @@ std::string ResponseEvents::Delta(const Choice& delta) {
     if (!c.id.empty()) {  // a new call
       out += CloseOpen("completed");
       Item call;
-      call.call = true;
+      call.kind = Item::Kind::kCall;
       call.id = NewId("fc_", *random_);
       call.call_id = c.id;
       call.name = c.name;
       out += Open(std::move(call));
     }
-    if (items_.empty() || !items_.back().call || c.arguments.empty()) continue;
+    if (items_.empty() || items_.back().kind != Item::Kind::kCall || c.arguments.empty()) continue;
     Item& item = items_.back();
     item.text += c.arguments;
     out += Event("response.function_call_arguments.delta",
@@ -328,7 +383,10 @@ std::string ResponseEvents::Finish(scheduler::FinishReason finish, const schedul
   info_.completed_at = completed_at;
   const bool cut = finish == scheduler::FinishReason::kLength;
   std::string out;
-  if (items_.empty()) {  // no text at all: still one (empty) message, as the body has
+  const bool answered = std::any_of(items_.begin(), items_.end(),
+                                    [](const Item& i) { return i.kind != Item::Kind::kReasoning; });
+  if (!answered) {  // no text at all: still one (empty) message, as the body has
+    out += CloseOpen(cut ? "incomplete" : "completed");  // the thinking, cut inside or whole
     Item message;
     message.id = NewId("msg_", *random_);
     out += Open(std::move(message));

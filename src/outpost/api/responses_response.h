@@ -4,6 +4,7 @@
 //
 //   response.created, response.in_progress
 //   per output item: response.output_item.added,
+//     reasoning:       response.reasoning_text.delta*, response.reasoning_text.done
 //     a message:       response.content_part.added, response.output_text.delta*,
 //                      response.output_text.done, response.content_part.done
 //     a function call: response.function_call_arguments.delta*,
@@ -12,8 +13,9 @@
 //   response.completed | response.incomplete (max_output_tokens) | response.failed
 //
 // There is no [DONE]: the last event ends the stream. Output items are a
-// message (one output_text part) and then the function calls, as the answer
-// brings them. Pure; not thread-safe (one ResponseEvents per stream).
+// thinking model's reasoning (one reasoning_text part), a message (one
+// output_text part) and then the function calls, as the answer brings them. Pure; not thread-safe
+// (one ResponseEvents per stream).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,7 @@ struct ResponseInfo {
 };
 
 // The whole Response for a finished answer: `answer` holds its text (the
-// message, if any), its calls (ApplyToolAnswer) and, if asked, logprobs.
+// message, if any), its calls (ApplyParsedAnswer) and, if asked, logprobs.
 // finish kLength makes it "incomplete" (reason max_output_tokens).
 std::string ResponseBody(const ResponseInfo& info, const Choice& answer,
                          const scheduler::Usage& usage, util::Random& random);
@@ -108,8 +110,9 @@ class ResponseEvents {
 
   // response.created and response.in_progress.
   std::string Start();
-  // A piece of the answer: text to append to the message, and call deltas
-  // (ToolCallStream's: a call's first delta has id and name, later ones
+  // A piece of the answer: thinking to append to the reasoning item, text to
+  // append to the message, and call deltas
+  // (AnswerStream's: a call's first delta has id and name, later ones
   // argument text). Opens and closes items as needed.
   std::string Delta(const Choice& delta);
   // The answer ended: closes the open item, then response.completed, or
@@ -124,9 +127,10 @@ class ResponseEvents {
 
  private:
   struct Item {
-    bool call = false;
-    std::string id;    // "msg_..." / "fc_..."
-    std::string text;  // message text, or a call's arguments
+    enum class Kind { kMessage, kCall, kReasoning };
+    Kind kind = Kind::kMessage;
+    std::string id;    // "msg_..." / "fc_..." / "rs_..."
+    std::string text;  // message text, a call's arguments, or the thinking
     std::string call_id, name;
     std::vector<scheduler::TokenInfo> logprobs;
     const char* status = "in_progress";  // once closed: "completed" or "incomplete"
@@ -134,6 +138,7 @@ class ResponseEvents {
   };
   // One SSE event: `fields` plus type and the next sequence_number.
   std::string Event(const char* type, nlohmann::json fields);
+  static nlohmann::json ItemJson(const Item& item);
   std::string Open(Item item);
   // Closes the last item if it is open; status "completed" or "incomplete".
   std::string CloseOpen(const char* status);

@@ -184,6 +184,8 @@ const std::map<std::string, Setter>& Setters() {
                      return Status::Ok();
                    }},
                   {"kv_type", StringField(&ServeConfig::kv_type, {"f16", "q8_0", "q4_0"})},
+                  {"reasoning_format",
+                   StringField(&ServeConfig::reasoning_format, {"auto", "none"})},
                   {"batch_size", IntField(&ServeConfig::batch_size, 16, 8192)},
                   {"prefill_chunk", IntField(&ServeConfig::prefill_chunk, 1, 8192)},
                   {"prefix_cache", BoolField(&ServeConfig::prefix_cache)},
@@ -584,6 +586,7 @@ models::ModelRuntimeOptions ModelRuntimeOptionsFrom(const ServeConfig& cfg, size
     o.id = e.id;
     o.chat_template_file = e.chat_template_file;
   }
+  o.split_reasoning = cfg.reasoning_format != "none";
   o.ctx_per_session = cfg.ctx_size;
   o.parallel = cfg.parallel;
   o.parallel_auto_max = cfg.parallel_auto_max;

@@ -36,6 +36,9 @@ struct ServeConfig {
   std::string model;               // GGUF path; default: the bootstrap's default model
   std::string model_id;            // id clients use; default: file name without .gguf
   std::string chat_template_file;  // jinja file overriding the GGUF's chat template
+  // A thinking model's reasoning: "auto" splits it off the answer
+  // (reasoning_content), "none" leaves it in the content; requests may say.
+  std::string reasoning_format = "auto";
   std::string host = "127.0.0.1";
   int port = 8080;
   int threads = 0;                // 0 = usable CPUs (util/cpus.h)

@@ -30,6 +30,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "by the cgroup memory limit: MemoryMax=, --memory)"},
       {"headroom", "safety margin on top of the planned peak, 0.2 or 20% (default 20%)"},
       {"kv_type", "KV cache element type: f16, q8_0, q4_0 (default f16)"},
+      {"reasoning_format",
+       "a thinking model's reasoning: auto (split off as reasoning_content) or none (left in the "
+       "content); default auto"},
       {"batch_size", "max tokens per decode step (default 512)"},
       {"prefill_chunk", "max prompt tokens per step while others decode (default 256)"},
       {"step_budget",

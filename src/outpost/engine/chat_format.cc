@@ -144,8 +144,8 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
         tools->required ? COMMON_CHAT_TOOL_CHOICE_REQUIRED : COMMON_CHAT_TOOL_CHOICE_AUTO;
     in->parallel_tool_calls = tools->parallel;
   }
-  in->reasoning_format =
-      options.parse_reasoning ? COMMON_REASONING_FORMAT_DEEPSEEK : COMMON_REASONING_FORMAT_NONE;
+  in->reasoning_format = options.parse_reasoning.value_or(true) ? COMMON_REASONING_FORMAT_DEEPSEEK
+                                                                : COMMON_REASONING_FORMAT_NONE;
   in->enable_thinking = options.enable_thinking;
   for (const auto& [name, value] : options.template_kwargs) in->chat_template_kwargs[name] = value;
   return Status::Ok();
@@ -202,7 +202,7 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
              tail.compare(tail.size() - t.start.size(), t.start.size(), t.start) == 0;
   }
   if (tools == nullptr) {
-    if (options.parse_reasoning && !out.thinking.end.empty()) {
+    if (options.parse_reasoning.value_or(true) && !out.thinking.end.empty()) {
       out.parser = std::make_shared<ChatAnswerParser>(params, std::string(), /*parallel=*/true,
                                                       /*reasoning=*/true);
     }
@@ -228,8 +228,9 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
     out.grammar_triggers.push_back(std::move(g));
   }
   const bool forced = !opening.empty() && !params.grammar_lazy && !params.grammar.empty();
-  out.parser = std::make_shared<ChatAnswerParser>(params, forced ? opening : std::string(),
-                                                  tools->parallel, options.parse_reasoning);
+  out.parser =
+      std::make_shared<ChatAnswerParser>(params, forced ? opening : std::string(), tools->parallel,
+                                         options.parse_reasoning.value_or(true));
   return out;
 }
 

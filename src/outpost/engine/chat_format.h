@@ -48,12 +48,12 @@ std::string ToolGrammar(const common_chat_templates* templates, common_chat_temp
 std::string CallOpening(const common_chat_params& auto_params);
 
 // What the template produced, as a ChatPrompt: the prompt, the stops, the
-// thinking block's tags (when the template has one), and the parser (which
-// splits off the thinking when options.parse_reasoning). With tools (null =
-// none) also the grammar, its triggers (a trigger word that is one token
-// becomes a token trigger), and the control tokens whose text is part of
-// the answer; the parser then keeps only the first call unless
-// tools->parallel.
+// control tokens whose text is part of the answer, the thinking block's tags
+// (when the template has one), and the parser (which splits off the
+// thinking when options.parse_reasoning; unset counts as true, the caller
+// resolves it). With tools (null = none) also the grammar and its triggers
+// (a trigger word that is one token becomes a token trigger); the parser
+// then keeps only the first call unless tools->parallel.
 //
 // `opening` (tool_choice required; from CallOpening) is appended to the
 // prompt, so the answer starts inside a call: llama.cpp's required grammar

@@ -121,6 +121,7 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
     if (llama_vocab_is_eog(m->vocab_, t)) m->eog_tokens_.push_back(t);
   }
   m->sampling_defaults_ = LoadSamplingDefaults(raw, options.sampling);
+  m->split_reasoning_ = options.split_reasoning;
 
   try {
     std::string override_tmpl = options.chat_template;
@@ -208,7 +209,9 @@ StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& me
   // The tokenizer adds BOS/EOS itself; strip them from the rendered text.
   in.add_bos = add_bos_;
   in.add_eos = add_eos_;
-  if (Status st = FillChatInputs(messages, tools, options, &in); !st.ok()) return st;
+  ChatOptions resolved = options;
+  if (!resolved.parse_reasoning) resolved.parse_reasoning = split_reasoning_;
+  if (Status st = FillChatInputs(messages, tools, resolved, &in); !st.ok()) return st;
   try {
     std::lock_guard<std::mutex> lock(template_mu_);
     std::string opening;
@@ -218,7 +221,7 @@ StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& me
       opening = CallOpening(common_chat_templates_apply(templates_, auto_in));
     }
     ChatPrompt out =
-        ToChatPrompt(common_chat_templates_apply(templates_, in), tools, options, opening, vocab_);
+        ToChatPrompt(common_chat_templates_apply(templates_, in), tools, resolved, opening, vocab_);
     if (tools != nullptr && !out.grammar.empty()) {
       // The prompt shows the parameters as given; the grammar is built from
       // them readied, so that what llama.cpp's converter would drop (a

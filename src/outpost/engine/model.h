@@ -28,6 +28,9 @@ struct ModelOptions {
   bool use_mmap = true;       // weights are paged from the file; shared with the page cache
   int32_t n_gpu_layers = 0;   // layers to offload when a GPU backend is built in; -1 = all
   std::string chat_template;  // jinja source overriding the GGUF's; "" = the GGUF's own
+  // A thinking model's reasoning split off the answer (ParsedAnswer::reasoning)
+  // unless a request says otherwise (ChatOptions::parse_reasoning).
+  bool split_reasoning = true;
   // Sampling defaults set by the operator (config); they win over the GGUF's.
   SamplingParams sampling;
 };
@@ -99,6 +102,7 @@ class Model {
   bool native_tools_ = false;
   bool add_bos_ = false;  // the tokenizer adds BOS (so templates must not)
   bool add_eos_ = false;
+  bool split_reasoning_ = true;
   mutable std::mutex template_mu_;  // guards rendering through templates_
 };
 

@@ -61,8 +61,9 @@ struct ParsedAnswer {
 // thinks before it answers. Templates without a thinking block ignore it.
 struct ChatOptions {
   // Split the thinking off the answer (ParsedAnswer::reasoning). False: it
-  // stays in the content, tags and all (llama-server's reasoning_format none).
-  bool parse_reasoning = true;
+  // stays in the content, tags and all (llama-server's reasoning_format
+  // none). Unset: the model's default (ModelOptions::split_reasoning).
+  std::optional<bool> parse_reasoning;
   // False asks the template not to think (Qwen 3's enable_thinking: the
   // prompt then holds an empty thinking block). Templates that always think
   // (DeepSeek R1's) ignore it.

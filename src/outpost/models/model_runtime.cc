@@ -119,6 +119,7 @@ StatusOr<std::shared_ptr<ServedModel>> LoadModel(const ModelRuntimeOptions& cfg,
   mo.sampling = cfg.sampling;
   mo.path = cfg.path;
   mo.n_gpu_layers = cfg.gpu_layers;
+  mo.split_reasoning = cfg.split_reasoning;
   if (!cfg.chat_template_file.empty()) {
     std::ifstream in(cfg.chat_template_file);
     if (!in) {

@@ -26,6 +26,7 @@ struct ModelRuntimeOptions {
   // loaded at once (a swap, a standby), their memory held as "<id>@<version>".
   std::string version;
   std::string chat_template_file;  // jinja overriding the GGUF's template; "" = the GGUF's
+  bool split_reasoning = true;     // engine::ModelOptions::split_reasoning
   int32_t ctx_per_session = 4096;  // tokens per session (prompt + answer)
   int32_t parallel = 0;            // sessions; 0 = as many as fit, up to parallel_auto_max
   int32_t parallel_auto_max = 16;

@@ -51,6 +51,9 @@ struct CompletionRequest {
   // when a cached prefix exists (results independent of what ran before).
   bool cache_prompt = true;
   ToolSpec tools;
+  // Chat: thinking on or off, the reasoning split, template variables
+  // (reasoning_effort, reasoning_format, chat_template_kwargs).
+  engine::ChatOptions chat_options;
   std::string user;  // OpenAI's end-user id (a canary keeps one user on one version)
   // OpenAI's service_tier: "priority", "default"/"auto" (kInteractive) or
   // "flex"; unset when not given.

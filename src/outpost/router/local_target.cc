@@ -111,6 +111,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;
   in.response_format = r.response_format;
+  in.options = r.chat_options;
   const engine::Engine& e = model.scheduler->engine();
   if (r.tools.active()) {
     // Each function's parameters constrain its calls: refuse what the grammar
@@ -162,7 +163,11 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
     in.response_format = engine::ResponseFormat{};
   }
   if (Status st = model.scheduler->Prepare(in, r.ignore_eos, gen); !st.ok()) return st;
-  if (generic_tools) gen->answer_parser = GenericToolParser(!response_schema.empty());
+  if (generic_tools) {
+    // A thinking template's parser (when Prepare set one) splits off the
+    // thinking; the generic parser reads the rest.
+    gen->answer_parser = GenericToolParser(!response_schema.empty(), std::move(gen->answer_parser));
+  }
   return Status::Ok();
 }
 

@@ -41,7 +41,7 @@ struct LocalAnswerMeta {
   std::string model;               // the served model's id
   std::string system_fingerprint;  // model file + build
   // With tools: reads the calls out of the answer's text (null otherwise).
-  std::shared_ptr<const engine::AnswerParser> tool_parser;
+  std::shared_ptr<const engine::AnswerParser> answer_parser;
   std::string version;  // the store's version of the model ("" when served from a file)
 };
 

@@ -347,9 +347,35 @@ class GenericParser : public engine::AnswerParser {
   const bool json_response_;
 };
 
+// The thinking first (the template's parser), then the format.
+class AfterThinkingParser : public engine::AnswerParser {
+ public:
+  AfterThinkingParser(std::shared_ptr<const engine::AnswerParser> thinking,
+                      std::shared_ptr<const engine::AnswerParser> format)
+      : thinking_(std::move(thinking)), format_(std::move(format)) {}
+  StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    auto split = thinking_->Parse(text, partial);
+    if (!split.ok()) return split.status();
+    // Still thinking: nothing of the format yet.
+    if (split->content.empty() && partial) return split;
+    auto a = format_->Parse(split->content, partial);
+    if (!a.ok()) return a.status();
+    a->reasoning = std::move(split->reasoning);
+    return a;
+  }
+
+ private:
+  const std::shared_ptr<const engine::AnswerParser> thinking_, format_;
+};
+
 }  // namespace
 
-std::shared_ptr<const engine::AnswerParser> GenericToolParser(bool json_response) {
+std::shared_ptr<const engine::AnswerParser> GenericToolParser(
+    bool json_response, std::shared_ptr<const engine::AnswerParser> thinking) {
+  if (thinking != nullptr) {
+    return std::make_shared<AfterThinkingParser>(std::move(thinking),
+                                                 GenericToolParser(json_response));
+  }
   static const auto* text =
       new std::shared_ptr<const engine::AnswerParser>(std::make_shared<GenericParser>(false));
   static const auto* json_value =

@@ -85,7 +85,10 @@ StatusOr<engine::ParsedAnswer> ParsePartialToolAnswer(const std::string& text,
 
 // ParseToolAnswer / ParsePartialToolAnswer as an engine::AnswerParser.
 // Arguments are the model's own JSON text, so a stream's pieces add up to
-// the final arguments exactly; so is a JSON response.
-std::shared_ptr<const engine::AnswerParser> GenericToolParser(bool json_response = false);
+// the final arguments exactly; so is a JSON response. `thinking` (a
+// thinking template's parser; null = none) first splits the thinking off,
+// and the rest is read as the format.
+std::shared_ptr<const engine::AnswerParser> GenericToolParser(
+    bool json_response = false, std::shared_ptr<const engine::AnswerParser> thinking = nullptr);
 
 }  // namespace outpost::router

@@ -89,9 +89,14 @@ struct GenerationRequest {
   // Control tokens whose text is part of the answer (a tool format's
   // "<tool_call>"); others render as nothing.
   std::vector<engine::Token> special_tokens;
-  // Reads tool calls back out of the answer (set by Prepare for a template's
-  // own tool format). Carried for the layers above; the scheduler ignores it.
+  // Reads the answer back: tool calls in a template's own format, the
+  // thinking of a template with a thinking block (set by Prepare). Carried
+  // for the layers above; the scheduler asks it only whether one call ends
+  // the answer (AnswerParser::OneCall).
   std::shared_ptr<const engine::AnswerParser> answer_parser;
+  // The chat template's thinking block (set by Prepare): the answer's
+  // thinking tokens are counted (Usage::reasoning_tokens).
+  engine::ThinkingBlock thinking;
   // The OTel gen_ai.operation.name the request counts under: "chat" or
   // "text_completion".
   std::string operation = "text_completion";
@@ -101,6 +106,7 @@ struct Usage {
   int32_t prompt_tokens = 0;      // once, however many choices
   int32_t cached_tokens = 0;      // of those, reused from the prefix cache (not computed)
   int32_t completion_tokens = 0;  // summed over the choices
+  int32_t reasoning_tokens = 0;   // of those, thinking (ThinkingCounter), summed likewise
   double sum_logprob = 0;         // with want_logprobs: sum over generated tokens
 };
 

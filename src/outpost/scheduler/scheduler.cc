@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "outpost/engine/kv_layout.h"
+#include "outpost/engine/thinking_grammar.h"
 #include "outpost/util/utf8.h"
 
 namespace outpost::scheduler {
@@ -112,6 +113,10 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
                                        "response_format.json_schema.schema");
       if (!g.ok()) return g.status();
       req->sampling.grammar = std::move(g).value();
+      // A model that thinks first: the format applies after its thinking.
+      if (!chat.thinking.end.empty()) {
+        req->sampling.grammar = engine::GrammarAfterThinking(req->sampling.grammar, chat.thinking);
+      }
       break;
     }
   }
@@ -127,6 +132,7 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
   }
   req->special_tokens = std::move(chat.special_tokens);
   req->answer_parser = std::move(chat.parser);
+  req->thinking = std::move(chat.thinking);
   if (ignore_eos) {
     for (engine::Token t : e.EndOfGenerationTokens())
       req->sampling.logit_bias.emplace_back(t, -100.0f);
@@ -483,7 +489,9 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
   const bool special = !s.req.special_tokens.empty() &&
                        std::find(s.req.special_tokens.begin(), s.req.special_tokens.end(), tok) !=
                            s.req.special_tokens.end();
-  s.utf8_pending += engine_->TokenPiece(tok, special);
+  const std::string piece = engine_->TokenPiece(tok, special);
+  s.thinking->Add(piece);
+  s.utf8_pending += piece;
   const size_t hold = util::IncompleteUtf8Tail(s.utf8_pending);
   std::string whole = s.utf8_pending.substr(0, s.utf8_pending.size() - hold);
   s.utf8_pending.erase(0, s.utf8_pending.size() - hold);
@@ -538,6 +546,7 @@ void Scheduler::Finish(Slot& s, FinishReason why, Status error) {
   g->generated += s.n_generated;
   if (why == FinishReason::kError && g->result.error.ok()) g->result.error = std::move(error);
   g->result.usage.completion_tokens += s.n_generated;
+  g->result.usage.reasoning_tokens += s.thinking ? s.thinking->tokens() : 0;
   g->result.usage.sum_logprob += s.sum_logprob;
   if (options_.prefix_cache && why != FinishReason::kError) {
     s.cached_at = clock_->Now();  // the KV stays, for a later prompt with the same prefix

@@ -104,6 +104,7 @@
 #include "outpost/scheduler/request.h"
 #include "outpost/scheduler/scheduler_stats.h"
 #include "outpost/scheduler/stop_matcher.h"
+#include "outpost/scheduler/thinking_counter.h"
 #include "outpost/telemetry/genai_stats.h"
 #include "outpost/util/clock.h"
 #include "outpost/util/thread_annotations.h"
@@ -307,8 +308,9 @@ class Scheduler {
     std::shared_ptr<Group> group;
     int choice = 0;
     std::optional<StopMatcher> stop;
-    size_t n_prompt_done = 0;  // prompt tokens already in the KV cache
-    int32_t n_past = 0;        // tokens in the KV cache
+    std::optional<ThinkingCounter> thinking;  // usage.reasoning_tokens
+    size_t n_prompt_done = 0;                 // prompt tokens already in the KV cache
+    int32_t n_past = 0;                       // tokens in the KV cache
     int32_t n_generated = 0;
     double sum_logprob = 0;
     engine::Token last_token = 0;

@@ -1,12 +1,14 @@
-// A tool-calling answer as the client sees it: the parser the local target
-// chose (the template's own format, or the router's generic one) turns the
-// model's text into content and calls, each call gets an id ("call_..."
-// unless the format carries one) and finish_reason becomes "tool_calls".
+// A parsed chat answer as the client sees it: the parser the local target
+// chose (the template's own format, or the router's generic one for tools)
+// turns the model's text into its thinking (reasoning_content), content and
+// calls; each call gets an id ("call_..." unless the format carries one)
+// and finish_reason becomes "tool_calls".
 //
-// ToolCallStream does the same for a stream, incrementally: after each piece
+// AnswerStream does the same for a stream, incrementally: after each piece
 // it re-parses the answer so far (partial) and yields only what is new, in
-// OpenAI's delta shape (a call's first delta has index, id, type and name;
-// later ones carry argument text to append). Not thread-safe: one per choice.
+// OpenAI's delta shape (reasoning and content text to append; a call's
+// first delta has index, id, type and name, later ones argument text to
+// append). Not thread-safe: one per choice.
 #pragma once
 
 #include <memory>
@@ -19,26 +21,27 @@
 
 namespace outpost::api {
 
-// Replaces c->text (the raw answer) by its content and calls, and makes
+// Replaces c->text (the raw answer) by its thinking, content and calls, and makes
 // finish_reason "tool_calls" when it called one. An answer cut short —
 // c->finish kLength (max_tokens, the context), or a stop string — gives what
 // it holds so far: its content, and the calls whose name is complete with
 // their arguments' text so far; a cut one keeps finish_reason "length", as
 // OpenAI answers a cut call. The format's own markup never reaches the
 // client. A text that is not the format at all is left as it is.
-void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random);
+void ApplyParsedAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random);
 
-class ToolCallStream {
+class AnswerStream {
  public:
-  ToolCallStream(std::shared_ptr<const engine::AnswerParser> parser, util::Random* random)
+  AnswerStream(std::shared_ptr<const engine::AnswerParser> parser, util::Random* random)
       : parser_(std::move(parser)), random_(random) {}
 
-  // Adds a piece of the answer. Returns the delta to send: text (content to
-  // append, possibly empty) and tool_calls (call deltas, each with `index`).
+  // Adds a piece of the answer. Returns the delta to send: reasoning and text
+  // (thinking and content to append, possibly empty) and tool_calls (call
+  // deltas, each with `index`).
   Choice Feed(const std::string& piece);
   // The answer has ended (`cut`: by max_tokens or the context, finish_reason
   // "length"): the rest of the delta. One cut short gives what it holds (as
-  // ApplyToolAnswer); when even that does not parse and nothing was sent yet,
+  // ApplyParsedAnswer); when even that does not parse and nothing was sent yet,
   // the raw text is sent as content.
   Choice Finish(bool cut);
   // After Finish: the answer was whole and called at least one function

@@ -1,4 +1,4 @@
-#include "outpost/api/tool_answer.h"
+#include "outpost/api/parsed_answer.h"
 
 #include <spdlog/spdlog.h>
 
@@ -29,10 +29,11 @@ StatusOr<engine::ParsedAnswer> ParseEnded(const engine::AnswerParser& parser,
 
 }  // namespace
 
-void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random) {
+void ApplyParsedAnswer(Choice* c, const engine::AnswerParser& parser, util::Random& random) {
   bool whole = false;
   auto a = ParseEnded(parser, c->text, c->finish == scheduler::FinishReason::kLength, &whole);
   if (!a.ok()) return;  // not the format at all: the raw text
+  c->reasoning = std::move(a->reasoning);
   c->text = std::move(a->content);
   for (auto& call : a->tool_calls) {
     c->tool_calls.push_back(ToolCall{CallId(call, random), call.name, call.arguments});
@@ -40,25 +41,30 @@ void ApplyToolAnswer(Choice* c, const engine::AnswerParser& parser, util::Random
   c->tool_calls_finish = whole && !c->tool_calls.empty();
 }
 
-Choice ToolCallStream::Feed(const std::string& piece) {
+Choice AnswerStream::Feed(const std::string& piece) {
   text_ += piece;
   auto now = parser_->Parse(text_, /*partial=*/true);
   if (!now.ok()) return Choice{};
   return Delta(*now);
 }
 
-Choice ToolCallStream::Finish(bool cut) {
+Choice AnswerStream::Finish(bool cut) {
   auto now = ParseEnded(*parser_, text_, cut, &whole_);
   if (now.ok()) return Delta(*now);
   Choice c;
-  if (sent_.content.empty() && sent_.tool_calls.empty()) c.text = text_;
+  if (sent_.reasoning.empty() && sent_.content.empty() && sent_.tool_calls.empty()) c.text = text_;
   return c;
 }
 
-Choice ToolCallStream::Delta(const engine::ParsedAnswer& now) {
+Choice AnswerStream::Delta(const engine::ParsedAnswer& now) {
   Choice d;
-  // Content and arguments only grow; anything else (a parser revising what it
-  // reported) cannot be taken back from the client, so it is not sent.
+  // Thinking, content and arguments only grow; anything else (a parser
+  // revising what it reported) cannot be taken back from the client, so it
+  // is not sent.
+  if (now.reasoning.size() > sent_.reasoning.size() && StartsWith(now.reasoning, sent_.reasoning)) {
+    d.reasoning = now.reasoning.substr(sent_.reasoning.size());
+    sent_.reasoning = now.reasoning;
+  }
   if (now.content.size() > sent_.content.size() && StartsWith(now.content, sent_.content)) {
     d.text = now.content.substr(sent_.content.size());
     sent_.content = now.content;

@@ -1,6 +1,6 @@
-// ToolCallStream: a tool-calling answer streamed as OpenAI deltas, fed piece
+// AnswerStream: a tool-calling answer streamed as OpenAI deltas, fed piece
 // by piece through a parser whose partial results grow (as llama.cpp's do).
-#include "outpost/api/tool_answer.h"
+#include "outpost/api/parsed_answer.h"
 
 #include <gtest/gtest.h>
 
@@ -43,9 +43,9 @@ class ToyParser : public engine::AnswerParser {
   }
 };
 
-TEST(ToolCallStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
+TEST(AnswerStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
   outpost::testing::SeededRandom random(1);
-  ToolCallStream s(std::make_shared<ToyParser>(), &random);
+  AnswerStream s(std::make_shared<ToyParser>(), &random);
   std::string content;
   std::vector<ToolCall> deltas;
   for (const char* piece :
@@ -75,9 +75,9 @@ TEST(ToolCallStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
   EXPECT_TRUE(s.called());
 }
 
-TEST(ToolCallStream, ACutAnswerEndsWithWhatItHoldsAndIsNoCall) {
+TEST(AnswerStream, ACutAnswerEndsWithWhatItHoldsAndIsNoCall) {
   outpost::testing::SeededRandom random(1);
-  ToolCallStream s(std::make_shared<ToyParser>(), &random);
+  AnswerStream s(std::make_shared<ToyParser>(), &random);
   std::string content, args;
   for (const char* piece : {"Sure. ", "CALL f(", "{\"a\""}) {
     Choice d = s.Feed(piece);
@@ -92,7 +92,7 @@ TEST(ToolCallStream, ACutAnswerEndsWithWhatItHoldsAndIsNoCall) {
   EXPECT_FALSE(s.called());  // finish_reason stays "length"
 }
 
-TEST(ToolCallStream, AnAnswerThatNeverParsesIsSentAsText) {
+TEST(AnswerStream, AnAnswerThatNeverParsesIsSentAsText) {
   outpost::testing::SeededRandom random(1);
   // Not the format at all, whole or partial.
   class Never : public engine::AnswerParser {
@@ -101,7 +101,7 @@ TEST(ToolCallStream, AnAnswerThatNeverParsesIsSentAsText) {
       return Status::InvalidArgument("not the format");
     }
   };
-  ToolCallStream s(std::make_shared<Never>(), &random);
+  AnswerStream s(std::make_shared<Never>(), &random);
   EXPECT_EQ(s.Feed("<odd>").text, "");
   EXPECT_EQ(s.Finish(/*cut=*/false).text, "<odd>");
   EXPECT_FALSE(s.called());
@@ -111,7 +111,7 @@ TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
   outpost::testing::SeededRandom random(1);
   Choice c;
   c.text = "Sure. CALL f({\"a\":1})";
-  ApplyToolAnswer(&c, ToyParser(), random);
+  ApplyParsedAnswer(&c, ToyParser(), random);
   EXPECT_EQ(c.text, "Sure. ");
   ASSERT_EQ(c.tool_calls.size(), 1u);
   EXPECT_EQ(c.tool_calls[0].name, "f");
@@ -122,7 +122,7 @@ TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
   Choice cut;
   cut.text = "CALL f({\"a\"";
   cut.finish = scheduler::FinishReason::kLength;
-  ApplyToolAnswer(&cut, ToyParser(), random);
+  ApplyParsedAnswer(&cut, ToyParser(), random);
   EXPECT_EQ(cut.text, "");
   ASSERT_EQ(cut.tool_calls.size(), 1u);
   EXPECT_EQ(cut.tool_calls[0].name, "f");
@@ -131,7 +131,7 @@ TEST(ToolAnswer, WholeAnswerBecomesCallsWithIds) {
   // Cut before a name is complete: nothing to show but the content so far.
   Choice early;
   early.text = "Hm. CALL f";
-  ApplyToolAnswer(&early, ToyParser(), random);
+  ApplyParsedAnswer(&early, ToyParser(), random);
   EXPECT_EQ(early.text, "Hm. ");
   EXPECT_TRUE(early.tool_calls.empty());
 }
@@ -149,7 +149,7 @@ TEST(ToolAnswer, AnAnswerCutByMaxTokensIsNoCallWhateverTheParserAccepts) {
   Choice c;
   c.text = "CALL f({\"a\"";
   c.finish = scheduler::FinishReason::kLength;
-  ApplyToolAnswer(&c, LenientParser(), random);
+  ApplyParsedAnswer(&c, LenientParser(), random);
   ASSERT_EQ(c.tool_calls.size(), 1u);
   EXPECT_EQ(c.tool_calls[0].arguments, "{\"a\"");
   EXPECT_FALSE(c.tool_calls_finish);  // "length", not "tool_calls"
@@ -157,11 +157,11 @@ TEST(ToolAnswer, AnAnswerCutByMaxTokensIsNoCallWhateverTheParserAccepts) {
   Choice whole;
   whole.text = "CALL f({\"a\":1})";
   whole.finish = scheduler::FinishReason::kStop;
-  ApplyToolAnswer(&whole, LenientParser(), random);
+  ApplyParsedAnswer(&whole, LenientParser(), random);
   EXPECT_TRUE(whole.tool_calls_finish);
 
   for (const bool cut : {true, false}) {
-    ToolCallStream s(std::make_shared<LenientParser>(), &random);
+    AnswerStream s(std::make_shared<LenientParser>(), &random);
     s.Feed("CALL f(");
     s.Feed("{\"a\"");
     s.Finish(cut);
