@@ -1,5 +1,6 @@
-// AnswerStream: a tool-calling answer streamed as OpenAI deltas, fed piece
-// by piece through a parser whose partial results grow (as llama.cpp's do).
+// AnswerStream: a tool-calling or thinking answer streamed as OpenAI deltas,
+// fed piece by piece through a parser whose partial results grow (as
+// llama.cpp's do); ApplyParsedAnswer for a whole answer.
 #include "outpost/api/parsed_answer.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,60 @@ class ToyParser : public engine::AnswerParser {
     return a;
   }
 };
+
+// A toy thinking format: "<t>" thinking "</t>" then content.
+class ToyThinkingParser : public engine::AnswerParser {
+ public:
+  StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    engine::ParsedAnswer a;
+    if (text.rfind("<t>", 0) != 0) {
+      a.content = text;
+      return a;
+    }
+    const size_t end = text.find("</t>");
+    if (end == std::string::npos) {
+      if (!partial) return Status::InvalidArgument("no </t>");
+      a.reasoning = text.substr(3);
+      const size_t tag = a.reasoning.rfind('<');  // a possible start of "</t>"
+      if (tag != std::string::npos) a.reasoning.resize(tag);
+      return a;
+    }
+    a.reasoning = text.substr(3, end - 3);
+    a.content = text.substr(end + 4);
+    return a;
+  }
+};
+
+TEST(AnswerStream, SendsTheThinkingThenTheContentEachAsItGrows) {
+  outpost::testing::SeededRandom random(1);
+  AnswerStream s(std::make_shared<ToyThinkingParser>(), &random);
+  std::vector<std::pair<std::string, std::string>> deltas;  // (reasoning, content)
+  for (const char* piece : {"<t>I", " add", ".<", "/t>", "It is", " 4."}) {
+    Choice d = s.Feed(piece);
+    if (!d.reasoning.empty() || !d.text.empty()) deltas.emplace_back(d.reasoning, d.text);
+  }
+  Choice end = s.Finish(/*cut=*/false);
+  EXPECT_TRUE(end.reasoning.empty() && end.text.empty());
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(deltas,
+            (std::vector<P>{{"I", ""}, {" add", ""}, {".", ""}, {"", "It is"}, {"", " 4."}}));
+  EXPECT_FALSE(s.called());
+
+  Choice whole;
+  whole.text = "<t>I add.</t>It is 4.";
+  whole.finish = scheduler::FinishReason::kStop;
+  ApplyParsedAnswer(&whole, ToyThinkingParser(), random);
+  EXPECT_EQ(whole.reasoning, "I add.");
+  EXPECT_EQ(whole.text, "It is 4.");
+  EXPECT_FALSE(whole.tool_calls_finish);
+  // Cut inside the thinking: what it holds so far.
+  Choice cut;
+  cut.text = "<t>I ad";
+  cut.finish = scheduler::FinishReason::kLength;
+  ApplyParsedAnswer(&cut, ToyThinkingParser(), random);
+  EXPECT_EQ(cut.reasoning, "I ad");
+  EXPECT_EQ(cut.text, "");
+}
 
 TEST(AnswerStream, SendsContentThenTheCallThenItsArgumentsAsTheyGrow) {
   outpost::testing::SeededRandom random(1);

@@ -285,6 +285,42 @@ TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {
   EXPECT_FALSE(ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab)->tools.active());
 }
 
+TEST(ParseRequest, AThinkingModelsOptions) {
+  auto none = ParseRequest(Endpoint::kChat, "{" MSGS "}", kVocab);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->chat_options.parse_reasoning.has_value());  // the model's default
+  EXPECT_TRUE(none->chat_options.enable_thinking);
+  EXPECT_TRUE(none->chat_options.template_kwargs.empty());
+
+  auto r = ParseRequest(Endpoint::kChat,
+                        R"({"reasoning_format": "none", "reasoning_effort": "high",
+                            "chat_template_kwargs": {"enable_thinking": false, "depth": [1, "x"]},
+                            "messages": [{"role": "user", "content": "a"},
+                                         {"role": "assistant", "content": "b",
+                                          "reasoning_content": "I thought."},
+                                         {"role": "user", "content": "c"}]})",
+                        kVocab);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const engine::ChatOptions& o = r->chat_options;
+  EXPECT_EQ(o.parse_reasoning, false);
+  EXPECT_FALSE(o.enable_thinking);
+  // Values as JSON text, the effort after the kwargs (it wins).
+  using KV = std::pair<std::string, std::string>;
+  EXPECT_EQ(o.template_kwargs, (std::vector<KV>{{"depth", R"([1,"x"])"},
+                                                {"enable_thinking", "false"},
+                                                {"reasoning_effort", R"("high")"}}));
+  EXPECT_EQ(r->messages[1].reasoning, "I thought.");
+
+  auto off = ParseRequest(Endpoint::kChat, R"({"reasoning_effort": "none", )" MSGS "}", kVocab);
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->chat_options.enable_thinking);
+  EXPECT_TRUE(off->chat_options.template_kwargs.empty());
+  auto split =
+      ParseRequest(Endpoint::kChat, R"({"reasoning_format": "deepseek", )" MSGS "}", kVocab);
+  ASSERT_TRUE(split.ok());
+  EXPECT_EQ(split->chat_options.parse_reasoning, true);
+}
+
 // A schema's properties come out in the order the client wrote them (as
 // OpenAI's structured outputs do), so the key order is kept end to end.
 TEST(ParseRequest, SchemasAndToolParametersKeepTheClientsKeyOrder) {

@@ -335,6 +335,82 @@ TEST(ResponseEvents, TextThenCallsCloseEachItemBeforeTheNext) {
   EXPECT_EQ(out[2]["status"], "completed");
 }
 
+TEST(ResponseBody, AThinkingModelsReasoningIsAnItemBeforeTheMessage) {
+  testing::SeededRandom random(1);
+  Choice answer;
+  answer.reasoning = "I add.";
+  answer.text = "4";
+  answer.finish = FinishReason::kStop;
+  scheduler::Usage usage = Usage();
+  usage.reasoning_tokens = 3;
+  const json r = json::parse(ResponseBody(Info(), answer, usage, random));
+  ASSERT_EQ(r["output"].size(), 2u) << r.dump();
+  const json& thought = r["output"][0];
+  EXPECT_EQ(thought["type"], "reasoning");
+  EXPECT_EQ(thought["id"].get<std::string>().rfind("rs_", 0), 0u);
+  EXPECT_EQ(thought["status"], "completed");
+  EXPECT_EQ(thought["summary"], json::array());
+  EXPECT_EQ(thought["content"], json::parse(R"([{"type":"reasoning_text","text":"I add."}])"));
+  EXPECT_EQ(r["output"][1]["type"], "message");
+  EXPECT_EQ(r["usage"]["output_tokens_details"]["reasoning_tokens"], 3);
+
+  // Cut inside the thinking: the reasoning is incomplete, the message empty.
+  answer.text.clear();
+  answer.finish = FinishReason::kLength;
+  const json cut = json::parse(ResponseBody(Info(), answer, usage, random));
+  EXPECT_EQ(cut["output"][0]["status"], "incomplete");
+  EXPECT_EQ(cut["output"][1]["content"][0]["text"], "");
+}
+
+TEST(ResponseEvents, ThinkingIsStreamedAsReasoningTextBeforeTheMessage) {
+  testing::SeededRandom random(1);
+  ResponseEvents events(Info(), &random);
+  std::string sse = events.Start();
+  Choice d;
+  d.reasoning = "I ";
+  sse += events.Delta(d);
+  d.reasoning = "add.";
+  sse += events.Delta(d);
+  d.reasoning.clear();
+  d.text = "4";
+  sse += events.Delta(d);
+  sse += events.Finish(FinishReason::kStop, Usage(), 1003);
+  const auto ev = Parse(sse);
+  EXPECT_EQ(
+      Names(ev),
+      (std::vector<std::string>{
+          "response.created", "response.in_progress", "response.output_item.added",
+          "response.reasoning_text.delta", "response.reasoning_text.delta",
+          "response.reasoning_text.done", "response.output_item.done", "response.output_item.added",
+          "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+          "response.content_part.done", "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(ev[2].data["item"]["type"], "reasoning");
+  EXPECT_EQ(ev[3].data["delta"], "I ");
+  EXPECT_EQ(ev[3].data["output_index"], 0);
+  EXPECT_EQ(ev[3].data["content_index"], 0);
+  EXPECT_EQ(ev[5].data["text"], "I add.");
+  EXPECT_EQ(ev[6].data["item"]["status"], "completed");
+  EXPECT_EQ(ev[6].data["item"]["content"][0]["text"], "I add.");
+  EXPECT_EQ(ev[9].data["output_index"], 1);
+  const json& done = ev.back().data["response"];
+  EXPECT_EQ(done["output"][0]["type"], "reasoning");
+  EXPECT_EQ(done["output"][1]["content"][0]["text"], "4");
+
+  // Cut inside the thinking: it closes incomplete, then an empty message.
+  ResponseEvents cut(Info(), &random);
+  sse = cut.Start();
+  d = Choice();
+  d.reasoning = "I add";
+  sse += cut.Delta(d);
+  sse += cut.Finish(FinishReason::kLength, Usage(), 1003);
+  const auto cev = Parse(sse);
+  const json& out = cev.back().data["response"]["output"];
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]["status"], "incomplete");
+  EXPECT_EQ(out[1]["type"], "message");
+  EXPECT_EQ(out[1]["status"], "incomplete");
+}
+
 TEST(ResponseEvents, CutShortIsIncompleteAndAFailureIsTheLastEvent) {
   testing::SeededRandom random(1);
   ResponseEvents cut(Info(), &random);
