@@ -30,13 +30,7 @@ class Matcher {
 
   // Whether it matches all of `text`.
   bool operator()(const std::string& text) {
-    if (g_ == nullptr) return false;
-    llama_grammar_get_stacks(g_) = start_;
-    try {
-      llama_grammar_accept_str(*g_, text);
-    } catch (const std::exception&) {
-      return false;
-    }
+    if (!Accept(text)) return false;
     for (const auto& stack : llama_grammar_get_stacks(g_)) {
       if (stack.empty()) return true;
     }
@@ -45,6 +39,12 @@ class Matcher {
 
   // Whether `text` can begin a match (the grammar admits it so far).
   bool Admits(const std::string& text) {
+    return Accept(text) && !llama_grammar_get_stacks(g_).empty();
+  }
+
+ private:
+  // Feeds `text` from the start; false when the grammar refuses it.
+  bool Accept(const std::string& text) {
     if (g_ == nullptr) return false;
     llama_grammar_get_stacks(g_) = start_;
     try {
@@ -52,10 +52,9 @@ class Matcher {
     } catch (const std::exception&) {
       return false;
     }
-    return !llama_grammar_get_stacks(g_).empty();
+    return true;
   }
 
- private:
   llama_grammar* g_;
   llama_grammar_stacks start_;
 };
