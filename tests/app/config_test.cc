@@ -240,7 +240,8 @@ TEST(Config, PinnedPromptsReachEveryModelWithTheirFileDirectory) {
     EXPECT_EQ(o.pinned_dir_max_bytes, 300ull << 20);
   }
   // None configured: no directory either.
-  EXPECT_TRUE(ModelRuntimeOptionsFrom(ServeConfig{}, 0).pinned_dir.empty());
+  const ServeConfig none;
+  EXPECT_TRUE(ModelRuntimeOptionsFrom(none, 0).pinned_dir.empty());
 }
 
 TEST(Config, RepeatedModelFlagsReplaceTheFilesModels) {

@@ -154,14 +154,36 @@ def test_thinking_sent_back_on_a_later_turn_reaches_the_template(client):
     assert with_thought.usage.prompt_tokens > plain.usage.prompt_tokens + 8
 
 
+def test_a_budget_closes_the_block_for_the_model(client):
+    """A budget of 0 tokens: as soon as the model opens its block the sampler
+    writes the budget message and closes it, and the model goes on to answer."""
+    free = ask(client)
+    assert free.choices[0].message.model_extra["reasoning_content"] == "first"
+    r = ask(client, extra_body={"reasoning_budget_tokens": 0,
+                                "reasoning_budget_message": "Enough."})
+    m = r.choices[0].message
+    assert m.model_extra.get("reasoning_content") == "Enough.", m
+    assert m.content, m
+
+
 def test_a_prompt_that_opens_the_block_makes_the_answer_start_inside_it():
     """DeepSeek R1's template ends its prompt with "<think>\\n": everything up
-    to "</think>" is thinking, and a cut answer is thinking throughout."""
+    to "</think>" is thinking, and a cut answer is thinking throughout. SmolLM2
+    never closes it; a budget (the config's, here) does."""
     with serve("--chat-template-file", os.path.join(TEMPLATES, "deepseek-r1-distill.jinja"),
-               "--parallel", "2", "--ctx-size", "1024") as s:
+               "--parallel", "2", "--ctx-size", "1024", "--reasoning-budget", "6") as s:
         c = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
-        r = ask(c, "What is the capital of France?", max_tokens=16)
+        r = ask(c, "What is the capital of France?", max_tokens=16,
+                extra_body={"reasoning_budget_tokens": -1})
         m = r.choices[0].message
         assert r.choices[0].finish_reason == "length"
         assert m.model_extra.get("reasoning_content") and m.content == "", m
         assert r.usage.completion_tokens_details.reasoning_tokens == r.usage.completion_tokens == 16
+
+        budgeted = ask(c, "What is the capital of France?", max_tokens=40)
+        m = budgeted.choices[0].message
+        assert m.model_extra.get("reasoning_content") and m.content, m
+        assert "</think>" not in m.content
+        # Six tokens of thinking, then the closing tag's tokens.
+        closing = budgeted.usage.completion_tokens_details.reasoning_tokens - 6
+        assert 1 <= closing <= 4, budgeted.usage

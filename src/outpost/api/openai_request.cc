@@ -229,6 +229,19 @@ Status ParseChatOptions(const json& j, ParsedRequest* r) {
   if (auto it = j.find("reasoning_effort"); it != j.end() && !it->is_null()) {
     OUTPOST_RETURN_IF_ERROR(ApplyReasoningEffort(*it, "reasoning_effort", &o));
   }
+  int64_t budget = -1;
+  bool given = false;
+  OUTPOST_RETURN_IF_ERROR(GetInt(j, "reasoning_budget_tokens", -1, 1 << 20, &budget, &given));
+  if (given) r->sampling.thinking_budget = static_cast<int32_t>(budget);
+  if (auto it = j.find("reasoning_budget_message"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("reasoning_budget_message", "a string", *it);
+    if (it->get_ref<const std::string&>().size() > kMaxBudgetMessage) {
+      return Status::InvalidArgument("'reasoning_budget_message' must be at most " +
+                                         std::to_string(kMaxBudgetMessage) + " bytes",
+                                     "reasoning_budget_message");
+    }
+    r->sampling.thinking_budget_message = it->get<std::string>();
+  }
   return Status::Ok();
 }
 

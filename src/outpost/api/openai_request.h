@@ -28,6 +28,8 @@ using ParsedRequest = router::CompletionRequest;
 
 // chat_template_kwargs members, at most (each is a variable in every render).
 inline constexpr size_t kMaxTemplateKwargs = 64;
+// reasoning_budget_message bytes, at most (forced token by token).
+inline constexpr size_t kMaxBudgetMessage = 1000;
 
 // Parses a /v1/chat/completions or /v1/completions body. `n_vocab` bounds
 // logit_bias keys and token-id prompts (INT32_MAX defers that check to the

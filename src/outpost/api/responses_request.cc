@@ -489,11 +489,27 @@ StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
   }
   chat["messages"] = std::move(messages);
   // Settings with the same meaning in both APIs, and llama.cpp-style extensions.
-  for (const char* key :
-       {"model", "stream", "temperature", "top_p", "user", "service_tier", "parallel_tool_calls",
-        "seed", "stop", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-        "repetition_penalty", "logit_bias", "ignore_eos", "cache_prompt", "reasoning_format",
-        "chat_template_kwargs"}) {
+  for (const char* key : {"model",
+                          "stream",
+                          "temperature",
+                          "top_p",
+                          "user",
+                          "service_tier",
+                          "parallel_tool_calls",
+                          "seed",
+                          "stop",
+                          "top_k",
+                          "min_p",
+                          "presence_penalty",
+                          "frequency_penalty",
+                          "repetition_penalty",
+                          "logit_bias",
+                          "ignore_eos",
+                          "cache_prompt",
+                          "reasoning_format",
+                          "chat_template_kwargs",
+                          "reasoning_budget_tokens",
+                          "reasoning_budget_message"}) {
     if (auto it = j.find(key); it != j.end()) chat[key] = *it;
   }
   json reasoning = {{"effort", nullptr}, {"summary", nullptr}};

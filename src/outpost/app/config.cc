@@ -350,6 +350,8 @@ const std::map<std::string, Setter>& Setters() {
                   {"min_p", SamplingField(&engine::SamplingParams::min_p, 0, 1)},
                   {"repeat_penalty",
                    SamplingField(&engine::SamplingParams::repeat_penalty, 0.01, 10)},
+                  {"reasoning_budget",
+                   SamplingField(&engine::SamplingParams::thinking_budget, -1, 1 << 20)},
               };
   return *m;
 }

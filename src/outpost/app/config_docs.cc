@@ -170,6 +170,9 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
       {"top_p", "default top-p; 1 = off (default: the GGUF's, else 0.95)"},
       {"min_p", "default min-p; 0 = off (default: the GGUF's, else 0.05)"},
       {"repeat_penalty", "default repetition penalty; 1 = off (default: the GGUF's, else 1)"},
+      {"reasoning_budget",
+       "a thinking model's thinking tokens per answer, at most; then the block is closed for it "
+       "(default -1 = no limit)"},
   };
   return *docs;
 }

@@ -25,7 +25,7 @@ using nlohmann::json;
 class ChatAnswerParser : public AnswerParser {
  public:
   ChatAnswerParser(const common_chat_params& p, std::string opening, bool parallel, bool reasoning)
-      : params_(p), opening_(std::move(opening)), parallel_(parallel) {
+      : params_(p), opening_(std::move(opening)), parallel_(parallel), reasoning_(reasoning) {
     params_.parser.load(p.parser);
     // Without it the thinking stays in the content, tags and all.
     params_.reasoning_format =
@@ -45,10 +45,10 @@ class ChatAnswerParser : public AnswerParser {
     a.reasoning = std::move(m.reasoning_content);
     a.content = std::move(m.content);
     // Some formats keep the whitespace around the block ("<think>\n",
-    // "</think>\n\n"); its start is layout, not text. (The start only: a
-    // streamed part must stay a prefix of the whole.)
-    if (!a.reasoning.empty()) {
-      a.reasoning.erase(0, a.reasoning.find_first_not_of(" \t\r\n"));
+    // "</think>\n\n"), also around an empty one; its start is layout, not
+    // text. (The start only: a streamed part must stay a prefix of the whole.)
+    if (reasoning_) {
+      a.reasoning.erase(0, std::min(a.reasoning.size(), a.reasoning.find_first_not_of(" \t\r\n")));
       a.content.erase(0, std::min(a.content.size(), a.content.find_first_not_of(" \t\r\n")));
     }
     for (auto& c : m.tool_calls) {
@@ -81,6 +81,7 @@ class ChatAnswerParser : public AnswerParser {
   common_chat_parser_params params_;
   const std::string opening_;  // forced into the prompt; the model did not write it
   const bool parallel_;
+  const bool reasoning_;  // the thinking is split off
 };
 
 std::string Trimmed(const std::string& s) {

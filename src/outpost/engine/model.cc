@@ -72,6 +72,7 @@ SamplingDefaults LoadSamplingDefaults(const llama_model* model, const SamplingPa
   if (config.top_k) d.top_k = *config.top_k;
   if (config.min_p) d.min_p = *config.min_p;
   if (config.repeat_penalty) d.repeat_penalty = *config.repeat_penalty;
+  if (config.thinking_budget) d.thinking_budget = *config.thinking_budget;
   return d;
 }
 

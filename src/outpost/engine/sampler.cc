@@ -1,5 +1,6 @@
 #include "outpost/engine/sampler.h"
 
+#include <common.h>
 #include <llama.h>
 #include <sampling.h>
 
@@ -70,7 +71,12 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
       *p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
   const std::vector<std::pair<Token, float>> bias =
       MergedBias(p.logit_bias, /*ban=*/p.grammar.empty());
-  if (allow_fast_path && *p.temperature <= 0.0f && !penalties && p.grammar.empty()) {
+  // llama.cpp's reasoning-budget sampler watches the thinking block: it
+  // limits it, and keeps a lazy grammar out of it.
+  const bool watch_thinking = !p.thinking.start.empty() && !p.thinking.end.empty() &&
+                              (*p.thinking_budget >= 0 || p.grammar_lazy);
+  if (allow_fast_path && *p.temperature <= 0.0f && !penalties && p.grammar.empty() &&
+      !watch_thinking) {
     s->fast_greedy_ = true;
     s->UseBias(bias);
     return s;
@@ -105,6 +111,18 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
           {static_cast<common_grammar_trigger_type>(t.type), t.value, t.token});
     }
   }
+  if (watch_thinking) {
+    const llama_vocab* vocab = llama_model_get_vocab(model.raw());
+    cp.reasoning_budget_tokens = *p.thinking_budget;  // -1: none, the block only watched
+    cp.reasoning_budget_start = common_tokenize(vocab, p.thinking.start, false, true);
+    const llama_tokens end = common_tokenize(vocab, p.thinking.end, false, true);
+    cp.reasoning_budget_end = {end};
+    cp.reasoning_budget_forced =
+        common_tokenize(vocab, p.thinking_budget_message + p.thinking.end, false, true);
+    // The sampler starts inside a block the prompt opened; a tool grammar's
+    // prefix (the whole assistant prefix) ends with its opening tag then.
+    if (p.thinking.open && cp.generation_prompt.empty()) cp.generation_prompt = p.thinking.start;
+  }
   try {
     s->common_ = common_sampler_init(model.raw(), cp);
   } catch (const std::exception& e) {
@@ -123,7 +141,8 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   // The top-k path: the chain's other samplers are off at their defaults
   // (DRY, XTC, typical, top-n-sigma, mirostat are never set here), so after
   // the logit bias and the top-k cut it sees exactly the k best candidates.
-  if (allow_fast_path && p.grammar.empty() && !penalties && cp.top_k > 0 && cp.top_k <= kTopKCap) {
+  if (allow_fast_path && p.grammar.empty() && !penalties && !watch_thinking && cp.top_k > 0 &&
+      cp.top_k <= kTopKCap) {
     s->top_k_ = cp.top_k;
     // The chain also bans the model's suppressed tokens (llama.cpp adds them
     // to its logit bias); a ban on a banned token changes nothing.

@@ -93,6 +93,15 @@ class AnswerParser {
   virtual bool Ended(const std::string& text) const { return false; }
 };
 
+// A template's thinking block: the tags around a model's reasoning, and
+// whether the prompt opened it, so that the answer starts inside it
+// (DeepSeek R1's prompt ends with "<think>\n"). end empty: no block.
+struct ThinkingBlock {
+  std::string start;  // "<think>"
+  std::string end;    // "</think>"
+  bool open = false;
+};
+
 // Where a lazy grammar starts to apply (llama.cpp's common_grammar_trigger;
 // Type has its enum's values, checked in engine/sampler.cc).
 struct GrammarTrigger {
@@ -129,6 +138,14 @@ struct SamplingParams {
   // Text the prompt already ends with that the grammar starts with (the
   // assistant prefix of tool-call grammars); fed to the grammar first.
   std::string grammar_prefix;
+  // A thinking model's block (from the chat prompt; end empty = none). At
+  // most thinking_budget tokens go inside it (-1 = no limit; unset: the
+  // model's default); then the sampler writes thinking_budget_message and
+  // the closing tag (llama.cpp's reasoning-budget sampler). A lazy (tool
+  // call) grammar does not apply inside the block.
+  ThinkingBlock thinking;
+  std::optional<int32_t> thinking_budget;
+  std::string thinking_budget_message;
 };
 
 // One sampled token's log-probability under the model's raw distribution,
@@ -137,15 +154,6 @@ struct TokenLogprob {
   Token token = 0;
   float logprob = 0;
   std::vector<std::pair<Token, float>> top;
-};
-
-// A template's thinking block: the tags around a model's reasoning, and
-// whether the prompt opened it, so that the answer starts inside it
-// (DeepSeek R1's prompt ends with "<think>\n"). end empty: no block.
-struct ThinkingBlock {
-  std::string start;  // "<think>"
-  std::string end;    // "</think>"
-  bool open = false;
 };
 
 // A conversation rendered by the model's chat template, with what generation
@@ -179,6 +187,7 @@ struct SamplingDefaults {
   int32_t top_k = 40;
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
+  int32_t thinking_budget = -1;  // no limit
 };
 
 // `p` with every unset knob taken from `d`.
@@ -188,6 +197,7 @@ inline SamplingParams ResolveSampling(SamplingParams p, const SamplingDefaults& 
   if (!p.top_k) p.top_k = d.top_k;
   if (!p.min_p) p.min_p = d.min_p;
   if (!p.repeat_penalty) p.repeat_penalty = d.repeat_penalty;
+  if (!p.thinking_budget) p.thinking_budget = d.thinking_budget;
   return p;
 }
 

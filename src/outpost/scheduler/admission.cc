@@ -281,7 +281,7 @@ int32_t Scheduler::AdmitLocked() {
         group->start_error = std::move(st);  // the next step finishes the group
       }
       slot.stop.emplace(slot.req.stop);
-      slot.thinking.emplace(slot.req.thinking);
+      slot.thinking.emplace(slot.req.sampling.thinking);
       slot.n_prompt_done = static_cast<size_t>(start);
       slot.n_past = start;
       slot.n_generated = 0;

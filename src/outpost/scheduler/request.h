@@ -94,9 +94,6 @@ struct GenerationRequest {
   // for the layers above; the scheduler asks it only whether one call ends
   // the answer (AnswerParser::OneCall).
   std::shared_ptr<const engine::AnswerParser> answer_parser;
-  // The chat template's thinking block (set by Prepare): the answer's
-  // thinking tokens are counted (Usage::reasoning_tokens).
-  engine::ThinkingBlock thinking;
   // The OTel gen_ai.operation.name the request counts under: "chat" or
   // "text_completion".
   std::string operation = "text_completion";
@@ -106,8 +103,9 @@ struct Usage {
   int32_t prompt_tokens = 0;      // once, however many choices
   int32_t cached_tokens = 0;      // of those, reused from the prefix cache (not computed)
   int32_t completion_tokens = 0;  // summed over the choices
-  int32_t reasoning_tokens = 0;   // of those, thinking (ThinkingCounter), summed likewise
-  double sum_logprob = 0;         // with want_logprobs: sum over generated tokens
+  // Of those, thinking (ThinkingCounter over sampling.thinking), summed likewise.
+  int32_t reasoning_tokens = 0;
+  double sum_logprob = 0;  // with want_logprobs: sum over generated tokens
 };
 
 // How a request ended. error is non-OK when finish == kError (it carries

@@ -132,7 +132,7 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
   }
   req->special_tokens = std::move(chat.special_tokens);
   req->answer_parser = std::move(chat.parser);
-  req->thinking = std::move(chat.thinking);
+  req->sampling.thinking = std::move(chat.thinking);
   if (ignore_eos) {
     for (engine::Token t : e.EndOfGenerationTokens())
       req->sampling.logit_bias.emplace_back(t, -100.0f);
