@@ -181,5 +181,52 @@ TEST(ToolCalls, ADirectAnswerCanFollowAResponseFormat) {
   EXPECT_EQ(call->content, "");
 }
 
+// A toy thinking template: "<t>" thinking "</t>", then the answer.
+class ToyThinking : public engine::AnswerParser {
+ public:
+  StatusOr<engine::ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    engine::ParsedAnswer a;
+    const size_t end = text.find("</t>");
+    if (text.rfind("<t>", 0) != 0) {
+      a.content = text;
+    } else if (end == std::string::npos) {
+      a.reasoning = text.substr(3);
+    } else {
+      a.reasoning = text.substr(3, end - 3);
+      a.content = text.substr(end + 4);
+    }
+    return a;
+  }
+};
+
+TEST(ToolCalls, AThinkingTemplatesThinkingIsSplitOffBeforeTheFormatIsRead) {
+  auto parser = GenericToolParser(false, std::make_shared<ToyThinking>());
+  const std::string answer =
+      R"(<t>The user wants the weather.</t>{"tool_calls": [{"name": "get_weather", )"
+      R"("arguments": {"city": "Paris"}}]})";
+  auto whole = parser->Parse(answer, false);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->reasoning, "The user wants the weather.");
+  ASSERT_EQ(whole->tool_calls.size(), 1u);
+  EXPECT_EQ(whole->tool_calls[0].name, "get_weather");
+  // Streamed: while it thinks, only thinking; the call once its name is whole.
+  auto thinking = parser->Parse("<t>The user", true);
+  ASSERT_TRUE(thinking.ok());
+  EXPECT_EQ(thinking->reasoning, "The user");
+  EXPECT_TRUE(thinking->content.empty() && thinking->tool_calls.empty());
+  auto calling = parser->Parse(answer.substr(0, answer.find("Paris")), true);
+  ASSERT_TRUE(calling.ok()) << calling.status().ToString();
+  EXPECT_EQ(calling->reasoning, "The user wants the weather.");
+  ASSERT_EQ(calling->tool_calls.size(), 1u);
+  EXPECT_EQ(calling->tool_calls[0].name, "get_weather");
+  // Without thinking, the format alone.
+  auto plain = parser->Parse(R"({"response": "Hello."})", false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->reasoning, "");
+  EXPECT_EQ(plain->content, "Hello.");
+  // Not the format after the thinking: an error, as without it.
+  EXPECT_FALSE(parser->Parse("<t>Hmm.</t>Just text.", false).ok());
+}
+
 }  // namespace
 }  // namespace outpost::router
