@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <set>
 #include <vector>
 
@@ -84,10 +83,20 @@ std::string UntilRules(const std::string& name, const std::string& end) {
 }
 
 std::string GrammarAfterThinking(const std::string& grammar, const ThinkingBlock& block) {
-  // The answer's own start rule becomes a rule like any other.
-  static const std::regex kRoot(R"((^|\n)root(\s*::=))");
-  std::string out = std::regex_replace(grammar, kRoot, "$1outpost-answer$2",
-                                       std::regex_constants::format_first_only);
+  // The answer's own start rule (the line "root ::= ...") becomes a rule
+  // like any other.
+  std::string out = grammar;
+  for (size_t at = 0; at < out.size();) {
+    if (out.compare(at, 4, "root") == 0) {
+      const size_t k = out.find_first_not_of(" \t", at + 4);
+      if (k != std::string::npos && out.compare(k, 3, "::=") == 0) {
+        out.replace(at, 4, "outpost-answer");
+        break;
+      }
+    }
+    at = out.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
   const std::string ws = "[ \\t\\r\\n]{0,40}";
   if (block.open) {
     out += "root ::= outpost-thinking " + ws + " outpost-answer\n";
