@@ -310,6 +310,14 @@ TEST(ParseRequest, AThinkingModelsOptions) {
                                                 {"enable_thinking", "false"},
                                                 {"reasoning_effort", R"("high")"}}));
   EXPECT_EQ(r->messages[1].reasoning, "I thought.");
+  // vLLM's and OpenRouter's name for it too.
+  auto alias = ParseRequest(Endpoint::kChat,
+                            R"({"messages": [{"role": "user", "content": "a"},
+                                             {"role": "assistant", "content": "b",
+                                              "reasoning": "Thought."}]})",
+                            kVocab);
+  ASSERT_TRUE(alias.ok()) << alias.status().ToString();
+  EXPECT_EQ(alias->messages[1].reasoning, "Thought.");
 
   auto off = ParseRequest(Endpoint::kChat, R"({"reasoning_effort": "none", )" MSGS "}", kVocab);
   ASSERT_TRUE(off.ok());

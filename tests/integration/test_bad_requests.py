@@ -60,6 +60,8 @@ CASES = [
                                  {"role": "assistant", "content": "y", "reasoning_content": 5},
                                  {"role": "user", "content": "z"}]}, {},
      400, "messages[1].reasoning_content", "must be a string"),
+    ("POST", CHAT, {"messages": [{"role": "system", "content": "x", "reasoning": "y"}]}, {},
+     400, "messages[0].reasoning", "only allowed on assistant"),
     ("POST", CHAT, chat_body(reasoning_budget_tokens=-2), {}, 400, "reasoning_budget_tokens",
      "between -1 and"),
     ("POST", CHAT, chat_body(reasoning_budget_tokens="many"), {}, 400, "reasoning_budget_tokens",

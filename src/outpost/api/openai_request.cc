@@ -154,17 +154,18 @@ Status ParseMessages(const json& body, ParsedRequest* r) {
       }
       msg.tool_calls = calls->dump();
     }
-    if (auto r = m.find("reasoning_content"); r != m.end() && !r->is_null()) {
-      // The thinking of an earlier answer, sent back as llama-server and
-      // vLLM return it: templates that show it again (Qwen 3 after a tool
-      // call, gpt-oss) get it.
+    // The thinking of an earlier answer, sent back as llama-server returns
+    // it (reasoning_content) or as newer vLLM and OpenRouter do (reasoning):
+    // templates that show it again (Qwen 3 after a tool call, gpt-oss) get it.
+    for (const char* key : {"reasoning_content", "reasoning"}) {
+      auto r = m.find(key);
+      if (r == m.end() || r->is_null()) continue;
+      const std::string rf = f + "." + key;
       if (rs != "assistant") {
-        return Status::InvalidArgument(
-            "'" + f + ".reasoning_content' is only allowed on assistant messages",
-            f + ".reasoning_content");
+        return Status::InvalidArgument("'" + rf + "' is only allowed on assistant messages", rf);
       }
-      if (!r->is_string()) return WrongType(f + ".reasoning_content", "a string", *r);
-      msg.reasoning = r->get<std::string>();
+      if (!r->is_string()) return WrongType(rf, "a string", *r);
+      if (msg.reasoning.empty()) msg.reasoning = r->get<std::string>();
     }
     if (rs == "tool") {
       auto id = m.find("tool_call_id");
