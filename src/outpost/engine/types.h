@@ -65,8 +65,8 @@ struct ChatOptions {
   // none). Unset: the model's default (ModelOptions::split_reasoning).
   std::optional<bool> parse_reasoning;
   // False asks the template not to think (Qwen 3's enable_thinking: the
-  // prompt then holds an empty thinking block). Templates that always think
-  // (DeepSeek R1's) ignore it.
+  // prompt then holds an empty thinking block); where the prompt always
+  // opens the block (DeepSeek R1's), llama.cpp's chat code closes it there.
   bool enable_thinking = true;
   // More template variables (chat_template_kwargs, reasoning_effort): name →
   // JSON text. The caller keeps out the names the template is given already.
