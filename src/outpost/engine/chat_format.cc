@@ -84,12 +84,6 @@ class ChatAnswerParser : public AnswerParser {
   const bool reasoning_;  // the thinking is split off
 };
 
-std::string Trimmed(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
 std::string Parameters(const ToolFunction& f) {
   return f.parameters.empty() ? R"({"type":"object","properties":{}})" : f.parameters;
 }
@@ -198,7 +192,7 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
     t.end = params.thinking_end_tags.front();
     // The prompt ends inside the block: the answer is thinking until the
     // closing tag.
-    const std::string tail = Trimmed(params.generation_prompt);
+    const std::string tail = string_strip(params.generation_prompt);  // common.h
     t.open = !t.start.empty() && tail.size() >= t.start.size() &&
              tail.compare(tail.size() - t.start.size(), t.start.size(), t.start) == 0;
   }

@@ -40,7 +40,8 @@ struct RouteReport {
 struct LocalAnswerMeta {
   std::string model;               // the served model's id
   std::string system_fingerprint;  // model file + build
-  // With tools: reads the calls out of the answer's text (null otherwise).
+  // Reads the answer's text back (tool calls, a thinking model's reasoning);
+  // null when the answer is plain text.
   std::shared_ptr<const engine::AnswerParser> answer_parser;
   std::string version;  // the store's version of the model ("" when served from a file)
 };
