@@ -110,6 +110,49 @@ TEST(ParseRequest, ResponseFormats) {
   }
 }
 
+// llama-server's `grammar`: GBNF as the one constraint, on both endpoints.
+TEST(ParseRequest, AGrammarIsTheOneConstraint) {
+  using Type = engine::ResponseFormat::Type;
+  const std::string gbnf = R"(root ::= \"yes\" | \"no\")";
+  auto chat = ParseRequest(
+      Endpoint::kChat,
+      R"({"messages": [{"role": "user", "content": "hi"}], "grammar": ")" + gbnf + R"("})", kVocab);
+  ASSERT_TRUE(chat.ok()) << chat.status().ToString();
+  EXPECT_EQ(chat->response_format.type, Type::kGrammar);
+  EXPECT_EQ(chat->response_format.grammar, R"(root ::= "yes" | "no")");
+  auto comp = ParseRequest(Endpoint::kCompletion,
+                           R"({"prompt": "x", "grammar": ")" + gbnf + R"("})", kVocab);
+  ASSERT_TRUE(comp.ok()) << comp.status().ToString();
+  EXPECT_EQ(comp->response_format.type, Type::kGrammar);
+  // Empty or null: none, as llama-server.
+  for (const char* none : {R"("")", "null"}) {
+    auto r = ParseRequest(Endpoint::kCompletion,
+                          std::string(R"({"prompt": "x", "grammar": )") + none + "}", kVocab);
+    ASSERT_TRUE(r.ok()) << none;
+    EXPECT_EQ(r->response_format.type, Type::kText) << none;
+  }
+  struct Bad {
+    std::string body;
+    const char* words;
+  };
+  const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}])";
+  for (const Bad& b : {
+           Bad{"{" + msgs + R"(, "grammar": 5})", "must be a string (GBNF), got a number"},
+           Bad{"{" + msgs + R"(, "grammar": ["root ::= \"a\""]})", "got an array"},
+           Bad{"{" + msgs + R"(, "grammar": ")" + gbnf +
+                   R"(", "response_format": {"type": "json_object"}})",
+               "cannot be combined with 'response_format'"},
+           Bad{"{" + msgs + R"(, "grammar": ")" + gbnf +
+                   R"(", "tools": [{"type": "function", "function": {"name": "f"}}]})",
+               "cannot be combined with 'tools'"},
+       }) {
+    auto r = ParseRequest(Endpoint::kChat, b.body, kVocab);
+    ASSERT_FALSE(r.ok()) << b.body;
+    EXPECT_EQ(r.status().param(), "grammar") << b.body;
+    EXPECT_NE(r.status().message().find(b.words), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(ParseRequest, SeveralPromptsBecomeABatch) {
   auto r = ParseRequest(Endpoint::kCompletion, R"({"prompt": ["Once", [5, 6, 7]]})", kVocab);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -6,8 +6,8 @@ prompt opens it). Asked to echo a text that holds a thinking block, SmolLM2
 writes one, and what the client gets is what it would get from Qwen 3:
 reasoning_content apart from the content, streamed as deltas, Responses
 reasoning items and reasoning_text events, reasoning_tokens counted, thinking
-switched off by reasoning_effort or enable_thinking, a response_format that
-applies after the thinking, and the thinking sent back on later turns."""
+switched off by reasoning_effort or enable_thinking, a response_format or
+grammar that applies after the thinking, and the thinking sent back on later turns."""
 import json
 import os
 
@@ -107,6 +107,21 @@ def test_a_response_format_applies_after_the_thinking(client):
     assert r.choices[0].finish_reason == "stop"
     assert m.model_extra.get("reasoning_content") == "first", m
     assert isinstance(json.loads(m.content)["a"], int), m.content
+
+
+def test_a_grammar_applies_after_the_thinking(client):
+    """llama-server's grammar field, wrapped as response_format is: the
+    thinking first, then an answer the client's grammar (whose start rule it
+    refers to itself) allows."""
+    grammar = 'root ::= "second" | "(" root ")"'
+    r = ask(client, extra_body={"grammar": grammar})
+    m = r.choices[0].message
+    assert r.choices[0].finish_reason == "stop"
+    assert m.model_extra.get("reasoning_content") == "first", m
+    assert m.content == "second", m.content
+    # Without the thinking block in front, the same grammar holds from the start.
+    r = ask(client, "Please echo: (second)", extra_body={"grammar": grammar})
+    assert r.choices[0].message.content == "(second)"
 
 
 def test_the_responses_api_gives_a_reasoning_item_then_the_message(client):

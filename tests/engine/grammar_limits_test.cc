@@ -5,8 +5,16 @@
 #include "outpost/engine/grammar_limits.h"
 
 #include <gtest/gtest.h>
+#include <llama.h>
 
+#include <functional>
+#include <memory>
+#include <random>
 #include <string>
+#include <vector>
+
+#include "mocks/test_model.h"
+#include "outpost/engine/model.h"
 
 namespace outpost::engine {
 namespace {
@@ -48,6 +56,176 @@ TEST(GrammarLimits, RepetitionsThatCannotBeParsedAreRefusedByName) {
     EXPECT_EQ(st.param(), "response_format.json_schema.schema");
     EXPECT_NE(st.message().find(c.words), std::string::npos) << c.grammar << ": " << st.message();
   }
+}
+
+// llama.cpp's own verdict on a grammar: its sampler built from it (stderr,
+// where its parser prints a grammar it refuses, captured and dropped).
+bool LlamaTakes(const std::string& gbnf) {
+  ::testing::internal::CaptureStderr();
+  llama_sampler* s = llama_sampler_init_grammar(/*vocab=*/nullptr, gbnf.c_str(), "root");
+  ::testing::internal::GetCapturedStderr();
+  if (s != nullptr) llama_sampler_free(s);
+  return s != nullptr;
+}
+
+TEST(ParseGrammar, SaysWhatIsWrongAndWhere) {
+  struct Case {
+    std::string grammar;
+    const char* words;
+  } cases[] = {
+      {"root ::= \"a\" | (\"b\"", "expecting ')' at line 1, column 20 (the end of the grammar)"},
+      {"root ::= \"a\"\nbad line here", "expecting ::= at line 2, column 5: `line here`"},
+      {"root ::= item\n", "the rule 'item' is used but never defined"},
+      {"rot ::= \"a\"", "it defines no 'root' rule"},
+      {"root ::= root \"a\" | \"b\"", "the rule 'root' is left-recursive"},
+      {"root ::= expr\nexpr ::= term \"+\" | x\nx ::= ws expr\nws ::= \" \"?\nterm ::= [0-9]",
+       "is left-recursive"},
+      {"root ::= [a-", "unexpected end of input"},
+      {"root ::= \"\\x4\"", "expecting 2 hex chars at line 1, column 13"},
+      {"root ::= <think>", "no vocab to parse token at line 1, column 10: `<think>`"},
+      {"root ::= \"a\"{3", "expecting ',' at line 1, column 15 (the end of the grammar)"},
+      {"root ::= \"a\"{2,3 x", "expecting '}' at line 1, column 18: `x`"},
+      {"root ::= * \"a\"", "expecting preceding item to */+/?/{ at line 1, column 12"},
+      {"root ::= \"a\"{99999999999999999999999}", "a repetition count or token id is too large"},
+      {"root ::= (\"a\" \"b\" | \"c\" (\"d\")?){1500}", "rules times its count exceed 2000"},
+      {std::string("root ::= \"a\"\0 | \"b\"", 19), "NUL byte"},
+      // Left recursion through a rule that can match nothing, which
+      // llama.cpp's own check misses (its engine would then grow its stacks
+      // without end).
+      {"root ::= expr\nexpr ::= x | \"a\"\nx ::= ws expr \"z\"\nws ::= \" \"?",
+       "is left-recursive"},
+      {"", "it defines no rule"},
+      {"# only a comment\n", "it defines no rule"},
+      {"root ::= \"" + std::string(100, 'x') + "\n", "unexpected end of input"},
+  };
+  for (const auto& c : cases) {
+    const Status st = ParseGrammar(c.grammar, nullptr, "grammar");
+    ASSERT_FALSE(st.ok()) << c.grammar;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(st.param(), "grammar");
+    EXPECT_NE(st.message().find("'grammar' is not a grammar llama.cpp can use: "),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find(c.words), std::string::npos) << c.grammar << ": " << st.message();
+    // The message names the place; it does not carry the rest of the grammar.
+    EXPECT_LT(st.message().size(), 400u) << st.message();
+  }
+}
+
+// Every grammar here and thousands of random ones: refused when llama.cpp's
+// sampler refuses it, and otherwise only for left recursion its check
+// misses (such a grammar is not handed to llama.cpp here: it may not
+// return). fuzz_gbnf checks the first direction on arbitrary bytes; this
+// checks both on text near the grammar's syntax.
+TEST(ParseGrammar, AgreesWithLlamaCppsSampler) {
+  std::vector<std::string> grammars = {
+      "root ::= \"yes\" | \"no\"",
+      "root ::= object\nobject ::= \"{\" ws (string \":\" ws value (\",\" ws string \":\" ws "
+      "value)*)? \"}\"\nvalue ::= object | string | [0-9]+\nstring ::= \"\\\"\" [^\"\\\\]* "
+      "\"\\\"\"\nws ::= [ \\t\\n]*",
+      "# comment\nroot ::= item{1,3} \".\" # trailing\nitem ::= [a-z] | \"\\x41\" | .\n",
+      "root ::= expr\nexpr ::= expr \"+\" term | term\nterm ::= [0-9]",
+      "root ::= a\na ::= b | \"x\"\nb ::= c? a\nc ::= \"c\"",
+      "root ::= a b\na ::= \"a\"?\nb ::= root | \"b\"",
+      "root ::= \"a\"\r\nb ::= \"b\"\r\n",
+      "root::=\"a\"",
+      "root ::= [^\\]]+ \"\\u00e9\\U0001F642\"",
+      "root ::= (\n  \"a\"\n  | \"b\"\n)",
+      "root ::= \"a\" \n  \"b\"",
+      "root ::= <[12]> !<[13]>",
+  };
+  std::mt19937 rng(12345);
+  // Grammars built from the syntax (rules a and b refer to each other, so
+  // some are left-recursive), a third of them then damaged by one edit...
+  std::function<std::string(int)> sequence = [&](int depth) {
+    std::string out;
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
+      switch (rng() % (depth > 2 ? 4 : 6)) {
+        case 0:
+          out += "\"" + std::string(1, static_cast<char>('a' + rng() % 3)) + "\"";
+          break;
+        case 1:
+          out += "[a-c]";
+          break;
+        case 2:
+          out += rng() % 2 ? "a" : "b";
+          break;
+        case 3:
+          out += ".";
+          break;
+        case 4:
+          out += "(" + sequence(depth + 1) + " | " + sequence(depth + 1) + ")";
+          break;
+        default:
+          out += "(" + sequence(depth + 1) + ")";
+          break;
+      }
+      const char* const postfix[] = {"*", "+", "?", "{1,2}", "", "", ""};
+      out += postfix[rng() % std::size(postfix)];
+      out += " ";
+    }
+    return out;
+  };
+  const char* const pieces[] = {"root", " ::= ", "::=", "a",     "b",  "x-y", " ",    "\n",
+                                "|",    "(",     ")",   "*",     "+",  "?",   "{2}",  "{1,3}",
+                                "{0,}", "\"z\"", "\"",  "[a-c]", "[^", "]",   ".",    "# c\n",
+                                "\\",   "<[5]>", "!",   "{",     "}",  ",",   "\r\n", "\t"};
+  for (int i = 0; i < 2000; ++i) {
+    std::string g = "root ::= " + sequence(0) + "\na ::= " + sequence(0) + "| " + sequence(0) +
+                    "\nb ::= " + sequence(0) + "\n";
+    if (rng() % 3 == 0) {
+      const size_t at = rng() % g.size();
+      if (rng() % 2) {
+        g.insert(at, pieces[rng() % std::size(pieces)]);
+      } else {
+        g.erase(at, 1);
+      }
+    }
+    grammars.push_back(std::move(g));
+  }
+  // ... and strings of the syntax's pieces in any order.
+  for (int i = 0; i < 1000; ++i) {
+    std::string g = rng() % 2 ? "root ::= " : "";
+    const int n = 1 + static_cast<int>(rng() % 14);
+    for (int k = 0; k < n; ++k) g += pieces[rng() % std::size(pieces)];
+    grammars.push_back(std::move(g));
+  }
+  int taken = 0, left_recursive = 0;
+  for (const auto& g : grammars) {
+    const Status st = ParseGrammar(g, nullptr, "grammar");
+    if (!st.ok() && st.message().find("is left-recursive") != std::string::npos) {
+      ++left_recursive;
+      continue;
+    }
+    ASSERT_EQ(st.ok(), LlamaTakes(g)) << "grammar:\n" << g << "\nours: " << st.message();
+    taken += st.ok();
+  }
+  // All kinds were tried.
+  EXPECT_GT(taken, 100);
+  EXPECT_LT(taken + left_recursive, static_cast<int>(grammars.size()) - 100);
+  EXPECT_GT(left_recursive, 10);
+}
+
+// Token references need the model's vocabulary: with it, a control token's
+// text is one token; text that is not one token is refused by name.
+TEST(ParseGrammar, TokenReferencesReadWithTheModelsVocabulary) {
+  const std::string path = outpost::testing::ModelPath();
+  if (path.empty()) {
+    if (outpost::testing::ModelRequired()) FAIL() << "OUTPOST_MODEL is missing";
+    GTEST_SKIP() << "OUTPOST_MODEL not set";
+  }
+  InstallLlamaLogger(false);
+  ModelOptions o;
+  o.path = path;
+  auto m = Model::Load(o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE((*m)->CheckGrammar("root ::= <|im_end|> | \"x\" !<|im_start|>", "grammar").ok());
+  const Status st = (*m)->CheckGrammar("root ::= <not-a-token>", "grammar");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("invalid token '<not-a-token>'"), std::string::npos) << st.message();
+  // The repetition limits come first, as for a schema's grammar.
+  EXPECT_NE((*m)->CheckGrammar("root ::= \"a\"{5,2}", "grammar").message().find("at least 5"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(JsonSchemaGrammar, BoundsThatCannotBeKeptAreRefusedByName) {
       // Within the count limit, past the parser's rules-times-count limit: the
       // parser itself refuses it, now while the request is checked.
       {R"({"type":"array","items":{"type":"integer"},"maxItems":2000})",
-       "llama.cpp's grammar parser refused the grammar built from it"},
+       "a repeated item's rules times its count exceed 2000"},
   };
   for (const auto& c : cases) {
     auto g = JsonSchemaToGrammar(c.schema, kParam);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "outpost/engine/grammar_limits.h"
 #include "outpost/engine/json_schema_grammar.h"
 #include "outpost/engine/model.h"
 #include "outpost/engine/thinking_grammar.h"
@@ -245,6 +246,24 @@ TEST(ThinkingGrammar, TheAnswerFollowsItsGrammarAfterTheBlock) {
   EXPECT_FALSE(optional("<think>I add.</think>It is 4."));
   EXPECT_FALSE(optional("{\"n\": \"four\"}"));
   EXPECT_FALSE(optional("<think>I add.{\"n\": 4}"));  // never closed
+}
+
+// A grammar a client wrote (the `grammar` field): its start rule may be
+// referred to inside it, written anywhere on its line, and its last line
+// may have no newline; only the name `root` itself is renamed.
+TEST(ThinkingGrammar, AClientsGrammarKeepsItsOwnRules) {
+  const std::string gbnf =
+      "  root ::= \"(\" (root | rooted)? \")\" # a root in a comment\n"
+      "rooted ::= [a-z]+ \"root\" [root]";
+  ASSERT_TRUE(ParseGrammar(gbnf, nullptr, "grammar").ok());
+  const ThinkingBlock block{"<think>", "</think>", /*open=*/false};
+  const std::string wrapped = GrammarAfterThinking(gbnf, block);
+  ASSERT_TRUE(ParseGrammar(wrapped, nullptr, "grammar").ok()) << wrapped;
+  Matcher m(wrapped);
+  EXPECT_TRUE(m("(())"));
+  EXPECT_TRUE(m("<think>nested?</think>((xroott))"));
+  EXPECT_FALSE(m("(<think>x</think>)"));  // the block comes first, once
+  EXPECT_FALSE(m("((abc))"));             // "root" must follow the letters
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "outpost/engine/engine.h"
+#include "outpost/engine/grammar_limits.h"
 
 namespace outpost::testing {
 
@@ -97,6 +98,9 @@ class FakeEngine final : public engine::Engine {
     if (schema.find("\"not\"") != std::string::npos)
       return Status::InvalidArgument("keyword 'not'", "response_format");
     return std::string("root ::= \"{}\"");
+  }
+  Status CheckGrammar(const std::string& gbnf, const std::string& param) const override {
+    return engine::CheckGrammar(gbnf, param);  // no vocabulary: no token references
   }
   Status StartSequence(engine::SeqId seq, const engine::SamplingParams& p) override {
     started.push_back(p);

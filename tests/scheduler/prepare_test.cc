@@ -89,5 +89,22 @@ TEST(Scheduler, PrepareTurnsAResponseFormatIntoAGrammarOrNamesTheField) {
   EXPECT_EQ(f.sched->Prepare(in, false, &bad).param(), "response_format");
 }
 
+TEST(Scheduler, PrepareTakesAClientsGrammarAsItIsOrSaysWhereItIsWrong) {
+  Fixture f(Opts(1, 0));
+  PromptInput in;
+  in.text = "go";
+  in.response_format.type = engine::ResponseFormat::Type::kGrammar;
+  in.response_format.grammar = "root ::= \"yes\" | \"no\"";
+  GenerationRequest req;
+  ASSERT_TRUE(f.sched->Prepare(in, false, &req).ok());
+  EXPECT_EQ(req.sampling.grammar, in.response_format.grammar);
+  in.response_format.grammar = "root ::= yes";
+  GenerationRequest bad;
+  const Status st = f.sched->Prepare(in, false, &bad);
+  EXPECT_EQ(st.param(), "grammar");
+  EXPECT_NE(st.message().find("the rule 'yes' is used but never defined"), std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace outpost::scheduler

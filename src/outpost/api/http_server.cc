@@ -54,6 +54,8 @@ std::string RouteLabel(const std::string& path) {
                                         "/v1/completions",
                                         "/v1/responses",
                                         "/v1/embeddings",
+                                        "/tokenize",
+                                        "/detokenize",
                                         "/v1/files",
                                         "/v1/batches",
                                         "/v1/conversations",
@@ -234,6 +236,14 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
   }
   if (path.rfind("/v1/responses/", 0) == 0) return HandleStoredResponse(req, res);
   if (post && path == "/v1/embeddings") return HandleEmbeddings(req, res);
+  if (path == "/tokenize") {
+    if (post) return HandleTokenize(req, res);
+    return SendNotAllowed(res, req, "POST");
+  }
+  if (path == "/detokenize") {
+    if (post) return HandleDetokenize(req, res);
+    return SendNotAllowed(res, req, "POST");
+  }
   if (get && path == "/v1/models") return HandleModels("", res);
   if (get && path.size() > 11 && path.rfind("/v1/models/", 0) == 0) {
     return HandleModels(path.substr(11), res);

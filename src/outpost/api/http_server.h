@@ -1,8 +1,9 @@
 // HttpServer — the OpenAI-compatible HTTP front end.
 //
 // Routes: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models,
-// GET /v1/models/{id}, /v1/files and /v1/batches (batch_api.h), GET /health, GET /ready, GET
-// /metrics, GET / (the dashboard) and /admin/ (admin_api.h: its own key, never the API keys).
+// GET /v1/models/{id}, POST /tokenize and /detokenize, /v1/files and /v1/batches (batch_api.h),
+// GET /health, GET /ready, GET /metrics, GET / (the dashboard) and /admin/ (admin_api.h: its
+// own key, never the API keys).
 //
 // Threads: an HttpFront (http_front.h) holds the connections on a few event
 // loops and runs Serve() on its worker pool (n_http_threads) for each
@@ -215,6 +216,9 @@ class HttpServer {
   void HandleModels(const std::string& id, HttpResponse& res);
   void HandleMetrics(HttpResponse& res);
   void HandleEmbeddings(const HttpRequest& req, HttpResponse& res);
+  // POST /tokenize, POST /detokenize (tokenize_handler.cc).
+  void HandleTokenize(const HttpRequest& req, HttpResponse& res);
+  void HandleDetokenize(const HttpRequest& req, HttpResponse& res);
   // /v1/completions with several prompts (call.request.batch_prompts).
   void HandlePromptBatch(router::CompletionCall call, const HttpRequest& req, HttpResponse& res);
 

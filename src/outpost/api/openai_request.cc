@@ -529,6 +529,28 @@ Status ParseResponseFormat(const json& body, ParsedRequest* r) {
   return Status::Ok();
 }
 
+// grammar: llama-server's GBNF constraint (a string; "" is none). Checked
+// against the vocabulary when the request is prepared; here, that it is the
+// only constraint.
+Status ParseGrammarField(const json& body, ParsedRequest* r) {
+  auto it = body.find("grammar");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_string()) return WrongType("grammar", "a string (GBNF)", *it);
+  if (it->get_ref<const std::string&>().empty()) return Status::Ok();
+  if (r->response_format.type != engine::ResponseFormat::Type::kText) {
+    return Status::InvalidArgument(
+        "'grammar' cannot be combined with 'response_format': give one constraint", "grammar");
+  }
+  if (r->tools.active()) {
+    return Status::InvalidArgument(
+        "'grammar' cannot be combined with 'tools' (the calls have a grammar of their own)",
+        "grammar");
+  }
+  r->response_format.type = engine::ResponseFormat::Type::kGrammar;
+  r->response_format.grammar = it->get<std::string>();
+  return Status::Ok();
+}
+
 // The schema and the tools' parameters as the client wrote them: their
 // properties' order is the order of the answer's (the body was read into
 // sorted objects), read again from the body.
@@ -659,6 +681,7 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
     OUTPOST_RETURN_IF_ERROR(ParseTools(j, &r));
     OUTPOST_RETURN_IF_ERROR(ParseChatOptions(j, &r));
   }
+  OUTPOST_RETURN_IF_ERROR(ParseGrammarField(j, &r));
   OUTPOST_RETURN_IF_ERROR(KeepWrittenOrder(body, &r));
   return r;
 }

@@ -58,6 +58,10 @@ class Engine {
   // keyword.
   virtual StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema,
                                                       const std::string& param) const = 0;
+  // Whether GBNF text a client wrote can be used as it is (llama.cpp's
+  // parser, token references read with this vocabulary, the sampler's own
+  // checks). Errors: InvalidArgument naming `param`, the reason and where.
+  virtual Status CheckGrammar(const std::string& gbnf, const std::string& param) const = 0;
   // Raw bytes of one token (may be part of a UTF-8 character). Control
   // tokens render as empty unless `special`.
   virtual std::string TokenPiece(Token token, bool special) const = 0;

@@ -1,9 +1,12 @@
 #include "outpost/engine/grammar_limits.h"
 
+#include <llama-grammar.h>  // llama_grammar_parser: llama.cpp's GBNF parser itself
 #include <llama.h>
 
 #include <cctype>
 #include <exception>
+#include <utility>
+#include <vector>
 
 namespace outpost::engine {
 namespace {
@@ -92,26 +95,205 @@ Status CheckGrammarRepetitions(std::string_view gbnf, const std::string& param) 
   return Status::Ok();
 }
 
+namespace {
+
+// "line L, column C" of byte `offset` in `text`, and the text from there to
+// the end of its line (at most 40 bytes).
+std::string Where(std::string_view text, size_t offset) {
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  std::string out =
+      "line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+  if (offset >= text.size()) return out + " (the end of the grammar)";
+  const size_t eol = text.find_first_of("\r\n", offset);
+  std::string_view rest =
+      text.substr(offset, (eol == std::string_view::npos ? text.size() : eol) - offset);
+  if (rest.empty()) return out + " (the end of the line)";
+  const bool cut = rest.size() > 40;
+  return out + ": `" + std::string(rest.substr(0, 40)) + (cut ? "...`" : "`");
+}
+
+// llama.cpp's parser errors end " at " + the rest of the grammar: that tail
+// becomes a line and column. Other messages pass as they are.
+std::string Explain(const std::string& what, std::string_view gbnf) {
+  for (size_t k = what.find(" at "); k != std::string::npos; k = what.find(" at ", k + 1)) {
+    std::string_view rest = std::string_view(what).substr(k + 4);
+    if (rest.size() <= gbnf.size() && gbnf.substr(gbnf.size() - rest.size()) == rest) {
+      return what.substr(0, k) + " at " + Where(gbnf, gbnf.size() - rest.size());
+    }
+  }
+  return what;
+}
+
+bool EndOfSequence(const llama_grammar_element& e) {
+  return e.type == LLAMA_GRETYPE_END || e.type == LLAMA_GRETYPE_ALT;
+}
+
+// A rule that can start with itself (through rules that can match the
+// empty text), or -1. Stricter than llama.cpp's own check, which counts a
+// rule as able to match nothing only when one of its alternatives is empty
+// as written: `x ::= ws x "z"` with `ws ::= " "?` passes there, and the
+// grammar engine then grows its stacks without end (a request that would
+// hold a thread and its memory). Linear in the grammar's size.
+int64_t LeftRecursiveRule(const llama_grammar_rules& rules) {
+  const size_t n = rules.size();
+  // Which rules can match the empty text: an alternative can once every
+  // rule it refers to can and it holds nothing else (a worklist over the
+  // alternatives' counts of references not yet known to).
+  struct Alternative {
+    size_t rule;
+    size_t pending = 0;  // references to rules not (yet) known to match nothing
+    bool terminal = false;
+  };
+  std::vector<Alternative> alts;
+  std::vector<std::vector<size_t>> used_in(n);  // rule -> alternatives, once per reference
+  for (size_t r = 0; r < n; ++r) {
+    Alternative alt{r};
+    for (const auto& e : rules[r]) {
+      if (EndOfSequence(e)) {
+        alts.push_back(alt);
+        alt = Alternative{r};
+        if (e.type == LLAMA_GRETYPE_END) break;
+      } else if (e.type == LLAMA_GRETYPE_RULE_REF && e.value < n) {
+        ++alt.pending;
+        used_in[e.value].push_back(alts.size());
+      } else {
+        alt.terminal = true;
+      }
+    }
+  }
+  std::vector<char> nullable(n, 0);
+  std::vector<size_t> work;
+  for (const auto& alt : alts) {
+    if (!alt.terminal && alt.pending == 0 && !nullable[alt.rule]) {
+      nullable[alt.rule] = 1;
+      work.push_back(alt.rule);
+    }
+  }
+  while (!work.empty()) {
+    const size_t s = work.back();
+    work.pop_back();
+    for (size_t a : used_in[s]) {
+      Alternative& alt = alts[a];
+      if (--alt.pending == 0 && !alt.terminal && !nullable[alt.rule]) {
+        nullable[alt.rule] = 1;
+        work.push_back(alt.rule);
+      }
+    }
+  }
+  // The rules each rule can start with: references up to and including the
+  // first that cannot match nothing, in every alternative.
+  std::vector<std::vector<uint32_t>> starts(n);
+  for (size_t r = 0; r < n; ++r) {
+    bool open = true;  // still at the start of the alternative
+    for (const auto& e : rules[r]) {
+      if (EndOfSequence(e)) {
+        open = true;
+      } else if (!open) {
+        continue;
+      } else if (e.type == LLAMA_GRETYPE_RULE_REF && e.value < n) {
+        starts[r].push_back(e.value);
+        open = nullable[e.value] != 0;
+      } else {
+        open = false;
+      }
+    }
+  }
+  // A cycle among those edges: depth first, with an explicit stack.
+  enum : char { kNew, kOnPath, kDone };
+  std::vector<char> state(n, kNew);
+  for (size_t root = 0; root < n; ++root) {
+    if (state[root] != kNew) continue;
+    std::vector<std::pair<size_t, size_t>> path{{root, 0}};  // rule, next edge
+    state[root] = kOnPath;
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == starts[r].size()) {
+        state[r] = kDone;
+        path.pop_back();
+        continue;
+      }
+      const uint32_t to = starts[r][next++];
+      if (state[to] == kOnPath) return to;
+      if (state[to] == kNew) {
+        state[to] = kOnPath;
+        path.push_back({to, 0});
+      }
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std::string& param) {
+  auto refuse = [&](const std::string& why) {
+    return Status::InvalidArgument("'" + param + "' is not a grammar llama.cpp can use: " + why,
+                                   param);
+  };
+  if (gbnf.find('\0') != std::string::npos) {
+    return refuse("it holds a NUL byte (the parser would stop there)");
+  }
+  llama_grammar_parser parser(vocab);
+  try {
+    // parse() without its stderr print: the same steps (leading space and
+    // comments, then rule after rule).
+    size_t i = 0;
+    while (i < gbnf.size()) {
+      if (gbnf[i] == ' ' || gbnf[i] == '\t' || gbnf[i] == '\r' || gbnf[i] == '\n') {
+        ++i;
+      } else if (gbnf[i] == '#') {
+        while (i < gbnf.size() && gbnf[i] != '\r' && gbnf[i] != '\n') ++i;
+      } else {
+        break;
+      }
+    }
+    const char* pos = gbnf.c_str() + i;
+    while (*pos != '\0') pos = parser.parse_rule(pos);
+  } catch (const std::out_of_range&) {
+    return refuse("a repetition count or token id is too large");
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (what.find("multiplied by the new repetition") != std::string::npos) {
+      return refuse("a repeated item's rules times its count exceed " +
+                    std::to_string(kMaxGrammarRepetitions) +
+                    ", the most the parser expands (lower maxItems, maxLength or a pattern's "
+                    "{m,n}, or simplify the repeated item)");
+    }
+    return refuse(Explain(what, gbnf));
+  }
+  for (const auto& [name, id] : parser.symbol_ids) {
+    if (id >= parser.rules.size() || parser.rules[id].empty()) {
+      return refuse("the rule '" + name + "' is used but never defined");
+    }
+  }
+  if (parser.rules.empty()) return refuse("it defines no rule");
+  if (parser.symbol_ids.find("root") == parser.symbol_ids.end()) {
+    return refuse("it defines no 'root' rule (where the output starts)");
+  }
+  const int64_t left = LeftRecursiveRule(parser.rules);
+  if (left >= 0) {
+    std::string name = "#" + std::to_string(left);
+    for (const auto& [n, id] : parser.symbol_ids) {
+      if (id == static_cast<uint32_t>(left)) name = n;
+    }
+    return refuse("the rule '" + name +
+                  "' is left-recursive (it can start with itself, as in `expr ::= expr \"+\" "
+                  "term`), which the grammar engine cannot run; write it as a repetition "
+                  "(`expr ::= term (\"+\" term)*`)");
+  }
+  return Status::Ok();
+}
+
 Status CheckGrammar(const std::string& gbnf, const std::string& param) {
   Status st = CheckGrammarRepetitions(gbnf, param);
   if (!st.ok()) return st;
-  llama_sampler* parsed = nullptr;
-  try {
-    parsed = llama_sampler_init_grammar(/*vocab=*/nullptr, gbnf.c_str(), "root");
-  } catch (const std::exception&) {
-    parsed = nullptr;
-  }
-  if (parsed == nullptr) {
-    return Status::InvalidArgument(
-        "'" + param +
-            "': llama.cpp's grammar parser refused the grammar built from it; the usual cause "
-            "is a repeated item whose rules times its count exceed " +
-            std::to_string(kMaxGrammarRepetitions) +
-            " (lower maxItems, maxLength or a pattern's {m,n}, or simplify the items)",
-        param);
-  }
-  llama_sampler_free(parsed);
-  return Status::Ok();
+  return ParseGrammar(gbnf, /*vocab=*/nullptr, param);
 }
 
 }  // namespace outpost::engine

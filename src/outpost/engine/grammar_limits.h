@@ -10,6 +10,14 @@
 // the parser's other limit (the rules inside a repeated group times the
 // count, also 2000): the parser refuses that itself, without harm, and
 // CheckGrammar asks it.
+//
+// ParseGrammar runs llama.cpp's own GBNF parser (its rules, its limits)
+// without what the parser does with an error: print the reason and the whole
+// grammar to stderr — a few hundred KB of log per bad request — and tell its
+// caller only that it failed. Here the reason comes back in the status, with
+// where it is (line, column and the text there), and so do the checks
+// llama.cpp makes when it builds the sampler (every rule used is defined,
+// `root` is, no rule is left-recursive), each naming the rule.
 // Pure; thread-safe.
 #pragma once
 
@@ -18,6 +26,8 @@
 #include <string_view>
 
 #include "outpost/util/status.h"
+
+struct llama_vocab;
 
 namespace outpost::engine {
 
@@ -32,11 +42,17 @@ inline constexpr uint64_t kMaxGrammarRepetitions = 2000;
 // silently unconstrained). Errors: InvalidArgument naming `param`.
 Status CheckGrammarRepetitions(std::string_view gbnf, const std::string& param);
 
-// CheckGrammarRepetitions, then llama.cpp's own parser on `gbnf` with no
-// vocabulary (for grammars built from a JSON schema, which never name a
-// token), so that a grammar it refuses is refused while the request is
-// checked, naming `param`, not when its sampler is built. The parser's own
-// reason goes to stderr only. Errors: InvalidArgument naming `param`.
+// llama.cpp's parser on `gbnf`, then the sampler's checks (see above).
+// `vocab` (may be null) resolves token references (`<think>`, `<[42]>`);
+// without one, `<think>` is an error. Errors: InvalidArgument naming `param`,
+// the reason (llama.cpp's words), the line and column.
+Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std::string& param);
+
+// CheckGrammarRepetitions, then ParseGrammar with no vocabulary (for
+// grammars built from a JSON schema, which never name a token), so that a
+// grammar llama.cpp would refuse is refused while the request is checked,
+// naming `param`, not when its sampler is built. Errors: InvalidArgument
+// naming `param`.
 Status CheckGrammar(const std::string& gbnf, const std::string& param);
 
 }  // namespace outpost::engine

@@ -41,6 +41,9 @@ class LlamaEngine final : public Engine {
                                               const std::string& param) const override {
     return model_->GrammarFromJsonSchema(schema, param);
   }
+  Status CheckGrammar(const std::string& gbnf, const std::string& param) const override {
+    return model_->CheckGrammar(gbnf, param);
+  }
   std::string TokenPiece(Token t, bool special) const override {
     return model_->TokenPiece(t, special);
   }

@@ -11,6 +11,7 @@
 #include <exception>
 
 #include "outpost/engine/chat_format.h"
+#include "outpost/engine/grammar_limits.h"
 #include "outpost/engine/json_schema_grammar.h"
 
 #include "outpost/version.h"
@@ -187,6 +188,12 @@ std::string Model::TokenPiece(Token token, bool special) const {
 StatusOr<std::string> Model::GrammarFromJsonSchema(const std::string& schema,
                                                    const std::string& param) const {
   return JsonSchemaToGrammar(schema, param);
+}
+
+Status Model::CheckGrammar(const std::string& gbnf, const std::string& param) const {
+  Status st = CheckGrammarRepetitions(gbnf, param);
+  if (!st.ok()) return st;
+  return ParseGrammar(gbnf, vocab_, param);
 }
 
 bool Model::IsEndOfGeneration(Token token) const {

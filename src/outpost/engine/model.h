@@ -86,6 +86,9 @@ class Model {
   // field) and the unsupported keyword or the converter's complaint.
   StatusOr<std::string> GrammarFromJsonSchema(const std::string& schema,
                                               const std::string& param) const;
+  // GBNF a client wrote, checked as llama.cpp's sampler would take it (token
+  // references read with this vocabulary); grammar_limits.h.
+  Status CheckGrammar(const std::string& gbnf, const std::string& param) const;
 
   // For engine/ only: the llama.cpp handle.
   llama_model* raw() const { return model_; }

@@ -1,9 +1,11 @@
 #include "outpost/engine/thinking_grammar.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string_view>
 #include <vector>
 
 namespace outpost::engine {
@@ -83,20 +85,39 @@ std::string UntilRules(const std::string& name, const std::string& end) {
 }
 
 std::string GrammarAfterThinking(const std::string& grammar, const ThinkingBlock& block) {
-  // The answer's own start rule (the line "root ::= ...") becomes a rule
-  // like any other.
-  std::string out = grammar;
-  for (size_t at = 0; at < out.size();) {
-    if (out.compare(at, 4, "root") == 0) {
-      const size_t k = out.find_first_not_of(" \t", at + 4);
-      if (k != std::string::npos && out.compare(k, 3, "::=") == 0) {
-        out.replace(at, 4, "outpost-answer");
-        break;
-      }
+  // The answer's own start rule becomes a rule like any other: the name
+  // `root` (its definition and any reference to it; not inside a literal, a
+  // character class or a comment) is renamed.
+  std::string out;
+  out.reserve(grammar.size() + 64);
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+  };
+  for (size_t i = 0; i < grammar.size();) {
+    const char c = grammar[i];
+    if (c == '"' || c == '[') {
+      const char close = c == '"' ? '"' : ']';
+      size_t j = i + 1;
+      while (j < grammar.size() && grammar[j] != close) j += grammar[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, grammar.size());
+      out.append(grammar, i, j - i);
+      i = j;
+    } else if (c == '#') {
+      const size_t j = std::min(grammar.find_first_of("\r\n", i), grammar.size());
+      out.append(grammar, i, j - i);
+      i = j;
+    } else if (word(c)) {
+      size_t j = i;
+      while (j < grammar.size() && word(grammar[j])) ++j;
+      const std::string_view name(grammar.data() + i, j - i);
+      out += name == "root" ? std::string_view("outpost-answer") : name;
+      i = j;
+    } else {
+      out += c;
+      ++i;
     }
-    at = out.find('\n', at);
-    if (at != std::string::npos) ++at;
   }
+  if (!out.empty() && out.back() != '\n') out += '\n';
   const std::string ws = "[ \\t\\r\\n]{0,40}";
   if (block.open) {
     out += "root ::= outpost-thinking " + ws + " outpost-answer\n";

@@ -175,9 +175,11 @@ struct ChatPrompt {
 
 // What shape the answer must have (OpenAI response_format).
 struct ResponseFormat {
-  enum class Type { kText, kJsonObject, kJsonSchema };
+  // kGrammar: llama-server's `grammar` field, GBNF text the client wrote.
+  enum class Type { kText, kJsonObject, kJsonSchema, kGrammar };
   Type type = Type::kText;
-  std::string schema;  // kJsonSchema: the schema as JSON text
+  std::string schema;   // kJsonSchema: the schema as JSON text
+  std::string grammar;  // kGrammar: the GBNF text
 };
 
 // Defaults for the optional knobs: every field set.

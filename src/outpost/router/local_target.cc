@@ -92,6 +92,40 @@ class OutcomeSink final : public scheduler::GenerationSink {
 
 }  // namespace
 
+std::vector<engine::Token> LocalTarget::Tokenize(const models::ServedModel& model,
+                                                 std::string_view text, bool add_special,
+                                                 bool parse_special) {
+  return model.scheduler->engine().Tokenize(text, add_special, parse_special);
+}
+
+StatusOr<std::vector<std::string>> LocalTarget::Pieces(const models::ServedModel& model,
+                                                       const std::vector<engine::Token>& tokens,
+                                                       const std::string& field) {
+  const engine::Engine& e = model.scheduler->engine();
+  const int32_t n_vocab = e.VocabSize();
+  std::vector<std::string> out;
+  out.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(tokens[i]) +
+                                         " is outside the vocabulary [0, " +
+                                         std::to_string(n_vocab) + ")",
+                                     f);
+    }
+    out.push_back(e.TokenPiece(tokens[i], /*special=*/true));
+  }
+  return out;
+}
+
+int32_t LocalTarget::ContextLength(const models::ServedModel& model) {
+  return model.scheduler->options().ctx_per_session;
+}
+
+int32_t LocalTarget::VocabSize(const models::ServedModel& model) {
+  return model.scheduler->engine().VocabSize();
+}
+
 Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCall& call,
                             scheduler::GenerationRequest* gen) {
   const CompletionRequest& r = call.request;

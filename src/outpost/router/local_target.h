@@ -6,6 +6,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "outpost/models/serving_set.h"
 #include "outpost/router/completion_call.h"
@@ -31,6 +34,25 @@ class LocalTarget {
   // ids outside the vocabulary).
   static Status Prepare(const models::ServedModel& model, const CompletionCall& call,
                         scheduler::GenerationRequest* gen);
+
+  // The model's tokenizer on `text`, as a prompt sent as text is read:
+  // `add_special` adds what the model's metadata puts around a text (BOS),
+  // `parse_special` reads control-token text ("<|im_start|>") as that token.
+  static std::vector<engine::Token> Tokenize(const models::ServedModel& model,
+                                             std::string_view text, bool add_special,
+                                             bool parse_special);
+
+  // The text of each of `tokens` (a control token's text included; a piece
+  // may end inside a UTF-8 character that the next one completes). Errors:
+  // InvalidArgument naming `field`[i] for an id outside the vocabulary.
+  static StatusOr<std::vector<std::string>> Pieces(const models::ServedModel& model,
+                                                   const std::vector<engine::Token>& tokens,
+                                                   const std::string& field);
+
+  // Tokens a session holds, prompt and completion together.
+  static int32_t ContextLength(const models::ServedModel& model);
+  // Token ids run from 0 to this, exclusive.
+  static int32_t VocabSize(const models::ServedModel& model);
 
   // Hands `gen` to the model's scheduler; the answer goes to `sink`
   // (OnLocalStart, then OnText/OnDone from the engine thread, or OnError when

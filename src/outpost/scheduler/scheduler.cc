@@ -119,6 +119,15 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
       }
       break;
     }
+    case engine::ResponseFormat::Type::kGrammar: {
+      Status st = e.CheckGrammar(in.response_format.grammar, "grammar");
+      if (!st.ok()) return st;
+      req->sampling.grammar = in.response_format.grammar;
+      if (!chat.thinking.end.empty()) {
+        req->sampling.grammar = engine::GrammarAfterThinking(req->sampling.grammar, chat.thinking);
+      }
+      break;
+    }
   }
   if (!chat.grammar.empty()) {
     if (!req->sampling.grammar.empty()) {
@@ -449,8 +458,9 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
            Status::InvalidArgument(
                "no token satisfies the request's output constraint after " +
                std::to_string(s.n_generated) +
-               " generated tokens: the grammar from response_format or tools allows nothing "
-               "more (with logit_bias)"));
+               " generated tokens: the grammar (response_format, tools or grammar) allows "
+               "nothing more, with logit_bias (an end-of-generation token only where the "
+               "grammar is complete)"));
     return;
   }
   const auto now = clock_->Now();
