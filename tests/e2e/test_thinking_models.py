@@ -2,8 +2,8 @@
 openai client. There is no thinking model small enough to ship, so the
 default model (SmolLM2) runs behind the chat templates of two that are: Qwen
 3's (the model decides whether to open "<think>") and DeepSeek R1's (the
-prompt opens it). Asked to echo a text that holds a thinking block, SmolLM2
-writes one, and what the client gets is what it would get from Qwen 3:
+prompt opens it). Shown two turns of echoing and then given a text that holds
+a thinking block, SmolLM2 writes one, and what the client gets is what it would get from Qwen 3:
 reasoning_content apart from the content, streamed as deltas, Responses
 reasoning items and reasoning_text events, reasoning_tokens counted, thinking
 switched off by reasoning_effort or enable_thinking, a response_format or
@@ -15,7 +15,15 @@ import openai
 import pytest
 from outpost_harness import TEMPLATES, serve
 
-ECHO = "Please echo: <think>first</think>second"
+ECHO = "<think>first</think>second"
+# Two turns of echoing first. Asked once ("Please echo: ..."), SmolLM2's
+# greedy answer turned on the CPU's kernels: it echoed on earlier sessions'
+# boxes, not on an AVX2-only one (2026-12-06); shown how, it echoes there too.
+SHOTS = [{"role": "system", "content": "You repeat the user's text exactly, and nothing else."},
+         {"role": "user", "content": "good morning"},
+         {"role": "assistant", "content": "good morning"},
+         {"role": "user", "content": "<b>bold</b>text"},
+         {"role": "assistant", "content": "<b>bold</b>text"}]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +41,8 @@ def client(qwen3):
 def ask(client, content=ECHO, **kw):
     kw.setdefault("max_tokens", 30)
     return client.chat.completions.create(model=client.models.list().data[0].id, temperature=0,
-                                          messages=[{"role": "user", "content": content}], **kw)
+                                          messages=SHOTS + [{"role": "user", "content": content}],
+                                          **kw)
 
 
 def thinking_tokens(tokens):
@@ -100,7 +109,7 @@ def test_thinking_switched_off_reaches_the_template(client):
 def test_a_response_format_applies_after_the_thinking(client):
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
               "additionalProperties": False}
-    r = ask(client, 'Please echo: <think>first</think>{"a": 1}', max_tokens=60,
+    r = ask(client, '<think>first</think>{"a": 1}', max_tokens=60,
             response_format={"type": "json_schema",
                              "json_schema": {"name": "a", "schema": schema, "strict": True}})
     m = r.choices[0].message
@@ -120,13 +129,14 @@ def test_a_grammar_applies_after_the_thinking(client):
     assert m.model_extra.get("reasoning_content") == "first", m
     assert m.content == "second", m.content
     # Without the thinking block in front, the same grammar holds from the start.
-    r = ask(client, "Please echo: (second)", extra_body={"grammar": grammar})
+    r = ask(client, "(second)", extra_body={"grammar": grammar})
     assert r.choices[0].message.content == "(second)"
 
 
 def test_the_responses_api_gives_a_reasoning_item_then_the_message(client):
     mid = client.models.list().data[0].id
-    r = client.responses.create(model=mid, input=ECHO, temperature=0, max_output_tokens=30)
+    turns = SHOTS + [{"role": "user", "content": ECHO}]
+    r = client.responses.create(model=mid, input=turns, temperature=0, max_output_tokens=30)
     kinds = [o.type for o in r.output]
     assert kinds == ["reasoning", "message"], r.output
     thought = r.output[0]
@@ -135,7 +145,7 @@ def test_the_responses_api_gives_a_reasoning_item_then_the_message(client):
     assert r.output_text.startswith("second"), r.output_text
     assert 0 < r.usage.output_tokens_details.reasoning_tokens < r.usage.output_tokens
 
-    events = list(client.responses.create(model=mid, input=ECHO, temperature=0,
+    events = list(client.responses.create(model=mid, input=turns, temperature=0,
                                           max_output_tokens=30, stream=True))
     types = [e.type for e in events]
     assert types.index("response.reasoning_text.delta") < types.index("response.output_text.delta")
@@ -175,9 +185,9 @@ def test_a_budget_closes_the_block_for_the_model(client):
     free = ask(client)
     assert free.choices[0].message.model_extra["reasoning_content"] == "first"
     r = ask(client, extra_body={"reasoning_budget_tokens": 0,
-                                "reasoning_budget_message": "Enough."})
+                                "reasoning_budget_message": "Enough"})
     m = r.choices[0].message
-    assert m.model_extra.get("reasoning_content") == "Enough.", m
+    assert m.model_extra.get("reasoning_content") == "Enough", m
     assert m.content, m
 
 
