@@ -64,11 +64,15 @@ def test_requantize_validate_and_serve_then_bad_invocations(tmp_path):
     models = [f for f in os.scandir(store / "blobs" / "sha256") if f.stat().st_size > 2**20]
     assert len(models) == 2, [(f.name, f.stat().st_size) for f in models]
 
-    # Served, it still answers.
+    # Served, it still answers: the validation's smoke question, as the server
+    # gets it. (Asked without "Answer in one word.", the smaller head's greedy
+    # answer turned on the CPU's kernels: Paris on earlier sessions' boxes,
+    # "L'Étoile de France, also known as the City of Love" on an AVX2-only one.)
     path = os.path.join(store, "blobs", "sha256", shown["digest"].split(":")[1])
     with serve(models=[path]) as s:
         a = httpx.post(s.base + "/v1/chat/completions", timeout=120, json={
-            "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "messages": [{"role": "user",
+                          "content": "What is the capital of France? Answer in one word."}],
             "max_tokens": 24, "temperature": 0}).json()
         assert "Paris" in a["choices"][0]["message"]["content"], a
 
