@@ -131,6 +131,41 @@ def serve(*flags, wait_ready=True, timeout=120, port=None, models=None, env=None
         assert report is None, report
 
 
+LLAMA_SERVER = os.environ.get("OUTPOST_LLAMA_SERVER", ".deps/llama.cpp-build/bin/llama-server")
+
+
+@contextlib.contextmanager
+def llama_server(*flags, model=None, timeout=120):
+    """llama.cpp's own server (built by scripts/bootstrap from the pinned
+    source) on `model` (default MODEL) with `flags`, until the block ends;
+    yields its base URL once /health answers."""
+    assert os.access(LLAMA_SERVER, os.X_OK), f"{LLAMA_SERVER} missing: scripts/bootstrap builds it"
+    port = free_port()
+    log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+    proc = subprocess.Popen([LLAMA_SERVER, "-m", model or MODEL, "--host", "127.0.0.1",
+                             "--port", str(port), *flags], stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            assert proc.poll() is None, open(log.name, errors="replace").read()[-3000:]
+            try:
+                if httpx.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.time() < deadline, "llama-server did not become healthy"
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        os.unlink(log.name)
+
+
 # For the tests that measure the release build itself (resident memory against
 # the plan, decode speed, image size, memory drift): under a sanitizer (make
 # asan) ASan's shadow memory and slowdown make those numbers meaningless.

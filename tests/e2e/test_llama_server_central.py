@@ -4,46 +4,18 @@ openai client: the alias routes there, non-streamed and streamed answers come
 back intact, the proxied usage is counted, relayed Responses are stored here
 and continued through llama-server, and pooled keep-alive connections to
 llama-server keep working across pauses."""
-import os
-import subprocess
-import tempfile
 import time
 
-import httpx
 import openai
 import pytest
-from outpost_harness import MODEL, free_port, serve, wait_upstream, yaml_file
-
-LLAMA_SERVER = os.environ.get("OUTPOST_LLAMA_SERVER", ".deps/llama.cpp-build/bin/llama-server")
+from outpost_harness import llama_server, serve, wait_upstream, yaml_file
 
 
 @pytest.fixture(scope="module")
 def central():
-    assert os.access(LLAMA_SERVER, os.X_OK), f"{LLAMA_SERVER} missing: scripts/bootstrap builds it"
-    port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen([LLAMA_SERVER, "-m", MODEL, "--host", "127.0.0.1", "--port", str(port),
-                             "--ctx-size", "2048", "--parallel", "2", "--threads", "2",
-                             "--alias", "gemma-central"], stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            assert proc.poll() is None, open(log.name, errors="replace").read()[-3000:]
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.time() < deadline, "llama-server did not become healthy"
-            time.sleep(0.2)
+    with llama_server("--ctx-size", "2048", "--parallel", "2", "--threads", "2",
+                      "--alias", "gemma-central") as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")

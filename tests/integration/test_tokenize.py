@@ -2,16 +2,9 @@
 pieces as llama-server's own endpoints on the same GGUF (the peer built from the
 same pinned source, started here), the same counts a generation reports in
 usage.prompt_tokens, and text that survives the round trip."""
-import os
-import subprocess
-import tempfile
-import time
-
 import httpx
 import pytest
-from outpost_harness import MODEL, free_port
-
-LLAMA_SERVER = os.environ.get("OUTPOST_LLAMA_SERVER", ".deps/llama.cpp-build/bin/llama-server")
+from outpost_harness import llama_server
 
 TEXTS = [
     "Hello world",
@@ -26,31 +19,8 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def peer():
     """llama-server on the default model."""
-    assert os.access(LLAMA_SERVER, os.X_OK), f"{LLAMA_SERVER} missing: scripts/bootstrap builds it"
-    port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen([LLAMA_SERVER, "-m", MODEL, "--host", "127.0.0.1", "--port", str(port),
-                             "--ctx-size", "512", "--parallel", "1", "--threads", "1"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            assert proc.poll() is None, open(log.name, errors="replace").read()[-3000:]
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.time() < deadline, "llama-server did not become healthy"
-            time.sleep(0.2)
+    with llama_server("--ctx-size", "512", "--parallel", "1", "--threads", "1") as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def tokenize(server, **body):
