@@ -236,6 +236,8 @@ Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std
     return Status::InvalidArgument("'" + param + "' is not a grammar llama.cpp can use: " + why,
                                    param);
   };
+  // A minimum above its maximum would make the parser expand without end.
+  if (Status st = CheckGrammarRepetitions(gbnf, param); !st.ok()) return st;
   if (gbnf.find('\0') != std::string::npos) {
     return refuse("it holds a NUL byte (the parser would stop there)");
   }
@@ -291,8 +293,6 @@ Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std
 }
 
 Status CheckGrammar(const std::string& gbnf, const std::string& param) {
-  Status st = CheckGrammarRepetitions(gbnf, param);
-  if (!st.ok()) return st;
   return ParseGrammar(gbnf, /*vocab=*/nullptr, param);
 }
 

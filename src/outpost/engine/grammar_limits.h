@@ -42,7 +42,8 @@ inline constexpr uint64_t kMaxGrammarRepetitions = 2000;
 // silently unconstrained). Errors: InvalidArgument naming `param`.
 Status CheckGrammarRepetitions(std::string_view gbnf, const std::string& param);
 
-// llama.cpp's parser on `gbnf`, then the sampler's checks (see above).
+// CheckGrammarRepetitions, llama.cpp's parser on `gbnf`, then the sampler's
+// checks (see above).
 // `vocab` (may be null) resolves token references (`<think>`, `<[42]>`);
 // without one, `<think>` is an error. Errors: InvalidArgument naming `param`,
 // the reason (llama.cpp's words), the line and column.

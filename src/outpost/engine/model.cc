@@ -191,8 +191,6 @@ StatusOr<std::string> Model::GrammarFromJsonSchema(const std::string& schema,
 }
 
 Status Model::CheckGrammar(const std::string& gbnf, const std::string& param) const {
-  Status st = CheckGrammarRepetitions(gbnf, param);
-  if (!st.ok()) return st;
   return ParseGrammar(gbnf, vocab_, param);
 }
 
