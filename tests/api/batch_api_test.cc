@@ -285,6 +285,7 @@ TEST_F(BatchApiTest, BadRequestsGetTheirStatusAndNameTheirField) {
       {"delete unknown", "DELETE", "/v1/files/file-nope", "", "", 404, "file_id"},
       {"put on files", "PUT", "/v1/files", "", "", 405, ""},
       {"batch not json", "POST", "/v1/batches", "nope", "application/json", 400, ""},
+      {"batch an array", "POST", "/v1/batches", "[]", "application/json", 400, ""},
       {"batch without file", "POST", "/v1/batches", without("input_file_id"), "", 400,
        "input_file_id"},
       {"batch with unknown file", "POST", "/v1/batches", with("input_file_id", "file-nope"), "",

@@ -154,6 +154,9 @@ CASES = [
      "the rule 'a' is left-recursive"),
     ("POST", CHAT, chat_body(grammar='root ::= "a"', response_format={"type": "json_object"}), {},
      400, "grammar", "cannot be combined with 'response_format'"),
+    ("POST", "/v1/embeddings", "{not json", {}, 400, None, "not valid JSON"),
+    ("POST", "/v1/embeddings", "[1, 2]", {}, 400, None, "must be a JSON object"),
+    ("POST", "/v1/embeddings", {"input": "x", "model": 7}, {}, 400, "model", "must be a string"),
     # The tokenizer (docs/api.md, "Tokens").
     ("POST", "/tokenize", "{not json", {}, 400, None, "not valid JSON"),
     ("POST", "/tokenize", {}, {}, 400, "content", "'content' (llama-server), 'prompt' or 'messages'"),

@@ -7,13 +7,13 @@
 #include <set>
 
 #include "outpost/api/errors.h"
+#include "outpost/api/json_fields.h"
 #include "outpost/audit/audit_log.h"
 #include "outpost/models/canary_plan.h"
 #include "outpost/models/model_validation.h"
 #include "outpost/models/version_json.h"
 #include "outpost/router/model_source.h"
 #include "outpost/router/registry_auth_file.h"
-#include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 #include "outpost/util/units.h"
 
@@ -67,11 +67,8 @@ json CanaryJson(const models::ModelLifecycle::CanaryStatus& c) {
 StatusOr<json> ParseBody(const std::string& body, const std::set<std::string>& allowed,
                          const std::set<std::string>& required,
                          const std::set<std::string>& typed = {}) {
-  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the body"));
-  const json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidArgument("the body must be a JSON object");
-  }
+  json j;
+  OUTPOST_ASSIGN_OR_RETURN(j, ParseObjectBody(body, "the body"));
   for (const auto& [k, v] : j.items()) {
     if (allowed.count(k) == 0) {
       std::string names;

@@ -10,7 +10,6 @@
 #include "outpost/api/kept_request.h"
 #include "outpost/api/multipart.h"
 #include "outpost/batch/batch_input.h"
-#include "outpost/util/json_text.h"
 
 namespace outpost::api {
 namespace {
@@ -289,13 +288,9 @@ void BatchApi::ListFiles(const HttpRequest& req, HttpResponse& res, const std::s
 }
 
 void BatchApi::CreateBatch(const HttpRequest& req, HttpResponse& res, const std::string& owner) {
-  if (Status st = util::CheckJsonDepth(req.body, "the request body"); !st.ok()) {
-    return SendError(res, st);
-  }
-  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) {
-    return SendError(res, Status::InvalidArgument("the request body must be a JSON object"));
-  }
+  auto body_or = ParseObjectBody(req.body);
+  if (!body_or.ok()) return SendError(res, body_or.status());
+  const json& body = *body_or;
   auto str = [&](const char* key, std::string* out) -> Status {
     const auto it = body.find(key);
     if (it == body.end() || !it->is_string()) {

@@ -7,7 +7,6 @@
 #include "outpost/api/json_fields.h"
 #include "outpost/api/openai_response.h"
 #include "outpost/api/responses_request.h"
-#include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 
 namespace outpost::api {
@@ -29,11 +28,7 @@ json ConversationJson(const StoredConversation& c) {
 
 // The body as a JSON object. Errors: InvalidArgument.
 StatusOr<json> BodyObject(const std::string& body) {
-  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the request body"));
-  json j = json::parse(body.empty() ? std::string("{}") : body, nullptr, false);
-  if (j.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
-  if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
-  return j;
+  return ParseObjectBody(body.empty() ? std::string_view("{}") : std::string_view(body));
 }
 
 // `items` as the store keeps them: item_references resolved (`lookup`),

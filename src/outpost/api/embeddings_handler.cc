@@ -9,8 +9,8 @@
 
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
+#include "outpost/api/json_fields.h"
 #include "outpost/util/base64.h"
-#include "outpost/util/json_text.h"
 
 namespace outpost::api {
 namespace {
@@ -87,12 +87,9 @@ void HttpServer::HandleEmbeddings(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
-  if (Status st = util::CheckJsonDepth(req.body, "the request body"); !st.ok()) return fail(st);
-  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded())
-    return fail(Status::InvalidArgument("the request body is not valid JSON"));
-  if (!body.is_object())
-    return fail(Status::InvalidArgument("the request body must be a JSON object"));
+  auto parsed = ParseObjectBody(req.body);
+  if (!parsed.ok()) return fail(parsed.status());
+  const json& body = *parsed;
   std::string model_id;
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) return fail(Status::InvalidArgument("'model' must be a string", "model"));

@@ -5,10 +5,19 @@
 
 #include "outpost/api/http_message.h"
 #include "outpost/util/json_text.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::api {
 
 using nlohmann::json;
+
+StatusOr<json> ParseObjectBody(std::string_view body, const std::string& what) {
+  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, what));
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(what + " is not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument(what + " must be a JSON object");
+  return j;
+}
 
 const char* JsonTypeName(const json& v) {
   if (v.is_null()) return "null";

@@ -14,6 +14,13 @@
 
 namespace outpost::api {
 
+// A request body as a JSON object: nesting within util::CheckJsonDepth's
+// limit (`what` names it in that error), valid JSON, an object. Errors:
+// InvalidArgument "the request body is not valid JSON" / "... must be a JSON
+// object" (`what` in place of "the request body").
+StatusOr<nlohmann::json> ParseObjectBody(std::string_view body,
+                                         const std::string& what = "the request body");
+
 // "null", "a boolean", "a number", "a string", "an array", "an object".
 const char* JsonTypeName(const nlohmann::json& v);
 // InvalidArgument "'field' must be <want>, got <type>", param = field.

@@ -573,12 +573,8 @@ Status KeepWrittenOrder(std::string_view body, ParsedRequest* r) {
 }  // namespace
 
 StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab) {
-  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the request body"));
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return Status::InvalidArgument("the request body is not valid JSON");
-  }
-  if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
+  json j;
+  OUTPOST_ASSIGN_OR_RETURN(j, ParseObjectBody(body));
 
   ParsedRequest r;
   r.endpoint = endpoint;

@@ -374,10 +374,8 @@ Status ForResponses(Status st) {
 
 StatusOr<ResponsesRequest> ParseResponsesRequest(std::string_view body,
                                                  const ResponsesParseOptions& options) {
-  OUTPOST_RETURN_IF_ERROR(util::CheckJsonDepth(body, "the request body"));
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
-  if (!j.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
+  json j;
+  OUTPOST_ASSIGN_OR_RETURN(j, ParseObjectBody(body));
 
   if (Given(j, "prompt")) {
     return Unsupported("prompt",

@@ -28,7 +28,6 @@
 #include "outpost/api/http_server.h"
 #include "outpost/api/json_fields.h"
 #include "outpost/router/local_target.h"
-#include "outpost/util/json_text.h"
 #include "outpost/util/utf8.h"
 
 namespace outpost::api {
@@ -39,15 +38,6 @@ using nlohmann::json;
 // Token ids in one /tokenize content array or one /detokenize body, at most
 // (the request body's size limit bounds them too; this names the limit).
 constexpr size_t kMaxTokenIds = 1 << 20;
-
-// The body as a JSON object, or the error to send.
-StatusOr<json> ParseBody(const std::string& text) {
-  if (Status st = util::CheckJsonDepth(text, "the request body"); !st.ok()) return st;
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return Status::InvalidArgument("the request body is not valid JSON");
-  if (!body.is_object()) return Status::InvalidArgument("the request body must be a JSON object");
-  return body;
-}
 
 // body[name] as a boolean; `fallback` when absent or null.
 StatusOr<bool> Flag(const json& body, const char* name, bool fallback) {
@@ -135,7 +125,7 @@ void HttpServer::HandleTokenize(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
-  auto body = ParseBody(req.body);
+  auto body = ParseObjectBody(req.body);
   if (!body.ok()) return fail(body.status());
   const bool has_content = body->contains("content") && !(*body)["content"].is_null();
   const bool has_prompt = body->contains("prompt") && !(*body)["prompt"].is_null();
@@ -248,7 +238,7 @@ void HttpServer::HandleDetokenize(const HttpRequest& req, HttpResponse& res) {
   if (!serving_->ready()) {
     return fail(Status::Unavailable("the model is still loading").WithRetryAfter(1));
   }
-  auto body = ParseBody(req.body);
+  auto body = ParseObjectBody(req.body);
   if (!body.ok()) return fail(body.status());
   auto it = body->find("tokens");
   if (it == body->end() || it->is_null()) {
