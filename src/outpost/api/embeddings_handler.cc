@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdint>
 
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
@@ -32,7 +33,15 @@ Status TokenArray(const json& a, const std::string& field, models::EmbeddingInpu
       return Status::InvalidArgument(
           "'" + field + "[" + std::to_string(k) + "]' must be a token id", field);
     }
-    in->tokens.push_back(static_cast<engine::Token>(a[k].get<int64_t>()));
+    // Checked against the model's vocabulary later; here only that it fits
+    // the type (2^32 + 1 must not pass as id 1).
+    const int64_t id = a[k].get<int64_t>();
+    if (id < INT32_MIN || id > INT32_MAX) {
+      const std::string f = field + "[" + std::to_string(k) + "]";
+      return Status::InvalidArgument(
+          "'" + f + "' token id " + std::to_string(id) + " is outside the vocabulary", f);
+    }
+    in->tokens.push_back(static_cast<engine::Token>(id));
   }
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 
 #include "outpost/api/json_fields.h"
 
+#include "outpost/engine/token_id.h"
 #include "outpost/util/json_text.h"
 #include "outpost/util/status_macros.h"
 
@@ -254,16 +255,7 @@ Status ParseTokenPrompt(const json& p, const std::string& field, int32_t n_vocab
     const std::string f = field + "[" + std::to_string(i) + "]";
     if (!p[i].is_number_integer()) return WrongType(f, "a token id (integer)", p[i]);
     const int64_t t = p[i].get<int64_t>();
-    if (t < 0) {
-      return Status::InvalidArgument(
-          "'" + f + "' token id " + std::to_string(t) + " is negative (ids start at 0)", f);
-    }
-    if (t >= n_vocab) {
-      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(t) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     f);
-    }
+    OUTPOST_RETURN_IF_ERROR(engine::CheckTokenId(t, n_vocab, f));
     out->push_back(static_cast<engine::Token>(t));
   }
   return Status::Ok();
@@ -348,16 +340,7 @@ Status ParseLogitBias(const json& body, int32_t n_vocab, ParsedRequest* r) {
       return Status::InvalidArgument("'logit_bias' key '" + key + "' is not a token id",
                                      "logit_bias");
     }
-    if (tok < 0) {
-      return Status::InvalidArgument(
-          "'logit_bias' token id " + key + " is negative (ids start at 0)", "logit_bias");
-    }
-    if (tok >= n_vocab) {
-      return Status::InvalidArgument("'logit_bias' token id " + key +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     "logit_bias");
-    }
+    OUTPOST_RETURN_IF_ERROR(engine::CheckTokenId(tok, n_vocab, "logit_bias"));
     if (!val.is_number()) return WrongType(f, "a number", val);
     const double b = val.get<double>();
     if (!(b >= -100.0 && b <= 100.0)) {

@@ -27,7 +27,9 @@
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/json_fields.h"
+#include "outpost/engine/token_id.h"
 #include "outpost/router/local_target.h"
+#include "outpost/util/status_macros.h"
 #include "outpost/util/utf8.h"
 
 namespace outpost::api {
@@ -65,14 +67,12 @@ StatusOr<std::shared_ptr<const models::ServedModel>> FindModel(const models::Ser
   return served;
 }
 
-// A token id from a JSON number (`field` names it in the error).
-StatusOr<engine::Token> TokenId(const json& v, const std::string& field) {
+// A token id of a vocabulary of n_vocab from a JSON number (`field` names it
+// in the error).
+StatusOr<engine::Token> TokenId(const json& v, int32_t n_vocab, const std::string& field) {
   if (!v.is_number_integer()) return WrongType(field, "a token id (an integer)", v);
   const int64_t id = v.get<int64_t>();
-  if (id < 0 || id > INT32_MAX) {
-    return Status::InvalidArgument(
-        "'" + field + "' token id " + std::to_string(id) + " is outside the vocabulary", field);
-  }
+  OUTPOST_RETURN_IF_ERROR(engine::CheckTokenId(id, n_vocab, field));
   return static_cast<engine::Token>(id);
 }
 
@@ -103,16 +103,9 @@ StatusOr<std::vector<engine::Token>> ContentTokens(const models::ServedModel& mo
       out.insert(out.end(), t.begin(), t.end());
       continue;
     }
-    auto id = TokenId(content[i], field);
-    if (!id.ok()) return id.status();
     // Checked against the vocabulary: an id is kept as it is.
-    const int32_t n_vocab = router::LocalTarget::VocabSize(model);
-    if (id.value() >= n_vocab) {
-      return Status::InvalidArgument("'" + field + "' token id " + std::to_string(*id) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     field);
-    }
+    auto id = TokenId(content[i], router::LocalTarget::VocabSize(model), field);
+    if (!id.ok()) return id.status();
     out.push_back(*id);
   }
   return out;
@@ -251,15 +244,16 @@ void HttpServer::HandleDetokenize(const HttpRequest& req, HttpResponse& res) {
                                             std::to_string(it->size()),
                                         "tokens"));
   }
+  auto found = FindModel(*serving_, *body);
+  if (!found.ok()) return fail(found.status());
+  const int32_t n_vocab = router::LocalTarget::VocabSize(**found);
   std::vector<engine::Token> tokens;
   tokens.reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
-    auto id = TokenId((*it)[i], "tokens[" + std::to_string(i) + "]");
+    auto id = TokenId((*it)[i], n_vocab, "tokens[" + std::to_string(i) + "]");
     if (!id.ok()) return fail(id.status());
     tokens.push_back(*id);
   }
-  auto found = FindModel(*serving_, *body);
-  if (!found.ok()) return fail(found.status());
   auto pieces = router::LocalTarget::Pieces(**found, tokens, "tokens");
   if (!pieces.ok()) return fail(pieces.status());
   std::string text;

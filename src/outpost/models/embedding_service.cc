@@ -2,6 +2,8 @@
 
 #include "outpost/engine/embedder.h"
 #include "outpost/engine/model.h"
+#include "outpost/engine/token_id.h"
+#include "outpost/util/status_macros.h"
 
 namespace outpost::models {
 
@@ -30,13 +32,9 @@ StatusOr<EmbeddingResult> EmbeddingService::Embed(const std::vector<EmbeddingInp
     std::vector<engine::Token> t;
     if (inputs[i].is_tokens) {
       t = inputs[i].tokens;
-      for (engine::Token tok : t) {
-        if (tok < 0 || tok >= n_vocab) {
-          return Status::InvalidArgument("'" + f + "' has the token id " + std::to_string(tok) +
-                                             ", outside the vocabulary [0, " +
-                                             std::to_string(n_vocab) + ")",
-                                         f);
-        }
+      for (size_t j = 0; j < t.size(); ++j) {
+        OUTPOST_RETURN_IF_ERROR(
+            engine::CheckTokenId(t[j], n_vocab, f + "[" + std::to_string(j) + "]"));
       }
     } else {
       t = model_->Tokenize(inputs[i].text, /*add_special=*/true, /*parse_special=*/false);

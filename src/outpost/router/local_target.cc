@@ -5,9 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "outpost/engine/token_id.h"
 #include "outpost/router/tool_calls.h"
 #include "outpost/scheduler/scheduler.h"
 #include "outpost/util/json_text.h"
+#include "outpost/util/status_macros.h"
 #include "outpost/util/thread_annotations.h"
 
 namespace outpost::router {
@@ -106,13 +108,8 @@ StatusOr<std::vector<std::string>> LocalTarget::Pieces(const models::ServedModel
   std::vector<std::string> out;
   out.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-      const std::string f = field + "[" + std::to_string(i) + "]";
-      return Status::InvalidArgument("'" + f + "' token id " + std::to_string(tokens[i]) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     f);
-    }
+    OUTPOST_RETURN_IF_ERROR(
+        engine::CheckTokenId(tokens[i], n_vocab, field + "[" + std::to_string(i) + "]"));
     out.push_back(e.TokenPiece(tokens[i], /*special=*/true));
   }
   return out;

@@ -9,6 +9,8 @@
 
 #include "outpost/engine/kv_layout.h"
 #include "outpost/engine/thinking_grammar.h"
+#include "outpost/engine/token_id.h"
+#include "outpost/util/status_macros.h"
 #include "outpost/util/utf8.h"
 
 namespace outpost::scheduler {
@@ -62,12 +64,7 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
   std::vector<bool> banned;
   int32_t n_banned = 0;
   for (const auto& [tok, bias] : req->sampling.logit_bias) {
-    if (tok >= n_vocab) {
-      return Status::InvalidArgument("'logit_bias' token id " + std::to_string(tok) +
-                                         " is outside the vocabulary [0, " +
-                                         std::to_string(n_vocab) + ")",
-                                     "logit_bias");
-    }
+    OUTPOST_RETURN_IF_ERROR(engine::CheckTokenId(tok, n_vocab, "logit_bias"));
     if (bias > -100.0f) continue;
     if (banned.empty()) banned.assign(static_cast<size_t>(n_vocab), false);
     if (!banned[static_cast<size_t>(tok)]) ++n_banned;
@@ -90,13 +87,8 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
     for (auto& s : chat.stops) req->stop.push_back(std::move(s));
   } else if (!in.tokens.empty()) {
     for (size_t i = 0; i < in.tokens.size(); ++i) {
-      if (in.tokens[i] >= n_vocab) {
-        const std::string f = "prompt[" + std::to_string(i) + "]";
-        return Status::InvalidArgument("'" + f + "' token id " + std::to_string(in.tokens[i]) +
-                                           " is outside the vocabulary [0, " +
-                                           std::to_string(n_vocab) + ")",
-                                       f);
-      }
+      OUTPOST_RETURN_IF_ERROR(
+          engine::CheckTokenId(in.tokens[i], n_vocab, "prompt[" + std::to_string(i) + "]"));
     }
     req->prompt = in.tokens;
   } else {
