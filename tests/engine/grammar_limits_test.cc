@@ -1,12 +1,14 @@
-// CheckGrammarRepetitions on GBNF text: every {m}, {m,} and {m,n} is found
+// CheckGrammarText on GBNF text: every {m}, {m,} and {m,n} is found
 // outside literals, classes and comments, and those llama.cpp's parser would
 // take until the process is killed (a minimum above the maximum) or would
 // refuse or silently unbound (counts past 2000) are refused by name.
 #include "outpost/engine/grammar_limits.h"
 
 #include <gtest/gtest.h>
+#include <llama-grammar.h>  // the grammar engine itself, for its bounds
 #include <llama.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <random>
@@ -31,7 +33,7 @@ TEST(GrammarLimits, GrammarsWithinTheLimitsPass) {
            R"(root ::= "a"{)",
            R"(root ::= "a"{x})",
        }) {
-    EXPECT_TRUE(CheckGrammarRepetitions(g, "p").ok()) << g;
+    EXPECT_TRUE(CheckGrammarText(g, "p").ok()) << g;
   }
 }
 
@@ -50,7 +52,7 @@ TEST(GrammarLimits, RepetitionsThatCannotBeParsedAreRefusedByName) {
       {"root ::= \"}\" # {\n x ::= [a]{4,3}", "at least 4 and at most 3"},
   };
   for (const auto& c : cases) {
-    const Status st = CheckGrammarRepetitions(c.grammar, "response_format.json_schema.schema");
+    const Status st = CheckGrammarText(c.grammar, "response_format.json_schema.schema");
     ASSERT_FALSE(st.ok()) << c.grammar;
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(st.param(), "response_format.json_schema.schema");
@@ -58,11 +60,134 @@ TEST(GrammarLimits, RepetitionsThatCannotBeParsedAreRefusedByName) {
   }
 }
 
+// Groups nested past kMaxGrammarNesting are refused before the parser,
+// which recurses once per level: 20,000 levels (40 KB) overflowed a server
+// thread's stack.
+TEST(GrammarLimits, DeepNestingIsRefusedBeforeTheParserRecurses) {
+  auto nested = [](int depth) {
+    return "root ::= " + std::string(static_cast<size_t>(depth), '(') + "\"a\"" +
+           std::string(static_cast<size_t>(depth), ')');
+  };
+  EXPECT_TRUE(ParseGrammar(nested(kMaxGrammarNesting), nullptr, "grammar").ok());
+  for (int depth : {kMaxGrammarNesting + 1, 20000, 200000}) {
+    const Status st = ParseGrammar(nested(depth), nullptr, "grammar");
+    ASSERT_FALSE(st.ok()) << depth;
+    EXPECT_EQ(st.param(), "grammar");
+    EXPECT_NE(st.message().find("nests groups `( ... )` more than 1000 deep"), std::string::npos)
+        << st.message();
+  }
+  // Parentheses in literals, classes and comments are text, not groups.
+  const std::string text =
+      "root ::= \"" + std::string(5000, '(') + "\" [(] # " + std::string(5000, '(') + "\n";
+  EXPECT_TRUE(CheckGrammarText(text, "grammar").ok());
+  // Closing groups ends their depth: many shallow groups pass.
+  std::string flat = "root ::= ";
+  for (int i = 0; i < 3000; ++i) flat += "(\"a\") ";
+  EXPECT_TRUE(ParseGrammar(flat, nullptr, "grammar").ok());
+}
+
+// A chain of rules each starting with the next is walked by llama.cpp's
+// left-recursion check one call deeper per rule: 260,000 of them (3.6 MB,
+// within the body limit) overflowed the engine thread's stack.
+TEST(GrammarLimits, LongRuleChainsAreRefusedBeforeLlamaCppRecursesThroughThem) {
+  auto chain = [](size_t rules) {
+    std::string g = "root ::= r1\n";
+    for (size_t i = 1; i + 1 < rules; ++i) {
+      g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"?\n";
+    }
+    return g + "r" + std::to_string(rules - 1) + " ::= \"a\"\n";
+  };
+  EXPECT_TRUE(ParseGrammar(chain(kMaxGrammarRuleChain), nullptr, "grammar").ok());
+  for (size_t n : {kMaxGrammarRuleChain + 1, size_t{100000}}) {
+    const Status st = ParseGrammar(chain(n), nullptr, "grammar");
+    ASSERT_FALSE(st.ok()) << n;
+    EXPECT_NE(st.message().find("a chain of " + std::to_string(n) + " rules each starting with"),
+              std::string::npos)
+        << st.message();
+  }
+  // Through rules that can match nothing (`ws ::= " "?`), as the check goes.
+  std::string g = "root ::= ws r1\nws ::= \" \"?\n";
+  for (int i = 1; i < 10001; ++i) {
+    g += "r" + std::to_string(i) + " ::= ws r" + std::to_string(i + 1) + "\n";
+  }
+  g += "r10001 ::= \"a\"\n";
+  EXPECT_NE(ParseGrammar(g, nullptr, "grammar").message().find("rules each starting with"),
+            std::string::npos);
+}
+
+// The grammar engine's bounds (Outpost's patch to llama.cpp): an ambiguous
+// grammar whose parse stacks double with each step is stopped with an error
+// that IsGrammarTooAmbiguous recognises, in the sampler's init and in its
+// accept, at the bound kMaxGrammarStacks names; an unambiguous one of the
+// same size runs. Without the patch these calls do not return.
+TEST(GrammarEngineBounds, AnAmbiguousGrammarStopsAtTheBound) {
+  // n rules, n - 1 of them `r ::= s | s "b"`: 2^(n-1) ways to go on before
+  // any text.
+  auto chain = [](int n, const char* alternative) {
+    std::string g = "root ::= r1\n";
+    for (int i = 1; i < n; ++i) {
+      g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " | r" +
+           std::to_string(i + 1) + alternative + "\n";
+    }
+    return g + "r" + std::to_string(n) + " ::= \"a\"\n";
+  };
+  auto init = [](const std::string& g) {
+    return llama_grammar_init_impl(nullptr, g.c_str(), "root", false, nullptr, 0, nullptr, 0);
+  };
+  // 2^10 = kMaxGrammarStacks: allowed.
+  llama_grammar* at_bound = init(chain(11, " \"b\""));
+  ASSERT_NE(at_bound, nullptr);
+  EXPECT_EQ(llama_grammar_get_stacks(at_bound).size(), kMaxGrammarStacks);
+  llama_grammar_free_impl(at_bound);
+  const auto start = std::chrono::steady_clock::now();
+  for (int n : {12, 40}) {
+    try {
+      llama_grammar* g = init(chain(n, " \"b\""));
+      llama_grammar_free_impl(g);
+      ADD_FAILURE() << n << " rules: no error";
+    } catch (const std::exception& e) {
+      EXPECT_TRUE(IsGrammarTooAmbiguous(e)) << e.what();
+    }
+  }
+  // Shared sub-rules whose stacks are all the same (`r ::= s | s`): one way
+  // to go on. llama.cpp's left-recursion check walked them once per path
+  // (2^60 here) before the patch.
+  llama_grammar* shared = init(chain(60, ""));
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(llama_grammar_get_stacks(shared).size(), 1u);
+  llama_grammar_free_impl(shared);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+
+  // Accepting text: each "x" doubles the ways (`"y"` or `"z"` to close).
+  llama_grammar* g = init("root ::= e\ne ::= \"x\" e \"y\" | \"x\" e \"z\" | \"w\"\n");
+  ASSERT_NE(g, nullptr);
+  llama_grammar_accept_str(*g, "xxxxxxxx");  // 3 * 2^8 stacks
+  EXPECT_EQ(llama_grammar_get_stacks(g).size(), 3u * 256u);
+  try {
+    llama_grammar_accept_str(*g, "x");
+    ADD_FAILURE() << "no error at " << 3 * 512 << " stacks";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(IsGrammarTooAmbiguous(e)) << e.what();
+  }
+  llama_grammar_free_impl(g);
+
+  const Status st = GrammarTooAmbiguous("response_format");
+  EXPECT_EQ(st.param(), "response_format");
+  EXPECT_NE(st.message().find("more than 1024 ways to go on"), std::string::npos) << st.message();
+}
+
 // llama.cpp's own verdict on a grammar: its sampler built from it (stderr,
 // where its parser prints a grammar it refuses, captured and dropped).
 bool LlamaTakes(const std::string& gbnf) {
   ::testing::internal::CaptureStderr();
-  llama_sampler* s = llama_sampler_init_grammar(/*vocab=*/nullptr, gbnf.c_str(), "root");
+  llama_sampler* s = nullptr;
+  try {
+    s = llama_sampler_init_grammar(/*vocab=*/nullptr, gbnf.c_str(), "root");
+  } catch (const std::exception& e) {
+    ::testing::internal::GetCapturedStderr();
+    ADD_FAILURE() << "llama.cpp threw " << e.what() << " for\n" << gbnf;
+    return false;
+  }
   ::testing::internal::GetCapturedStderr();
   if (s != nullptr) llama_sampler_free(s);
   return s != nullptr;

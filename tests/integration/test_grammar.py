@@ -7,7 +7,7 @@ import json
 import re
 
 import httpx
-from outpost_harness import chat_body
+from outpost_harness import chat_body, serve
 
 CHAT = "/v1/chat/completions"
 COMP = "/v1/completions"
@@ -90,3 +90,71 @@ def test_a_bad_grammar_says_where_and_stays_out_of_the_log(server):
             assert marker not in err["message"]
     assert marker not in server.log()
     assert post(server, CHAT, chat_body(max_tokens=2))["choices"]
+
+
+def _name(i):
+    """a, b, ..., z, aa, ab, ...: the i-th rule name."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def _chain(n, alternative):
+    """root, then n - 1 rules `rI ::= rJ | rJ <alternative>`, then `rN ::= "a"`."""
+    rules = ["root ::= r1"]
+    rules += [f"r{i} ::= r{i + 1} | r{i + 1}{alternative}" for i in range(1, n)]
+    return "\n".join(rules + [f'r{n} ::= "a"']) + "\n"
+
+
+def test_grammars_that_would_hold_the_engine_are_stopped_and_it_serves_on(server):
+    """Each of these held the engine thread for good, or killed the server,
+    before: an ambiguous grammar whose ways to go on double with every "x"
+    (past 120 s at 16 tokens, every other session stalled), a chain of
+    `r ::= s | s "b"` rules (2^n ways before any text), groups nested 20,000
+    deep (the parser's recursion overflowed the stack) and 260,000 rules each
+    starting with the next (llama.cpp's left-recursion check, the same)."""
+    [x] = server.post("/tokenize", json={"content": "x"}).json()["tokens"]
+    ambiguous = 'root ::= e\ne ::= "x" e "y" | "x" e "z" | "w"\n'
+    for stream in (False, True):
+        body = {"prompt": "x", "grammar": ambiguous, "max_tokens": 40, "temperature": 0,
+                "logit_bias": {str(x): 100}, "stream": stream}
+        r = server.post(COMP, json=body, timeout=60)
+        if not stream:
+            assert r.status_code == 400, r.text
+            err = r.json()["error"]
+        else:
+            events = [json.loads(line[6:]) for line in r.text.splitlines()
+                      if line.startswith("data: ") and line != "data: [DONE]"]
+            err = events[-1]["error"]
+            # What was generated before reached the client.
+            assert "".join(e["choices"][0]["text"] for e in events[:-1] if e.get("choices"))
+        assert "became too ambiguous to follow after 8 generated tokens" in err["message"], err
+        assert "more than 1024 ways at once" in err["message"], err
+
+    nested = "root ::= " + "(" * 20000 + '"a"' + ")" * 20000
+    names = [_name(i) for i in range(260001)]  # short names: 3.6 MB, within the body limit
+    long_chain = f"root ::= {names[0]}\n" + "".join(
+        f"{a} ::= {b}\n" for a, b in zip(names, names[1:])) + f'{names[-1]} ::= "a"\n'
+    cases = [
+        (_chain(16, ' "b"'), "is too ambiguous to follow"),
+        (_chain(60, ' "b"'), "more than 1024 ways to go on"),
+        (nested, "nests groups `( ... )` more than 1000 deep"),
+        (long_chain, "a chain of 260002 rules each starting with the next"),
+    ]
+    # The shared server takes bodies of 64 KiB; these need the default 4 MiB.
+    with serve("--parallel", "2", "--ctx-size", "1024") as big:
+        for grammar, words in cases:
+            r = big.post(COMP, json={"prompt": "x", "grammar": grammar, "max_tokens": 4},
+                         timeout=60)
+            assert r.status_code == 400, r.text[:300]
+            err = r.json()["error"]
+            assert err["param"] == "grammar" and words in err["message"], err
+        # The same shapes, unambiguous, are followed.
+        assert post(big, COMP, {"prompt": "x", "grammar": _chain(60, ""), "max_tokens": 4,
+                                "temperature": 0})["choices"][0]["text"] == "a"
+        got = post(big, CHAT, chat_body("What is the capital of France? Answer in one word.",
+                                        max_tokens=8, temperature=0))
+        assert "Paris" in got["choices"][0]["message"]["content"]

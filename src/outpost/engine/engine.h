@@ -94,9 +94,9 @@ class Engine {
   // InvalidArgument naming "grammar" when params.grammar does not parse.
   virtual Status StartSequence(SeqId seq, const SamplingParams& params) = 0;
   // Samples seq's next token from the logits at batch index idx of the last
-  // Decode(); kNoToken when the sequence's grammar allows no token there (the
-  // sequence cannot go on). REQUIRES: StartSequence(seq) since the last
-  // RemoveSequence(seq).
+  // Decode(); kNoToken when the sequence's grammar allows no token there,
+  // kGrammarTooAmbiguous (grammar_limits.h) past the grammar engine's bounds:
+  // the sequence cannot go on. REQUIRES: StartSequence(seq) since RemoveSequence(seq).
   virtual Token Sample(SeqId seq, int32_t idx) = 0;
   // out[i] = Sample(seqs[i], idx[i]) for every i, as if one after another
   // (each sequence's sampler sees its own rows in order); an engine may sample

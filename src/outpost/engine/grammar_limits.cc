@@ -3,6 +3,7 @@
 #include <llama-grammar.h>  // llama_grammar_parser: llama.cpp's GBNF parser itself
 #include <llama.h>
 
+#include <algorithm>
 #include <cctype>
 #include <exception>
 #include <utility>
@@ -39,10 +40,18 @@ void SkipDelimited(std::string_view text, size_t& i, char close) {
 
 }  // namespace
 
-Status CheckGrammarRepetitions(std::string_view gbnf, const std::string& param) {
+Status CheckGrammarText(std::string_view gbnf, const std::string& param) {
   size_t i = 0;
+  int depth = 0;
   while (i < gbnf.size()) {
     const char c = gbnf[i];
+    if (c == '(' && ++depth > kMaxGrammarNesting) {
+      return Status::InvalidArgument("'" + param + "' nests groups `( ... )` more than " +
+                                         std::to_string(kMaxGrammarNesting) +
+                                         " deep, the most the grammar parser is given",
+                                     param);
+    }
+    if (c == ')' && depth > 0) --depth;
     if (c == '"') {
       SkipDelimited(gbnf, i, '"');
     } else if (c == '[') {
@@ -134,13 +143,23 @@ bool EndOfSequence(const llama_grammar_element& e) {
   return e.type == LLAMA_GRETYPE_END || e.type == LLAMA_GRETYPE_ALT;
 }
 
-// A rule that can start with itself (through rules that can match the
-// empty text), or -1. Stricter than llama.cpp's own check, which counts a
-// rule as able to match nothing only when one of its alternatives is empty
-// as written: `x ::= ws x "z"` with `ws ::= " "?` passes there, and the
-// grammar engine then grows its stacks without end (a request that would
-// hold a thread and its memory). Linear in the grammar's size.
-int64_t LeftRecursiveRule(const llama_grammar_rules& rules) {
+// What the rules can start with, found in time linear in the grammar's size.
+struct StartChains {
+  // A rule that can start with itself (through rules that can match the
+  // empty text), or -1. Stricter than llama.cpp's own check, which counts a
+  // rule as able to match nothing only when one of its alternatives is empty
+  // as written: `x ::= ws x "z"` with `ws ::= " "?` passes there, and the
+  // grammar engine then grows its stacks without end (a request that would
+  // hold a thread and its memory).
+  int64_t left_recursive = -1;
+  // Without one: the most rules a rule starts through, one inside the next
+  // (`a ::= b ...`, `b ::= c ...`). llama.cpp's own check recurses once per
+  // rule of such a chain, and 260,000 of them (3.6 MB) overflowed the
+  // engine thread's stack.
+  size_t deepest = 0;
+};
+
+StartChains FindStartChains(const llama_grammar_rules& rules) {
   const size_t n = rules.size();
   // Which rules can match the empty text: an alternative can once every
   // rule it refers to can and it holds nothing else (a worklist over the
@@ -204,9 +223,12 @@ int64_t LeftRecursiveRule(const llama_grammar_rules& rules) {
       }
     }
   }
-  // A cycle among those edges: depth first, with an explicit stack.
+  // A cycle among those edges: depth first, with an explicit stack; a rule's
+  // chain is known once its last edge is followed (its rules are done).
+  StartChains out;
   enum : char { kNew, kOnPath, kDone };
   std::vector<char> state(n, kNew);
+  std::vector<size_t> chain(n, 0);
   for (size_t root = 0; root < n; ++root) {
     if (state[root] != kNew) continue;
     std::vector<std::pair<size_t, size_t>> path{{root, 0}};  // rule, next edge
@@ -215,18 +237,23 @@ int64_t LeftRecursiveRule(const llama_grammar_rules& rules) {
       auto& [r, next] = path.back();
       if (next == starts[r].size()) {
         state[r] = kDone;
+        for (uint32_t to : starts[r]) chain[r] = std::max(chain[r], chain[to] + 1);
+        out.deepest = std::max(out.deepest, chain[r]);
         path.pop_back();
         continue;
       }
       const uint32_t to = starts[r][next++];
-      if (state[to] == kOnPath) return to;
+      if (state[to] == kOnPath) {
+        out.left_recursive = to;
+        return out;
+      }
       if (state[to] == kNew) {
         state[to] = kOnPath;
         path.push_back({to, 0});
       }
     }
   }
-  return -1;
+  return out;
 }
 
 }  // namespace
@@ -237,7 +264,7 @@ Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std
                                    param);
   };
   // A minimum above its maximum would make the parser expand without end.
-  if (Status st = CheckGrammarRepetitions(gbnf, param); !st.ok()) return st;
+  if (Status st = CheckGrammarText(gbnf, param); !st.ok()) return st;
   if (gbnf.find('\0') != std::string::npos) {
     return refuse("it holds a NUL byte (the parser would stop there)");
   }
@@ -278,7 +305,8 @@ Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std
   if (parser.symbol_ids.find("root") == parser.symbol_ids.end()) {
     return refuse("it defines no 'root' rule (where the output starts)");
   }
-  const int64_t left = LeftRecursiveRule(parser.rules);
+  const StartChains chains = FindStartChains(parser.rules);
+  const int64_t left = chains.left_recursive;
   if (left >= 0) {
     std::string name = "#" + std::to_string(left);
     for (const auto& [n, id] : parser.symbol_ids) {
@@ -289,7 +317,30 @@ Status ParseGrammar(const std::string& gbnf, const llama_vocab* vocab, const std
                   "term`), which the grammar engine cannot run; write it as a repetition "
                   "(`expr ::= term (\"+\" term)*`)");
   }
+  if (chains.deepest + 1 > kMaxGrammarRuleChain) {
+    return refuse("a chain of " + std::to_string(chains.deepest + 1) +
+                  " rules each starting with the next (`a ::= b ...`, `b ::= c ...`) passes " +
+                  std::to_string(kMaxGrammarRuleChain) +
+                  ", the most llama.cpp's grammar check follows");
+  }
   return Status::Ok();
+}
+
+bool IsGrammarTooAmbiguous(const std::exception& e) {
+  // The patch's message (scripts/patches/llama.cpp/0001-grammar-work-bounds.patch).
+  return std::string_view(e.what()).rfind("grammar too ambiguous", 0) == 0;
+}
+
+Status GrammarTooAmbiguous(const std::string& param) {
+  return Status::InvalidArgument(
+      "'" + param +
+          "' is too ambiguous to follow: the same text matches it in too many ways at once "
+          "(more than " +
+          std::to_string(kMaxGrammarStacks) + " ways to go on, or " +
+          std::to_string(kMaxGrammarStackWork) +
+          " parse states for one token), as in `e ::= \"x\" e \"y\" | \"x\" e \"z\"`; "
+          "write each choice so that its first characters decide it",
+      param);
 }
 
 Status CheckGrammar(const std::string& gbnf, const std::string& param) {

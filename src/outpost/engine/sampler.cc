@@ -96,7 +96,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   // OpenAI: -100 effectively bans, +100 effectively forces.
   for (const auto& [tok, b] : bias) cp.logit_bias.push_back({tok, b});
   if (!p.grammar.empty()) {
-    Status limits = CheckGrammarRepetitions(p.grammar, "grammar");
+    Status limits = CheckGrammarText(p.grammar, "grammar");
     if (!limits.ok()) return limits;
     // A tool-call grammar starts with the assistant prefix already in the
     // prompt; llama.cpp feeds that prefix to it only for this grammar type.
@@ -126,6 +126,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::Build(const Model& model, const Samp
   try {
     s->common_ = common_sampler_init(model.raw(), cp);
   } catch (const std::exception& e) {
+    if (IsGrammarTooAmbiguous(e)) return GrammarTooAmbiguous("grammar");
     // llama.cpp prints the parser's reason to stderr, not into the exception.
     return Status::InvalidArgument(
         std::string("the grammar cannot be used: ") + e.what() +
@@ -163,7 +164,13 @@ Sampler::~Sampler() {
 
 Token Sampler::Sample(Context& ctx, int32_t idx) {
   if (RowOnly()) return SampleRow(llama_get_logits_ith(ctx.raw(), idx));
-  const Token t = common_sampler_sample(common_, ctx.raw(), idx);
+  Token t = kNoToken;
+  try {
+    t = common_sampler_sample(common_, ctx.raw(), idx);
+  } catch (const std::exception& e) {
+    // Only the grammar throws here (its bounds; see grammar_limits.h).
+    return IsGrammarTooAmbiguous(e) ? kGrammarTooAmbiguous : kNoToken;
+  }
   if (!grammar_) {
     common_sampler_accept(common_, t, /*is_generated=*/true);
     return t;
@@ -178,8 +185,8 @@ Token Sampler::Sample(Context& ctx, int32_t idx) {
   }
   try {
     common_sampler_accept(common_, t, /*is_generated=*/true);
-  } catch (const std::exception&) {
-    return kNoToken;
+  } catch (const std::exception& e) {
+    return IsGrammarTooAmbiguous(e) ? kGrammarTooAmbiguous : kNoToken;
   }
   return t;
 }

@@ -63,7 +63,9 @@ class Sampler {
   // Samples from the logits at batch index `idx` of the last decode and
   // records the token (penalty history, grammar state); kNoToken, recording
   // nothing, when the grammar allows no token (with a ban from logit_bias,
-  // or a grammar that dead-ends).
+  // or a grammar that dead-ends); kGrammarTooAmbiguous when llama.cpp's
+  // grammar engine passed its bounds (Outpost's patch to it; the sampler's
+  // grammar state is then unusable).
   Token Sample(Context& ctx, int32_t idx);
 
   // True when sampling needs only the logits row: the greedy fast path or the

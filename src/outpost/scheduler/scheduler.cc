@@ -7,6 +7,7 @@
 #include <cctype>
 #include <limits>
 
+#include "outpost/engine/grammar_limits.h"
 #include "outpost/engine/kv_layout.h"
 #include "outpost/engine/thinking_grammar.h"
 #include "outpost/engine/token_id.h"
@@ -444,6 +445,18 @@ void Scheduler::DrainOnStop() {
 }
 
 void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
+  if (tok == engine::kGrammarTooAmbiguous) {
+    Finish(s, FinishReason::kError,
+           Status::InvalidArgument(
+               "the request's output constraint (response_format, tools or grammar) became too "
+               "ambiguous to follow after " +
+               std::to_string(s.n_generated) +
+               " generated tokens: the text so far matches it in "
+               "more than " +
+               std::to_string(engine::kMaxGrammarStacks) +
+               " ways at once; write each choice so that its first characters decide it"));
+    return;
+  }
   if (tok == engine::kNoToken) {
     // What was generated stays with the client; the answer cannot go on.
     Finish(s, FinishReason::kError,
