@@ -50,6 +50,11 @@ TEST(GrammarLimits, RepetitionsThatCannotBeParsedAreRefusedByName) {
       {R"(root ::= "a"{0,2001})", "at most 2001 times; the grammar engine enforces at most 2000"},
       {R"(root ::= "a"{99999999999999999999999999})", "at least 18446744073709551615 times"},
       {"root ::= \"}\" # {\n x ::= [a]{4,3}", "at least 4 and at most 3"},
+      // Read as llama.cpp's parser reads them (fuzz_gbnf's second find): a
+      // UTF-8 lead byte takes the quote after it, so `[a]{2,1}` is outside
+      // any literal; a comment ends at a carriage return.
+      {"root ::= \"\xd0\" \"[a]{2,1}\"x\"", "at least 2 and at most 1"},
+      {"root ::= (\"a\" # c\r x{5,2})\nx ::= \"x\"", "at least 5 and at most 2"},
   };
   for (const auto& c : cases) {
     const Status st = CheckGrammarText(c.grammar, "response_format.json_schema.schema");
@@ -170,6 +175,19 @@ TEST(GrammarEngineBounds, AnAmbiguousGrammarStopsAtTheBound) {
     EXPECT_TRUE(IsGrammarTooAmbiguous(e)) << e.what();
   }
   llama_grammar_free_impl(g);
+
+  // The parser on its own (without Outpost's checks in front): a minimum
+  // above its maximum, and nesting past the bound, are errors, not a process
+  // killed for memory or a stack overflow.
+  for (const std::string& text :
+       {std::string("root ::= [a]{5,2}"), std::string("root ::= \"\xd0\" \"[a]{2,1}\"x\""),
+        "root ::= " + std::string(20000, '(') + "\"a\"" + std::string(20000, ')')}) {
+    ::testing::internal::CaptureStderr();
+    llama_grammar* bad = init(text);
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(bad, nullptr) << text.substr(0, 40);
+    if (bad != nullptr) llama_grammar_free_impl(bad);
+  }
 
   const Status st = GrammarTooAmbiguous("response_format");
   EXPECT_EQ(st.param(), "response_format");

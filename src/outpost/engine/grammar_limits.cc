@@ -30,10 +30,19 @@ void SkipSpace(std::string_view text, size_t& i) {
 }
 
 // Skips a quoted literal or character class starting at text[i] (the opening
-// quote or bracket); escapes skip the next byte.
+// quote or bracket) as llama.cpp's parser reads it: an escape takes the next
+// byte, and a UTF-8 lead byte the bytes its high bits announce, whatever
+// they are — a quote among them closes nothing (fuzz_gbnf found a
+// repetition this scan took for text while the parser expanded it).
 void SkipDelimited(std::string_view text, size_t& i, char close) {
   for (++i; i < text.size() && text[i] != close; ++i) {
-    if (text[i] == '\\') ++i;
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\\') {
+      ++i;
+    } else if (c >= 0xC0) {
+      const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;  // llama.cpp's decode_utf8
+      for (size_t k = 1; k < len && i + 1 < text.size() && text[i + 1] != '\0'; ++k) ++i;
+    }
   }
   if (i < text.size()) ++i;
 }
@@ -57,7 +66,7 @@ Status CheckGrammarText(std::string_view gbnf, const std::string& param) {
     } else if (c == '[') {
       SkipDelimited(gbnf, i, ']');
     } else if (c == '#') {
-      while (i < gbnf.size() && gbnf[i] != '\n') ++i;
+      while (i < gbnf.size() && gbnf[i] != '\n' && gbnf[i] != '\r') ++i;
     } else if (c == '{') {
       ++i;
       SkipSpace(gbnf, i);
