@@ -60,6 +60,7 @@ def test_the_thinking_comes_apart_from_the_answer(client):
     r = ask(client, logprobs=True)
     m = r.choices[0].message
     assert m.model_extra.get("reasoning_content") == "first", m
+    assert m.model_extra.get("reasoning") == "first", m  # newer vLLM's name
     assert m.content.startswith("second"), m.content
     assert "<think>" not in m.content and "</think>" not in m.content
     # reasoning_tokens: the tokens up to the one that closed the block.
@@ -70,16 +71,18 @@ def test_the_thinking_comes_apart_from_the_answer(client):
 
 def test_a_stream_carries_the_thinking_as_deltas_and_adds_up_to_the_answer(client):
     whole = ask(client)
-    reasoning, content, usage = "", "", None
+    reasoning, reasoning2, content, usage = "", "", "", None
     for chunk in ask(client, stream=True, stream_options={"include_usage": True}):
         if chunk.usage is not None:
             usage = chunk.usage
         for c in chunk.choices:
             reasoning += (c.delta.model_extra or {}).get("reasoning_content") or ""
+            reasoning2 += (c.delta.model_extra or {}).get("reasoning") or ""
             content += c.delta.content or ""
             # A chunk carries one or the other, never the tags.
             assert "<think>" not in (c.delta.content or "")
     assert reasoning == whole.choices[0].message.model_extra["reasoning_content"]
+    assert reasoning2 == reasoning
     assert content == whole.choices[0].message.content
     assert usage.completion_tokens_details.reasoning_tokens == \
         whole.usage.completion_tokens_details.reasoning_tokens > 0
@@ -90,6 +93,7 @@ def test_reasoning_format_none_leaves_the_thinking_in_the_content(client):
     m = r.choices[0].message
     assert m.content.startswith("<think>first</think>second"), m.content
     assert "reasoning_content" not in (m.model_extra or {})
+    assert "reasoning" not in (m.model_extra or {})
     # Still thinking, whatever the client sees of it.
     assert r.usage.completion_tokens_details.reasoning_tokens > 0
 

@@ -98,8 +98,13 @@ std::string ChatCompletionBody(const ResponseMeta& m, const std::vector<Choice>&
   j["choices"] = json::array();
   for (const Choice& c : choices) {
     json message = {{"role", "assistant"}, {"refusal", nullptr}};
-    // As llama-server and vLLM name it; only a thinking model's answer has it.
-    if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+    // Only a thinking model's answer has it: under llama-server's name and
+    // under `reasoning`, vLLM's since 0.11 (which dropped the other) and
+    // OpenRouter's, so clients written for either find it.
+    if (!c.reasoning.empty()) {
+      message["reasoning_content"] = c.reasoning;
+      message["reasoning"] = c.reasoning;
+    }
     if (c.tool_calls.empty()) {
       message["content"] = c.text;
     } else {
@@ -119,7 +124,10 @@ std::string ChatChunk(const ResponseMeta& m, const Choice& c, bool role_start, b
   json j = Base(m, "chat.completion.chunk");
   json delta = json::object();
   if (role_start) delta["role"] = "assistant";
-  if (!c.reasoning.empty()) delta["reasoning_content"] = c.reasoning;
+  if (!c.reasoning.empty()) {  // both names, as the message (above)
+    delta["reasoning_content"] = c.reasoning;
+    delta["reasoning"] = c.reasoning;
+  }
   if (content_delta) delta["content"] = c.text;
   if (!c.tool_calls.empty()) delta["tool_calls"] = ToolCallsJson(c.tool_calls, true);
   j["choices"] = json::array({{{"index", c.index},
