@@ -15,6 +15,11 @@
 // (40 KB) overflowed the thread's stack and killed the server (measured
 // 2026-12-07); CheckGrammarText refuses nesting past kMaxGrammarNesting.
 //
+// Outpost's patch to llama.cpp (below) makes its parser refuse both of these
+// itself. The checks here stay on purpose: their messages name the schema
+// keyword or the limit, and a LLAMA_CPP_SRC checkout is built unpatched
+// (scripts/bootstrap), where they are the only guard.
+//
 // The grammar engine's work is bounded by Outpost's patch to llama.cpp
 // (scripts/patches/llama.cpp/0001-grammar-work-bounds.patch): an ambiguous
 // grammar (`e ::= "x" e "y" | "x" e "z"`) doubles its parse stacks with each
