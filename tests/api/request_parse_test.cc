@@ -396,6 +396,90 @@ TEST(ParseRequest, SchemasAndToolParametersKeepTheClientsKeyOrder) {
             R"({"type":"object","properties":{"z":{},"b":{},"a":{}}})");
 }
 
+// A prefilled answer: continue_final_message (vLLM's true, llama-server's
+// "content" / "reasoning_content") leaves the last, assistant message open;
+// add_generation_prompt false alone only counts (/tokenize).
+TEST(ParseRequest, ContinuingTheLastMessage) {
+  using Ending = engine::ChatOptions::Ending;
+  const std::string user = R"({"role":"user","content":"Capital of France?"})";
+  const auto chat = [&](const std::string& last, const std::string& extra, bool count = false) {
+    return ParseRequest(Endpoint::kChat,
+                        R"({"messages":[)" + user + "," + last + "], " + extra + "}", kVocab,
+                        count);
+  };
+  const std::string prefix = R"({"role":"assistant","content":"It is"})";
+  const std::string thought = R"({"role":"assistant","content":"","reasoning_content":"Hm"})";
+  struct Good {
+    std::string last, extra;
+    Ending ending;
+  };
+  for (const Good& g : {
+           Good{prefix, R"("stream": false)", Ending::kNewTurn},
+           Good{prefix, R"("continue_final_message": false)", Ending::kNewTurn},
+           Good{prefix, R"("continue_final_message": true)", Ending::kContinueContent},
+           Good{prefix, R"("continue_final_message": true, "add_generation_prompt": false)",
+                Ending::kContinueContent},
+           Good{prefix, R"("continue_final_message": "content")", Ending::kContinueContent},
+           // Only thinking so far: `true` continues the thinking, as llama.cpp's AUTO.
+           Good{thought, R"("continue_final_message": true)", Ending::kContinueReasoning},
+           Good{thought, R"("continue_final_message": "reasoning_content")",
+                Ending::kContinueReasoning},
+           Good{thought, R"("continue_final_message": "content")", Ending::kContinueContent},
+       }) {
+    auto r = chat(g.last, g.extra);
+    ASSERT_TRUE(r.ok()) << g.extra << ": " << r.status().ToString();
+    EXPECT_EQ(r->chat_options.ending, g.ending) << g.last << " " << g.extra;
+  }
+  auto counted = chat(prefix, R"("add_generation_prompt": false)", /*count=*/true);
+  ASSERT_TRUE(counted.ok()) << counted.status().ToString();
+  EXPECT_EQ(counted->chat_options.ending, Ending::kNoHeader);
+
+  struct Bad {
+    std::string last, extra;
+    const char* param;
+    const char* message_part;
+  };
+  for (
+      const Bad& b : {
+          Bad{prefix, R"("add_generation_prompt": false)", "add_generation_prompt",
+              "without the template's assistant header"},
+          Bad{prefix, R"("add_generation_prompt": "no")", "add_generation_prompt", "a boolean"},
+          Bad{prefix, R"("continue_final_message": true, "add_generation_prompt": true)",
+              "add_generation_prompt", "exclude each other"},
+          Bad{prefix, R"("continue_final_message": "yes")", "continue_final_message",
+              "true, false, 'content' or 'reasoning_content'"},
+          Bad{prefix, R"("continue_final_message": 1)", "continue_final_message",
+              "true, false, 'content' or 'reasoning_content'"},
+          Bad{R"({"role":"user","content":"more"})", R"("continue_final_message": true)",
+              "messages[1].role", "must be the assistant's; 'messages[1].role' is 'user'"},
+          Bad{R"({"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function",
+                  "function":{"name":"f","arguments":"{}"}}]})",
+              R"("continue_final_message": true)", "messages[1].tool_calls", "tool calls"},
+          Bad{R"({"role":"assistant","content":"It is","reasoning_content":"Hm"})",
+              R"("continue_final_message": "reasoning_content")", "messages[1].content",
+              "send its content empty"},
+          Bad{prefix,
+              R"("continue_final_message": true, "response_format": {"type": "json_object"})",
+              "continue_final_message", "combined with 'response_format'"},
+          Bad{prefix, R"("continue_final_message": true, "grammar": "root ::= \"a\"")",
+              "continue_final_message", "combined with 'grammar'"},
+          Bad{prefix,
+              R"("continue_final_message": true, "tools": [{"type": "function", "function": {"name": "f"}}])",
+              "continue_final_message", "combined with 'tools'"},
+      }) {
+    auto r = chat(b.last, b.extra);
+    ASSERT_FALSE(r.ok()) << b.extra;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().param(), b.param) << r.status().message();
+    EXPECT_NE(r.status().message().find(b.message_part), std::string::npos)
+        << "message: " << r.status().message() << "\nwanted: " << b.message_part;
+  }
+  // tool_choice none: the tools are not in play, so nothing constrains the answer.
+  auto none = chat(prefix, R"("continue_final_message": true, "tool_choice": "none",
+                              "tools": [{"type": "function", "function": {"name": "f"}}])");
+  EXPECT_TRUE(none.ok()) << none.status().ToString();
+}
+
 TEST(ParsePriority, Values) {
   EXPECT_EQ(*ParsePriority(""), scheduler::Priority::kInteractive);
   EXPECT_EQ(*ParsePriority("batch"), scheduler::Priority::kBatch);

@@ -33,8 +33,11 @@ inline constexpr size_t kMaxBudgetMessage = 1000;
 
 // Parses a /v1/chat/completions or /v1/completions body. `n_vocab` bounds
 // logit_bias keys and token-id prompts (INT32_MAX defers that check to the
-// model's scheduler, which knows its vocabulary).
-StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab);
+// model's scheduler, which knows its vocabulary). `for_tokenize`: the body
+// is only counted (/tokenize), so add_generation_prompt false alone is taken
+// (ChatOptions::Ending::kNoHeader); a generation refuses it.
+StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, int32_t n_vocab,
+                                     bool for_tokenize = false);
 
 // OpenAI's reasoning effort (`field`: chat's reasoning_effort, Responses'
 // reasoning.effort): "none" turns a thinking template's thinking off; the

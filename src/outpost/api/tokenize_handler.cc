@@ -160,21 +160,9 @@ void HttpServer::HandleTokenize(const HttpRequest& req, HttpResponse& res) {
               "' does not apply to 'messages': the chat template places the special tokens",
           add_name));
     }
-    auto gen_prompt = Flag(*body, "add_generation_prompt", true);
-    if (!gen_prompt.ok()) return fail(gen_prompt.status());
-    if (!*gen_prompt) {
-      return fail(Status::InvalidArgument(
-          "'add_generation_prompt' false is not supported: the tokens are those a chat "
-          "completion prefills, the assistant's prefix included",
-          "add_generation_prompt"));
-    }
-    auto cont = Flag(*body, "continue_final_message", false);
-    if (!cont.ok()) return fail(cont.status());
-    if (*cont) {
-      return fail(Status::InvalidArgument("'continue_final_message' is not supported",
-                                          "continue_final_message"));
-    }
-    auto parsed = ParseRequest(Endpoint::kChat, req.body, INT32_MAX);
+    // add_generation_prompt false alone counts the messages without the
+    // assistant header (a history's tokens), which generation refuses.
+    auto parsed = ParseRequest(Endpoint::kChat, req.body, INT32_MAX, /*for_tokenize=*/true);
     if (!parsed.ok()) return fail(parsed.status());
     auto found = FindModel(*serving_, *body);
     if (!found.ok()) return fail(found.status());

@@ -24,15 +24,60 @@ using nlohmann::json;
 // calls, thinking, or both.
 class ChatAnswerParser : public AnswerParser {
  public:
-  ChatAnswerParser(const common_chat_params& p, std::string opening, bool parallel, bool reasoning)
+  // `prefilled`: the prompt ends inside the answer (a continued last
+  // message), whose text so far the parser reads as part of the answer;
+  // Parse() leaves it out, returning only what the model added.
+  ChatAnswerParser(const common_chat_params& p, std::string opening, bool parallel, bool reasoning,
+                   bool prefilled)
       : params_(p), opening_(std::move(opening)), parallel_(parallel), reasoning_(reasoning) {
     params_.parser.load(p.parser);
     // Without it the thinking stays in the content, tags and all.
     params_.reasoning_format =
         reasoning ? COMMON_REASONING_FORMAT_DEEPSEEK : COMMON_REASONING_FORMAT_NONE;
+    if (prefilled) {
+      if (auto a = ParseWhole("", /*partial=*/true); a.ok()) prefill_ = std::move(a).value();
+    }
   }
 
   StatusOr<ParsedAnswer> Parse(const std::string& text, bool partial) const override {
+    auto a = ParseWhole(text, partial);
+    if (!a.ok()) return a;
+    DropPrefill(prefill_.reasoning, &a->reasoning);
+    DropPrefill(prefill_.content, &a->content);
+    return a;
+  }
+
+  bool OneCall() const override { return !parallel_; }
+
+  bool Ended(const std::string& text) const override {
+    if (parallel_ || params_.parser.empty()) return false;
+    // common_chat_parse() is lenient (a text cut inside a call parses); a
+    // strict parse succeeds only on a whole answer.
+    common_peg_parse_context ctx(params_.generation_prompt + opening_ + text,
+                                 COMMON_PEG_PARSE_FLAG_NONE);
+    try {
+      if (!params_.parser.parse(ctx).success()) return false;
+    } catch (const std::exception&) {
+      return false;
+    }
+    auto a = Parse(text, /*partial=*/false);
+    return a.ok() && !a->tool_calls.empty();
+  }
+
+ private:
+  // What the prefill was parsed as is a prefix of what it and more parse
+  // as; while the answer has added nothing, nothing is left.
+  static void DropPrefill(const std::string& prefill, std::string* s) {
+    if (prefill.empty()) return;
+    if (s->compare(0, prefill.size(), prefill) == 0) {
+      s->erase(0, prefill.size());
+    } else if (prefill.compare(0, s->size(), *s) == 0) {
+      s->clear();
+    }
+  }
+
+  // The answer with the prefill (the parser starts at the generation prompt).
+  StatusOr<ParsedAnswer> ParseWhole(const std::string& text, bool partial) const {
     common_chat_msg m;
     try {
       m = common_chat_parse(opening_ + text, partial, params_);
@@ -60,28 +105,11 @@ class ChatAnswerParser : public AnswerParser {
     return a;
   }
 
-  bool OneCall() const override { return !parallel_; }
-
-  bool Ended(const std::string& text) const override {
-    if (parallel_ || params_.parser.empty()) return false;
-    // common_chat_parse() is lenient (a text cut inside a call parses); a
-    // strict parse succeeds only on a whole answer.
-    common_peg_parse_context ctx(params_.generation_prompt + opening_ + text,
-                                 COMMON_PEG_PARSE_FLAG_NONE);
-    try {
-      if (!params_.parser.parse(ctx).success()) return false;
-    } catch (const std::exception&) {
-      return false;
-    }
-    auto a = Parse(text, /*partial=*/false);
-    return a.ok() && !a->tool_calls.empty();
-  }
-
- private:
   common_chat_parser_params params_;
   const std::string opening_;  // forced into the prompt; the model did not write it
   const bool parallel_;
   const bool reasoning_;  // the thinking is split off
+  ParsedAnswer prefill_;  // what the prompt's continued message parses as
 };
 
 std::string Parameters(const ToolFunction& f) {
@@ -143,6 +171,12 @@ Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools*
                                                                 : COMMON_REASONING_FORMAT_NONE;
   in->enable_thinking = options.enable_thinking;
   for (const auto& [name, value] : options.template_kwargs) in->chat_template_kwargs[name] = value;
+  using Ending = ChatOptions::Ending;
+  in->add_generation_prompt = options.ending == Ending::kNewTurn;
+  in->continue_final_message =
+      options.ending == Ending::kContinueContent     ? COMMON_CHAT_CONTINUATION_CONTENT
+      : options.ending == Ending::kContinueReasoning ? COMMON_CHAT_CONTINUATION_REASONING
+                                                     : COMMON_CHAT_CONTINUATION_NONE;
   return Status::Ok();
 }
 
@@ -191,15 +225,21 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
     t.start = params.thinking_start_tag;
     t.end = params.thinking_end_tags.front();
     // The prompt ends inside the block: the answer is thinking until the
-    // closing tag.
+    // closing tag (also when it continues a message's thinking).
     const std::string tail = string_strip(params.generation_prompt);  // common.h
-    t.open = !t.start.empty() && tail.size() >= t.start.size() &&
-             tail.compare(tail.size() - t.start.size(), t.start.size(), t.start) == 0;
+    t.open = options.ending == ChatOptions::Ending::kContinueReasoning ||
+             (!t.start.empty() && tail.size() >= t.start.size() &&
+              tail.compare(tail.size() - t.start.size(), t.start.size(), t.start) == 0);
   }
+  // Continuing a message's content: its thinking block is closed in the
+  // prompt, and what follows is content only (a "<think>" in it is text).
+  if (options.ending == ChatOptions::Ending::kContinueContent) out.thinking = ThinkingBlock();
+  const bool prefilled = options.ending == ChatOptions::Ending::kContinueContent ||
+                         options.ending == ChatOptions::Ending::kContinueReasoning;
   if (tools == nullptr) {
     if (options.parse_reasoning.value_or(true) && !out.thinking.end.empty()) {
       out.parser = std::make_shared<ChatAnswerParser>(params, std::string(), /*parallel=*/true,
-                                                      /*reasoning=*/true);
+                                                      /*reasoning=*/true, prefilled);
     }
     return out;
   }
@@ -225,7 +265,7 @@ ChatPrompt ToChatPrompt(const common_chat_params& params, const ChatTools* tools
   const bool forced = !opening.empty() && !params.grammar_lazy && !params.grammar.empty();
   out.parser =
       std::make_shared<ChatAnswerParser>(params, forced ? opening : std::string(), tools->parallel,
-                                         options.parse_reasoning.value_or(true));
+                                         options.parse_reasoning.value_or(true), prefilled);
   return out;
 }
 

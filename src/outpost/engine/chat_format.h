@@ -24,7 +24,8 @@ namespace outpost::engine {
 // reasoning and a tool turn's tool_call_id become llama.cpp's fields; a tool
 // turn is given the name of the call it answers), with tools in->tools,
 // tool_choice and parallel_tool_calls, and from `options` the reasoning
-// format, enable_thinking and the template's extra variables. Errors:
+// format, enable_thinking, the template's extra variables and how the
+// prompt ends (add_generation_prompt, continue_final_message). Errors:
 // InvalidArgument naming the message whose tool_calls do not parse.
 Status FillChatInputs(const std::vector<ChatMessage>& messages, const ChatTools* tools,
                       const ChatOptions& options, common_chat_templates_inputs* in);
@@ -53,7 +54,9 @@ std::string CallOpening(const common_chat_params& auto_params);
 // thinking when options.parse_reasoning; unset counts as true, the caller
 // resolves it). With tools (null = none) also the grammar and its triggers
 // (a trigger word that is one token becomes a token trigger); the parser
-// then keeps only the first call unless tools->parallel.
+// then keeps only the first call unless tools->parallel. A prompt that
+// continues the last message (options.ending) has its parser leave that
+// message's text out of what it returns.
 //
 // `opening` (tool_choice required; from CallOpening) is appended to the
 // prompt, so the answer starts inside a call: llama.cpp's required grammar

@@ -31,13 +31,15 @@ class Engine {
   // turns "<start_of_turn>"-style text into control tokens.
   virtual std::vector<Token> Tokenize(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
-  // Messages rendered with the model's chat template, assistant prefix added.
-  // tools (null = none; REQUIRES NativeToolCalls()) are rendered in the
-  // template's own tool format, and the prompt then carries the grammar the
-  // calls must follow and the parser that reads them back. `options`: for a
-  // template with a thinking block, whether it thinks and whether the
-  // thinking is split off (ChatPrompt::parser); extra template variables.
-  // Errors: InvalidArgument when the template rejects the conversation.
+  // Messages rendered with the model's chat template, assistant prefix added
+  // (or the last message left open: options.ending). tools (null = none;
+  // REQUIRES NativeToolCalls()) are rendered in the template's own tool
+  // format, and the prompt then carries the grammar the calls must follow
+  // and the parser that reads them back. `options`: for a template with a
+  // thinking block, whether it thinks and whether the thinking is split off
+  // (ChatPrompt::parser); extra template variables. Errors: InvalidArgument
+  // when the template rejects the conversation, or has no thinking block to
+  // continue (kContinueReasoning).
   virtual StatusOr<ChatPrompt> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
                                                  const ChatTools* tools,
                                                  const ChatOptions& options) const = 0;

@@ -211,7 +211,6 @@ StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& me
                                               const ChatOptions& options) const {
   common_chat_templates_inputs in;
   in.use_jinja = true;
-  in.add_generation_prompt = true;
   // The tokenizer adds BOS/EOS itself; strip them from the rendered text.
   in.add_bos = add_bos_;
   in.add_eos = add_eos_;
@@ -228,6 +227,13 @@ StatusOr<ChatPrompt> Model::ApplyChatTemplate(const std::vector<ChatMessage>& me
     }
     ChatPrompt out =
         ToChatPrompt(common_chat_templates_apply(templates_, in), tools, resolved, opening, vocab_);
+    if (resolved.ending == ChatOptions::Ending::kContinueReasoning && out.thinking.end.empty()) {
+      // llama.cpp would drop the message: it has no block to put it in.
+      return Status::InvalidArgument(
+          "the model's chat template has no thinking block, so there is no thinking to "
+          "continue; send the text to continue as the last message's content",
+          "continue_final_message");
+    }
     if (tools != nullptr && !out.grammar.empty()) {
       // The prompt shows the parameters as given; the grammar is built from
       // them readied, so that what llama.cpp's converter would drop (a

@@ -71,6 +71,15 @@ struct ChatOptions {
   // More template variables (chat_template_kwargs, reasoning_effort): name →
   // JSON text. The caller keeps out the names the template is given already.
   std::vector<std::pair<std::string, std::string>> template_kwargs;
+  // How the prompt ends. kNewTurn: with the template's assistant header, the
+  // answer a new message. kContinueContent / kContinueReasoning: the last
+  // message (REQUIRES an assistant's, without tool calls) is left open and
+  // the answer continues its content / its thinking (vLLM's and
+  // llama-server's continue_final_message: a prefilled answer; the answer
+  // parsed holds only what the model added). kNoHeader: the messages alone
+  // (add_generation_prompt false; for counting tokens, not for generating).
+  enum class Ending { kNewTurn, kContinueContent, kContinueReasoning, kNoHeader };
+  Ending ending = Ending::kNewTurn;
 };
 
 // Turns an answer's raw text into a ParsedAnswer, for one chat format.
