@@ -216,3 +216,28 @@ def test_a_prompt_that_opens_the_block_makes_the_answer_start_inside_it():
         # Six tokens of thinking, then the closing tag's tokens.
         closing = budgeted.usage.completion_tokens_details.reasoning_tokens - 6
         assert 1 <= closing <= 4, budgeted.usage
+
+
+def test_a_prefilled_answer_continues_its_thinking(client):
+    """continue_final_message on an assistant message that has only thinking
+    so far: the prompt ends inside the block, the model goes on from there, and
+    what comes back is what it added, never the client's own part."""
+    prefilled = {"role": "assistant", "content": "", "reasoning_content": "first"}
+    kw = dict(model=client.models.list().data[0].id, temperature=0, max_tokens=30,
+              messages=SHOTS + [{"role": "user", "content": ECHO}, prefilled],
+              extra_body={"continue_final_message": True, "cache_prompt": False})
+    r = client.chat.completions.create(**kw)
+    m = r.choices[0].message
+    # Its thinking was whole: the model closes the block and answers.
+    assert m.content.startswith("second"), m
+    assert "first" not in (m.model_extra.get("reasoning_content") or ""), m
+    assert "</think>" not in m.content
+    # The closing tag's tokens were thinking, counted as such.
+    assert 1 <= r.usage.completion_tokens_details.reasoning_tokens < r.usage.completion_tokens
+    reasoning, content = "", ""
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        for c in chunk.choices:
+            reasoning += (c.delta.model_extra or {}).get("reasoning_content") or ""
+            content += c.delta.content or ""
+    assert content == m.content
+    assert reasoning == (m.model_extra.get("reasoning_content") or "")
