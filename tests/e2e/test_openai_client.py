@@ -108,6 +108,32 @@ def test_a_pydantic_model_with_float_bounds(client, model_id):
         assert 0 <= d.pressure_bar <= 16 and 0 < d.confidence < 1, d
 
 
+class Order(pydantic.BaseModel):
+    item: str
+    unit_price: float = pydantic.Field(ge=0, multiple_of=0.01)  # cents: two fraction digits
+    boxes: int = pydantic.Field(gt=0, multiple_of=6)  # sold by the half dozen
+    discount_percent: int = pydantic.Field(ge=0, le=50, multiple_of=5)
+
+
+def test_a_pydantic_model_with_multiples(client, model_id):
+    """multipleOf (which llama.cpp's converter drops) kept by Outpost's rule:
+    at a high temperature, where an unconstrained small model writes any
+    number, every draw parses and validates."""
+    schema = json.dumps(Order.model_json_schema())
+    assert '"multipleOf": 0.01' in schema and '"multipleOf": 6' in schema, schema
+    for seed in (1, 2, 3, 4):
+        r = client.chat.completions.parse(
+            model=model_id, response_format=Order, seed=seed, temperature=1.3, max_tokens=90,
+            messages=[{"role": "user", "content": "Order as JSON: 12 boxes of M4 bolts at 3.457 "
+                                                  "dollars each, 7 percent off."}])
+        d = r.choices[0].message.parsed
+        assert isinstance(d, Order), r  # parse() validated the multiples too
+        text = json.loads(r.choices[0].message.content)
+        cents = text["unit_price"] * 100
+        assert abs(cents - round(cents)) < 1e-6, text
+        assert d.boxes % 6 == 0 and d.boxes > 0 and d.discount_percent % 5 == 0, d
+
+
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

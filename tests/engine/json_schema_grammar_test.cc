@@ -58,6 +58,14 @@ TEST(JsonSchemaGrammar, BoundsThatCannotBeKeptAreRefusedByName) {
        "give maximum or exclusiveMaximum, not both"},
       {R"({"type":"integer","maximum":"3"})", "maximum must be a number, got \"3\""},
       {R"({"type":"integer","minimum":1e300})", "minimum must be between -2^62 and 2^62"},
+      {R"({"multipleOf":5})", "exclusiveMaximum and multipleOf can be enforced with"},
+      {R"({"type":"number","multipleOf":"5"})", "multipleOf must be a number, got \"5\""},
+      {R"({"type":"number","multipleOf":0})", "multipleOf must be a number above 0"},
+      {R"({"type":"integer","multipleOf":5,"enum":[5,10]})", "give enum/const or multipleOf"},
+      {R"({"properties":{"q":{"type":"integer","multipleOf":3,"minimum":4}}})",
+       "at /properties/q: multipleOf 3 with these bounds"},
+      {R"({"type":"number","multipleOf":0.3,"minimum":0.4,"maximum":0.5})",
+       "no multipleOf 0.3 lies within its bounds"},
       {R"({"type":"integer","maximum":9223372036854775807})", "between -2^62 and 2^62"},
       {R"({"type":"array","prefixItems":[{"type":"integer"}],"items":{"type":"string"}})",
        "give prefixItems or items, not both"},
@@ -204,6 +212,38 @@ TEST(JsonSchemaGrammar, BoundedNumbersGetTheirOwnRules) {
       R"({"type":"string","properties":{"s":{"type":"number","minimum":-2.5}}})", kParam);
   ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
   EXPECT_EQ(dropped->find("outpost-number"), std::string::npos) << *dropped;
+}
+
+// multipleOf (Pydantic's multiple_of): a price in cents, a quantity by the
+// dozen, a percentage in steps of 5, each in llama.cpp's grammar engine on
+// whole answers.
+TEST(JsonSchemaGrammar, MultiplesAreKeptWithTheirBounds) {
+  auto g = JsonSchemaToGrammar(R"({"type":"object","properties":{
+      "price":{"type":"number","multipleOf":0.01,"minimum":0},
+      "dozens":{"type":"integer","multipleOf":12,"exclusiveMinimum":0},
+      "percent":{"type":"integer","multipleOf":5,"minimum":0,"maximum":100}},
+      "required":["price","dozens","percent"],"additionalProperties":false})",
+                               kParam);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  testing::Matcher m(*g);
+  const auto answer = [](const char* price, const char* dozens, const char* percent) {
+    return std::string(R"({"price": )") + price + R"(, "dozens": )" + dozens + R"(, "percent": )" +
+           percent + "}";
+  };
+  EXPECT_TRUE(m(answer("19.99", "24", "35")));
+  EXPECT_TRUE(m(answer("0", "12", "100")));
+  EXPECT_FALSE(m(answer("19.999", "24", "35")));  // a tenth of a cent
+  EXPECT_FALSE(m(answer("-1", "24", "35")));
+  EXPECT_FALSE(m(answer("19.99", "0", "35")));  // not above 0
+  EXPECT_FALSE(m(answer("19.99", "30", "35")));
+  EXPECT_FALSE(m(answer("19.99", "24", "33")));
+  EXPECT_FALSE(m(answer("19.99", "24", "105")));
+  // In a tool's parameters too (the schema readied for llama.cpp's chat code).
+  auto ready = ReadyJsonSchema(R"({"type":"object","properties":{"n":{"type":"integer",
+      "multipleOf":2}}})",
+                               "tools[0].function.parameters");
+  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+  EXPECT_EQ(ready->number_rules.size(), 1u);
 }
 
 // A pattern names characters of the string; the answer is JSON text, where

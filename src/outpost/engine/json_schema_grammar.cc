@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "outpost/engine/grammar_limits.h"
+#include "outpost/engine/multiple_of_grammar.h"
 #include "outpost/engine/number_range_grammar.h"
 #include "outpost/engine/schema_pattern.h"
 #include "outpost/util/json_text.h"
@@ -40,6 +41,7 @@ const std::set<std::string>& Enforced() {
                                                    "maximum",
                                                    "exclusiveMinimum",
                                                    "exclusiveMaximum",
+                                                   "multipleOf",
                                                    "$ref",
                                                    "$defs",
                                                    "definitions",
@@ -67,7 +69,7 @@ Status Unsupported(const std::string& param, const std::string& where, const std
           "required, additionalProperties, items, prefixItems, minItems, maxItems, enum, const, "
           "anyOf, oneOf, allOf, $ref/$defs, pattern, minLength, maxLength, format "
           "date|time|date-time|uuid, and on integers and numbers minimum, maximum, "
-          "exclusiveMinimum, exclusiveMaximum)",
+          "exclusiveMinimum, exclusiveMaximum, multipleOf)",
       param);
 }
 
@@ -136,7 +138,8 @@ Status CheckCounts(const json& s, const std::string& where, const std::string& p
 // marker const whose rule Splice() puts in.
 Status CheckBounds(json& s, const std::string& where, const std::string& param, Numbers* numbers) {
   const char* keys[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
-  bool any = false;
+  const bool multiple = s.contains("multipleOf");
+  bool any = multiple;
   for (const char* key : keys) any = any || s.contains(key);
   if (!any) return Status::Ok();
   const std::string at = "'" + param + "' at " + At(where) + ": ";
@@ -157,9 +160,9 @@ Status CheckBounds(json& s, const std::string& where, const std::string& param, 
   }
   if (!integer && !number) {
     return Status::InvalidArgument(
-        at + "minimum, maximum, exclusiveMinimum and exclusiveMaximum can be enforced with "
-             "\"type\": \"integer\" or \"type\": \"number\" only (for a nullable bounded "
-             "number, use anyOf with {\"type\": \"null\"})",
+        at + "minimum, maximum, exclusiveMinimum, exclusiveMaximum and multipleOf can be "
+             "enforced with \"type\": \"integer\" or \"type\": \"number\" only (for a nullable "
+             "bounded number, use anyOf with {\"type\": \"null\"})",
         param);
   }
   if (s.contains("minimum") && s.contains("exclusiveMinimum")) {
@@ -190,6 +193,23 @@ Status CheckBounds(json& s, const std::string& where, const std::string& param, 
     const bool exclusive = k.rfind("exclusive", 0) == 0;
     (k == "minimum" || k == "exclusiveMinimum" ? lo_bound : hi_bound) =
         NumberBound{v.dump(), exclusive};
+  }
+  if (multiple) {
+    // Outpost's rule keeps the step and the bounds together (the converter
+    // reads neither multipleOf nor a number's bounds).
+    if (s.contains("enum") || s.contains("const")) {
+      return Status::InvalidArgument(at + "give enum/const or multipleOf, not both", param);
+    }
+    const json& step = s.at("multipleOf");
+    if (!step.is_number()) {
+      return Status::InvalidArgument(at + "multipleOf must be a number, got " + step.dump(), param);
+    }
+    const size_t i = numbers->first + numbers->rules.size();
+    auto rules = MultipleOfGrammar(NumberRule(i), step.dump(), integer, lo_bound, hi_bound);
+    if (!rules.ok()) return Status::InvalidArgument(at + rules.status().message(), param);
+    numbers->rules.push_back(std::move(rules).value());
+    s = json{{"const", NumberMarker(i)}};
+    return Status::Ok();
   }
   if (number) {
     if (s.contains("enum") || s.contains("const")) {

@@ -12,17 +12,8 @@ namespace {
 constexpr int kMaxIntegerDigits = 16;  // as llama.cpp's integral-part
 constexpr int kMaxBoundDigits = 15;    // a bound's magnitude < 10^15
 
-// A decimal: sign, integer digits without leading zeros ("0" for none),
-// fraction digits without trailing zeros. Zero is never negative.
-struct Decimal {
-  bool negative = false;
-  std::string integer = "0";
-  std::string fraction;
+}  // namespace
 
-  bool zero() const { return integer == "0" && fraction.empty(); }
-};
-
-// JSON number text → Decimal; false if it is not one or is out of limits.
 bool ParseDecimal(const std::string& text, Decimal* out) {
   size_t i = 0;
   bool negative = false;
@@ -74,6 +65,8 @@ bool ParseDecimal(const std::string& text, Decimal* out) {
   out->negative = negative && !out->zero();
   return true;
 }
+
+namespace {
 
 std::string Literal(const std::string& s) {
   return "\"" + s + "\"";
@@ -151,7 +144,8 @@ struct Next {
 
 class Builder {
  public:
-  explicit Builder(std::string name) : name_(std::move(name)) {}
+  Builder(std::string name, int max_fraction)
+      : name_(std::move(name)), max_fraction_(max_fraction) {}
 
   // The integers in [m, M] (M absent: up to kMaxIntegerDigits digits), as
   // an expression; "" if there are none.
@@ -178,6 +172,7 @@ class Builder {
   // Non-empty fraction digits (at most n) within lo and hi, as an
   // expression; nullopt if none.
   std::optional<std::string> Fraction(Side lo, Side hi, int n) {
+    if (n <= 0) return std::nullopt;
     Settle(lo);
     if (!lo.active && !hi.active) return AnyDigits(1, n);
     const std::string key = lo.Key() + "|" + hi.Key() + "|" + std::to_string(n);
@@ -216,7 +211,7 @@ class Builder {
   std::optional<std::string> AfterInteger(Side lo, Side hi) {
     Settle(lo);
     const bool stop = AcceptsZero(lo, hi);
-    auto more = Fraction(lo, hi, kMaxFractionDigits);
+    auto more = Fraction(lo, hi, max_fraction_);
     if (!more) return stop ? std::optional<std::string>("") : std::nullopt;
     const std::string dot = "\".\" " + *more;
     return stop ? "(" + dot + ")?" : dot;
@@ -233,7 +228,8 @@ class Builder {
       if (integer.empty() || !after) return;
       alts.push_back(after->empty() ? integer : integer + " " + *after);
     };
-    const std::string any_fraction = "(\".\" " + AnyDigits(1, kMaxFractionDigits) + ")?";
+    const std::string any_fraction =
+        max_fraction_ == 0 ? "" : "(\".\" " + AnyDigits(1, max_fraction_) + ")?";
     if (!hi) {
       add(Literal(lo.integer), AfterInteger(lo_side, Side{}));
       add(IntRange(a + 1, std::nullopt), any_fraction);
@@ -306,6 +302,7 @@ class Builder {
   }
 
   const std::string name_;
+  const int max_fraction_;  // fraction digits, at most (0: integers)
   std::vector<std::string> rules_;
   std::map<std::string, std::optional<std::string>> memo_;
 };
@@ -314,7 +311,8 @@ class Builder {
 
 StatusOr<std::string> NumberRangeGrammar(const std::string& name,
                                          const std::optional<NumberBound>& lo,
-                                         const std::optional<NumberBound>& hi) {
+                                         const std::optional<NumberBound>& hi,
+                                         int max_fraction_digits) {
   std::optional<Decimal> l, h;
   for (auto [bound, out] : {std::pair{&lo, &l}, std::pair{&hi, &h}}) {
     if (!*bound) continue;
@@ -328,7 +326,7 @@ StatusOr<std::string> NumberRangeGrammar(const std::string& name,
     *out = d;
   }
   const bool lo_strict = lo && lo->exclusive, hi_strict = hi && hi->exclusive;
-  Builder g(name);
+  Builder g(name, max_fraction_digits);
   std::vector<std::string> alts;
   const Decimal zero;
   // x >= 0.

@@ -28,12 +28,29 @@ struct NumberBound {
 };
 
 // Rules defining `name` (and helpers named `name`-<n>), one per line, for
-// the numbers within [lo, hi] (an absent side is open). Errors:
-// InvalidArgument (no param) when a bound is not a decimal, has more than
-// kMaxFractionDigits fraction digits or a magnitude of 10^15 or more, or when
-// no number lies within the bounds.
+// the numbers within [lo, hi] (an absent side is open) with at most
+// `max_fraction_digits` (0 … kMaxFractionDigits) fraction digits: 0 admits
+// the integers only. Errors: InvalidArgument (no param) when a bound is not
+// a decimal, has more than kMaxFractionDigits fraction digits or a
+// magnitude of 10^15 or more, or when no number lies within the bounds.
 StatusOr<std::string> NumberRangeGrammar(const std::string& name,
                                          const std::optional<NumberBound>& lo,
-                                         const std::optional<NumberBound>& hi);
+                                         const std::optional<NumberBound>& hi,
+                                         int max_fraction_digits = kMaxFractionDigits);
+
+// A decimal: sign, integer digits without leading zeros ("0" for none),
+// fraction digits without trailing zeros. Zero is never negative.
+struct Decimal {
+  bool negative = false;
+  std::string integer = "0";
+  std::string fraction;
+
+  bool zero() const { return integer == "0" && fraction.empty(); }
+};
+
+// JSON number text ("0.5", "-3", "1e-07") → Decimal; false if it is not one,
+// or its magnitude is 10^15 or more, or it has more than kMaxFractionDigits
+// fraction digits (a bound's limits).
+bool ParseDecimal(const std::string& text, Decimal* out);
 
 }  // namespace outpost::engine
