@@ -150,6 +150,7 @@ TEST(MultipleOfGrammar, RefusesWhatItCannotKeepSayingWhy) {
            Bad{{"1e-20", false, {}, {}}, "at most 15 fraction digits"},
            Bad{{"5", true, NumberBound{"1"}, NumberBound{"4"}}, "no multipleOf 5 lies within"},
            Bad{{"0.3", false, NumberBound{"0.4"}, NumberBound{"0.5"}}, "no multipleOf 0.3"},
+           Bad{{"0.01", false, NumberBound{"0.001"}, NumberBound{"0.009"}}, "no multipleOf 0.01"},
            Bad{{"3", true, NumberBound{"1"}, NumberBound{"100000"}}, "more than 10000 multiples"},
            Bad{{"3", true, NumberBound{"4"}, {}}, "with these bounds"},
            Bad{{"3", true, {}, NumberBound{"10"}}, "with these bounds"},

@@ -313,7 +313,14 @@ StatusOr<std::string> MultipleOfGrammar(const std::string& name, const std::stri
   const int scale = integer ? 0 : std::max(0, -e);
   Int k = e >= 0 ? k0 * Pow10(e) : k0;  // for a number, scale = -e here
   if (integer && e < 0) k = k0 / Gcd(k0, Pow10(-e));
-  if (k == 1) return NumberRangeGrammar(name, lo, hi, scale);
+  const std::string what = "multipleOf " + step_text;
+  if (k == 1) {
+    auto rules = NumberRangeGrammar(name, lo, hi, scale);
+    if (!rules.ok() && rules.status().message().rfind("no number", 0) == 0) {
+      return Refused("no " + what + " lies within its bounds");
+    }
+    return rules;
+  }
 
   std::optional<Decimal> l, h;
   for (auto [bound, out] : {std::pair{&lo, &l}, std::pair{&hi, &h}}) {
@@ -331,7 +338,6 @@ StatusOr<std::string> MultipleOfGrammar(const std::string& name, const std::stri
   std::optional<Int> first, last;
   if (l) first = CeilDiv(Scaled(*l, lo->exclusive, scale, /*lower=*/true), k) * k;
   if (h) last = FloorDiv(Scaled(*h, hi->exclusive, scale, /*lower=*/false), k) * k;
-  const std::string what = "multipleOf " + step_text;
   if (first && last) {
     if (*first > *last) return Refused("no " + what + " lies within its bounds");
     const Int count = (*last - *first) / k + 1;
