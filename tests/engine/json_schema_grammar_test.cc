@@ -62,7 +62,7 @@ TEST(JsonSchemaGrammar, BoundsThatCannotBeKeptAreRefusedByName) {
       {R"({"type":"number","multipleOf":"5"})", "multipleOf must be a number, got \"5\""},
       {R"({"type":"number","multipleOf":0})", "multipleOf must be a number above 0"},
       {R"({"type":"integer","multipleOf":5,"enum":[5,10]})", "give enum/const or multipleOf"},
-      {R"({"properties":{"q":{"type":"integer","multipleOf":3,"minimum":4}}})",
+      {R"({"properties":{"q":{"type":"integer","multipleOf":3,"maximum":4}}})",
        "at /properties/q: multipleOf 3 with these bounds"},
       {R"({"type":"number","multipleOf":0.3,"minimum":0.4,"maximum":0.5})",
        "no multipleOf 0.3 lies within its bounds"},

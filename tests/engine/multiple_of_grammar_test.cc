@@ -94,6 +94,12 @@ TEST(MultipleOfGrammar, AdmitsExactlyTheMultiplesWithinTheBounds) {
       {"0.75", false, above_zero, {}},
       {"12", false, NumberBound{"-3"}, {}},  // from -3: the multiples from 0
       {"2.5", true, {}, {}},                 // the integers that are multiples of 5
+      // A larger minimum, no maximum: listed below the next power of ten,
+      // by remainder above it.
+      {"3", true, NumberBound{"4"}, {}},
+      {"5", true, NumberBound{"10"}, {}},
+      {"0.25", false, NumberBound{"7.3"}, {}},
+      {"4", false, NumberBound{"3", true}, {}},
   };
   for (const Case& c : cases) {
     Matcher m(Grammar(c));
@@ -134,6 +140,10 @@ TEST(MultipleOfGrammar, LargeValuesFollowTheirRemainder) {
   EXPECT_TRUE(cents("3.10"));  // a trailing zero: still two digits
   EXPECT_FALSE(cents("3.101"));
   EXPECT_FALSE(cents("-0.05"));
+  Matcher from_ten(Grammar({"5", true, NumberBound{"10"}, {}}));
+  for (const char* yes : {"10", "95", "100", "105", "1000000005"})
+    EXPECT_TRUE(from_ten(yes)) << yes;
+  for (const char* no : {"0", "5", "101", "1000000004", "0100"}) EXPECT_FALSE(from_ten(no)) << no;
   Matcher positive(Grammar({"0.5", false, NumberBound{"0", true}, {}}));
   for (const char* zero : {"0", "0.0"}) EXPECT_FALSE(positive(zero)) << zero;
   EXPECT_TRUE(positive("0.5"));
@@ -152,7 +162,8 @@ TEST(MultipleOfGrammar, RefusesWhatItCannotKeepSayingWhy) {
            Bad{{"0.3", false, NumberBound{"0.4"}, NumberBound{"0.5"}}, "no multipleOf 0.3"},
            Bad{{"0.01", false, NumberBound{"0.001"}, NumberBound{"0.009"}}, "no multipleOf 0.01"},
            Bad{{"3", true, NumberBound{"1"}, NumberBound{"100000"}}, "more than 10000 multiples"},
-           Bad{{"3", true, NumberBound{"4"}, {}}, "with these bounds"},
+           Bad{{"3", true, NumberBound{"-4"}, {}}, "with these bounds"},
+           Bad{{"3", true, NumberBound{"100000"}, {}}, "with these bounds"},
            Bad{{"3", true, {}, NumberBound{"10"}}, "with these bounds"},
            Bad{{"1009", true, {}, {}}, "needs 1009 remainder states"},
            Bad{{"0.0000000000999", false, {}, {}}, "needs 13986 remainder states"},

@@ -135,18 +135,24 @@ class Trie {
 // `positive`: zero (0, 0.0, …) left out.
 class Remainders {
  public:
-  Remainders(std::string name, int64_t k, int scale, bool positive)
-      : name_(std::move(name)), k_(k), scale_(scale), positive_(positive) {}
+  // `min_digits`: the integer part has at least that many digits (0 or 1:
+  // any; above 1, "0" is not one of them).
+  Remainders(std::string name, int64_t k, int scale, bool positive, int min_digits = 0)
+      : name_(std::move(name)),
+        k_(k),
+        scale_(scale),
+        positive_(positive),
+        min_digits_(std::max(1, min_digits)) {}
 
   std::string Expression() {
     // The first digit: "0" (then the fraction at once) or 1-9.
     std::vector<std::string> alts;
     const std::string after_zero = positive_ ? ZeroFraction(0) : AfterInteger(0);
-    if (!after_zero.empty() || !positive_) {
+    if (min_digits_ == 1 && (!after_zero.empty() || !positive_)) {
       alts.push_back(after_zero.empty() ? "\"0\"" : "\"0\" " + after_zero);
     }
     for (const auto& [digits, target] : Transitions(0, 1)) {
-      alts.push_back(digits + " " + Integer(target));
+      alts.push_back(digits + " " + Integer(target, 1));
     }
     std::string out;
     for (const auto& a : alts) out += (out.empty() ? "" : " | ") + a;
@@ -190,9 +196,10 @@ class Remainders {
     return name;
   }
 
-  // The integer part's digits after the first, remainder r so far.
-  std::string Integer(int64_t r) {
-    const std::string key = "i" + std::to_string(r);
+  // The integer part's digits after the first: remainder r and `count`
+  // digits so far (counted up to min_digits_).
+  std::string Integer(int64_t r, int count) {
+    const std::string key = "i" + std::to_string(r) + "." + std::to_string(count);
     if (auto it = names_.find(key); it != names_.end()) return it->second;
     const std::string name = name_ + "-" + std::to_string(rules_.size() + 1);
     names_[key] = name;
@@ -200,13 +207,15 @@ class Remainders {
     const size_t at = rules_.size() - 1;
     std::vector<std::string> alts;
     for (const auto& [digits, target] : Transitions(r, 0)) {
-      alts.push_back(digits + " " + Integer(target));
+      alts.push_back(digits + " " + Integer(target, std::min(count + 1, min_digits_)));
     }
     const std::string after = AfterInteger(r);
     std::string body;
     for (const auto& a : alts) body += (body.empty() ? "" : " | ") + a;
     // Ending here: nothing more, or the fraction.
-    if (Accepts(r, scale_)) {
+    if (count < min_digits_) {
+      // Too short to end yet.
+    } else if (Accepts(r, scale_)) {
       body += " | " + (after.empty() ? std::string("\"\"") : after);
     } else if (!after.empty()) {
       body += " | " + after;
@@ -284,6 +293,7 @@ class Remainders {
   const int64_t k_;
   const int scale_;
   const bool positive_;
+  const int min_digits_;
   std::vector<std::string> rules_;
   std::map<std::string, std::string> names_;
 };
@@ -348,20 +358,42 @@ StatusOr<std::string> MultipleOfGrammar(const std::string& name, const std::stri
     }
   }
   const bool from_zero = !last && (!first || *first == 0 || *first == k);
-  const Int states = k * (scale + 1);
-  if (!from_zero || states > kMaxRemainderStates) {
+  // From a larger first multiple F with D integer digits: those up to the
+  // next power of ten listed, and the longer ones by their remainder.
+  int digits = 0;
+  Int listed = 0;
+  if (!last && !from_zero && *first > 0) {
+    digits = static_cast<int>(ToString(*first / Pow10(scale)).size());
+    const Int top = Pow10(digits + scale) - 1;  // the largest value with D digits, scaled
+    listed = FloorDiv(top, k) * k >= *first ? (FloorDiv(top, k) * k - *first) / k + 1 : 0;
+  }
+  const bool from_first = digits > 0 && listed <= kMaxListedMultiples;
+  const Int states = k * (scale + 1) + (from_first ? k * digits : 0);
+  const bool shape = from_zero || from_first;
+  if (!shape || states > kMaxRemainderStates) {
     return Refused(what +
                    (first && last ? " has more than " + std::to_string(kMaxListedMultiples) +
                                         " multiples within its bounds"
-                    : !from_zero ? " with these bounds"
-                                 : " needs " + ToString(states) + " remainder states") +
+                    : !shape ? " with these bounds"
+                             : " needs " + ToString(states) + " remainder states") +
                    ", past what Outpost's grammar rule follows: it lists up to " +
                    std::to_string(kMaxListedMultiples) +
                    " multiples between two bounds, or reads the digits by their remainder (at "
                    "most " +
                    std::to_string(kMaxRemainderStates) +
                    " states: the step over its smallest digit, times the fraction digits plus "
-                   "one) with no bound, a minimum of 0, or one just above 0");
+                   "one, plus that times the minimum's integer digits) with no upper bound and "
+                   "no lower one, a lower one of 0 or just above, or one below whose next power "
+                   "of ten lie at most " +
+                   std::to_string(kMaxListedMultiples) + " multiples");
+  }
+  if (from_first) {
+    Trie trie;
+    for (Int v = *first; v < Pow10(digits + scale); v += k) trie.Add(Text(v, scale));
+    Remainders longer(name, static_cast<int64_t>(k), scale, /*positive=*/true, digits + 1);
+    const std::string body =
+        listed > 0 ? trie.Expression() + " | " + longer.Expression() : longer.Expression();
+    return name + " ::= " + body + "\n" + longer.Rules();
   }
   Remainders r(name, static_cast<int64_t>(k), scale, first && *first == k);
   const std::string magnitude = r.Expression();

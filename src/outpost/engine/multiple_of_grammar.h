@@ -16,9 +16,13 @@
 //     character, so the grammar engine's work per token stays small);
 //   - no upper bound and either no lower one (a "-" allowed), or one that
 //     leaves exactly the multiples from 0, or from the first above 0: the
-//     digits read by their remainder, at most kMaxRemainderStates states.
-// Anything else is refused (a product of bounds and remainders would grow
-// with the bounds' digits).
+//     digits read by their remainder, at most kMaxRemainderStates states;
+//   - no upper bound and a lower one above the first multiple, F with D
+//     integer digits: the multiples from F below 10^D listed (at most
+//     kMaxListedMultiples), the longer ones read by their remainder with the
+//     integer digits counted up to D + 1.
+// Anything else is refused (a negative lower bound, an upper bound alone:
+// a product of bounds and remainders would grow with the bounds' digits).
 // Pure; thread-safe.
 #pragma once
 

@@ -451,10 +451,11 @@ void Scheduler::HandleSampled(Slot& s, engine::Token tok, int32_t idx) {
                "the request's output constraint (response_format, tools or grammar) became too "
                "ambiguous to follow after " +
                std::to_string(s.n_generated) +
-               " generated tokens: the text so far matches it in "
-               "more than " +
+               " generated tokens: the text so far matched it in more than " +
                std::to_string(engine::kMaxGrammarStacks) +
-               " ways at once; write each choice so that its first characters decide it"));
+               " ways at once, or the next token took more than " +
+               std::to_string(engine::kMaxGrammarStackWork) +
+               " parse steps; write each choice so that its first characters decide it"));
     return;
   }
   if (tok == engine::kNoToken) {
