@@ -82,6 +82,12 @@ std::string Literal(const std::string& s) {
   return "\"" + s + "\"";
 }
 
+std::string Join(const std::vector<std::string>& alts) {
+  std::string out;
+  for (const auto& a : alts) out += (out.empty() ? "" : " | ") + a;
+  return out;
+}
+
 // Texts as a trie: one GBNF expression, each node a group of its
 // continuations (optional where a text ends there), runs of single
 // continuations one literal.
@@ -119,9 +125,7 @@ class Trie {
       if (!at->next.empty()) alt += " " + Group(*at);
       alts.push_back(std::move(alt));
     }
-    std::string out;
-    for (const auto& a : alts) out += (out.empty() ? "" : " | ") + a;
-    return out;
+    return Join(alts);
   }
 
   // `n`'s continuations as one factor: a group, optional if a text ends at n.
@@ -154,9 +158,7 @@ class Remainders {
     for (const auto& [digits, target] : Transitions(0, 1)) {
       alts.push_back(digits + " " + Integer(target, 1));
     }
-    std::string out;
-    for (const auto& a : alts) out += (out.empty() ? "" : " | ") + a;
-    return out;
+    return Join(alts);
   }
 
   std::string Rules() const {
@@ -210,8 +212,7 @@ class Remainders {
       alts.push_back(digits + " " + Integer(target, std::min(count + 1, min_digits_)));
     }
     const std::string after = AfterInteger(r);
-    std::string body;
-    for (const auto& a : alts) body += (body.empty() ? "" : " | ") + a;
+    std::string body = Join(alts);
     // Ending here: nothing more, or the fraction.
     if (count < min_digits_) {
       // Too short to end yet.
@@ -243,19 +244,9 @@ class Remainders {
     if (auto it = names_.find(key); it != names_.end()) return it->second;
     std::vector<std::string> alts;
     for (const auto& [digits, target] : Transitions(r, 0)) {
-      const int left = scale_ - written - 1;
-      if (!Live(target, left)) continue;
-      const std::string more = Fraction(target, written + 1);
-      const bool stop = Accepts(target, left);
-      if (more.empty() && !stop) continue;
-      alts.push_back(more.empty() ? digits
-                     : stop       ? digits + " (" + more + ")?"
-                                  : digits + " " + more);
+      AddDigit(digits, target, written + 1, &alts);
     }
-    if (alts.empty()) return names_[key] = "";
-    std::string body;
-    for (const auto& a : alts) body += (body.empty() ? "" : " | ") + a;
-    return Rule(key, body);
+    return Alternatives(key, alts);
   }
 
   // Positive only, after an integer part "0": "." and fraction digits with
@@ -273,20 +264,29 @@ class Remainders {
     std::vector<std::string> alts;
     const std::string zeros = ZeroFraction(written + 1);
     if (!zeros.empty()) alts.push_back("\"0\" " + zeros);
-    for (const auto& [digits, target] : Transitions(0, 1)) {
-      const int left = scale_ - written;
-      if (!Live(target, left)) continue;
-      const std::string more = Fraction(target, written);
-      const bool stop = Accepts(target, left);
-      if (more.empty() && !stop) continue;
-      alts.push_back(more.empty() ? digits
-                     : stop       ? digits + " (" + more + ")?"
-                                  : digits + " " + more);
-    }
+    for (const auto& [digits, target] : Transitions(0, 1)) AddDigit(digits, target, written, &alts);
+    return Alternatives(key, alts);
+  }
+
+  // A fraction digit class leading to remainder `target`, `written` digits
+  // read with it, and what may follow it: added to `alts` unless no
+  // multiple lies that way.
+  void AddDigit(const std::string& digits, int64_t target, int written,
+                std::vector<std::string>* alts) {
+    const int left = scale_ - written;
+    if (!Live(target, left)) return;
+    const std::string more = Fraction(target, written);
+    const bool stop = Accepts(target, left);
+    if (more.empty() && !stop) return;
+    alts->push_back(more.empty() ? digits
+                    : stop       ? digits + " (" + more + ")?"
+                                 : digits + " " + more);
+  }
+
+  // `alts` as the rule `key` names; "" (remembered) when there are none.
+  std::string Alternatives(const std::string& key, const std::vector<std::string>& alts) {
     if (alts.empty()) return names_[key] = "";
-    std::string body;
-    for (const auto& a : alts) body += (body.empty() ? "" : " | ") + a;
-    return Rule(key, body);
+    return Rule(key, Join(alts));
   }
 
   const std::string name_;
