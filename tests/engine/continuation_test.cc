@@ -6,6 +6,7 @@
 // header (add_generation_prompt false) ends where the messages end.
 #include <gtest/gtest.h>
 
+#include "engine/template_model.h"
 #include "mocks/test_model.h"
 
 #include <string>
@@ -16,25 +17,11 @@
 namespace outpost::engine {
 namespace {
 
+using ::outpost::engine::testing::EndsWith;
+using ::outpost::engine::testing::LoadWith;
+using ::outpost::engine::testing::StartsWith;
+
 using Ending = ChatOptions::Ending;
-
-std::unique_ptr<Model> LoadWith(const std::string& model, const std::string& template_file) {
-  ModelOptions o;
-  o.path = model;
-  o.chat_template = outpost::testing::ReadTestData("templates/" + template_file);
-  EXPECT_FALSE(o.chat_template.empty()) << template_file;
-  auto m = Model::Load(o);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return m.ok() ? std::move(m).value() : nullptr;
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-bool StartsWith(const std::string& s, const std::string& head) {
-  return s.compare(0, head.size(), head) == 0;
-}
 
 ChatOptions With(Ending e) {
   ChatOptions o;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/grammar_matcher.h"
+#include "engine/template_model.h"
 #include "mocks/test_model.h"
 
 #include <fstream>
@@ -18,6 +19,8 @@
 namespace outpost::engine {
 namespace {
 
+using ::outpost::engine::testing::LoadWith;
+
 ChatTools Weather(bool required) {
   ChatTools t;
   t.functions.push_back(
@@ -25,18 +28,6 @@ ChatTools Weather(bool required) {
        R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"});
   t.required = required;
   return t;
-}
-
-std::unique_ptr<Model> LoadWith(const std::string& model, const std::string& template_file) {
-  ModelOptions o;
-  o.path = model;
-  if (!template_file.empty()) {
-    o.chat_template = outpost::testing::ReadTestData("templates/" + template_file);
-    EXPECT_FALSE(o.chat_template.empty()) << template_file;
-  }
-  auto m = Model::Load(o);
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return m.ok() ? std::move(m).value() : nullptr;
 }
 
 struct Family {
