@@ -8,7 +8,15 @@ schema. The measure is decode speed (completion tokens per second of the
 stream after the first token), so answers of different lengths compare fairly.
 Medians over prompts x rounds; ratios constrained/plain and Outpost/llama-server.
 
-    bench/grammar_cost.py [--model .deps/models/default.gguf] [--rounds 3] [--json out.json]
+--schema defect: enums, an integer range, bounded strings (what both servers
+enforce alike). --schema order: numbers with multipleOf (a price in cents,
+boxes by the half dozen, a discount in steps of 5, a weight in quarter kilos),
+which Outpost keeps with its own grammar rules and llama-server drops (its
+grammar there is the looser one, so the comparison shows what keeping them
+costs).
+
+    bench/grammar_cost.py [--model .deps/models/default.gguf] [--rounds 3]
+                          [--schema defect|order] [--json out.json]
 """
 import argparse
 import json
@@ -35,6 +43,26 @@ SCHEMA = {
     "required": ["part", "defect", "severity", "count", "note"],
     "additionalProperties": False,
 }
+ORDER = {
+    "type": "object",
+    "properties": {
+        "item": {"type": "string", "maxLength": 60},
+        "unit_price": {"type": "number", "multipleOf": 0.01, "minimum": 0, "maximum": 9999.99},
+        "boxes": {"type": "integer", "multipleOf": 6, "exclusiveMinimum": 0},
+        "discount_percent": {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 50},
+        "weight_kg": {"type": "number", "multipleOf": 0.25, "minimum": 0, "maximum": 500},
+    },
+    "required": ["item", "unit_price", "boxes", "discount_percent", "weight_kg"],
+    "additionalProperties": False,
+}
+ORDER_PROMPTS = [
+    "Write this order as JSON: 12 boxes of M4 bolts at 3.45 dollars each, 5 percent off, 2 kg.",
+    "Write this order as JSON: 30 boxes of wood screws at 7.10 dollars, no discount, 9.5 kg.",
+    "Write this order as JSON: 6 boxes of hinges at 12.99 dollars, 10 percent off, 4.25 kg.",
+    "Write this order as JSON: 48 boxes of washers at 1.05 dollars, 20 percent off, 3 kg.",
+    "Write this order as JSON: 18 boxes of wall plugs at 2.50 dollars, 15 percent off, 1.75 kg.",
+    "Write this order as JSON: 24 boxes of nails at 4.80 dollars, 5 percent off, 12 kg.",
+]
 PROMPTS = [
     "Report this defect as JSON: two deep scratches on the left door panel.",
     "Report this defect as JSON: a small dent in the roof near the antenna.",
@@ -45,12 +73,12 @@ PROMPTS = [
 ]
 
 
-def one(base, prompt, constrained, seed):
+def one(base, prompt, constrained, seed, schema=SCHEMA):
     body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": 96, "stream": True,
             "temperature": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "seed": seed}
     if constrained:
         body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": "defect", "strict": True, "schema": SCHEMA}}
+                                   "json_schema": {"name": "answer", "strict": True, "schema": schema}}
     t0 = time.perf_counter()
     first = None
     pieces = 0
@@ -71,18 +99,18 @@ def one(base, prompt, constrained, seed):
     return (pieces - 1) / (end - first), first - t0
 
 
-def run_server(name, cmd, base, rounds):
+def run_server(name, cmd, base, rounds, schema=SCHEMA, prompts=PROMPTS):
     log = open(f"/tmp/grammar-cost-{name}.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     out = {"plain": [], "constrained": [], "ttft_plain": [], "ttft_constrained": []}
     try:
         wait_ready(base + ("/ready" if name == "outpost" else "/health"), proc)  # outpost: /health answers before the model loads
-        one(base, PROMPTS[0], False, 0)  # warm-up
-        one(base, PROMPTS[0], True, 0)
+        one(base, prompts[0], False, 0)  # warm-up
+        one(base, prompts[0], True, 0, schema)
         for r in range(rounds):
-            for i, p in enumerate(PROMPTS):
+            for i, p in enumerate(prompts):
                 for constrained in (False, True):
-                    m = one(base, p, constrained, 100 * r + i)
+                    m = one(base, p, constrained, 100 * r + i, schema)
                     if m is None:
                         continue
                     key = "constrained" if constrained else "plain"
@@ -101,16 +129,18 @@ def main():
     ap.add_argument("--llama-server", default=os.path.join(ROOT, ".deps/llama.cpp-build/bin/llama-server"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--schema", choices=["defect", "order"], default="defect")
     ap.add_argument("--json")
     a = ap.parse_args()
+    schema, prompts = (ORDER, ORDER_PROMPTS) if a.schema == "order" else (SCHEMA, PROMPTS)
     po, pl = free_port(), free_port()
     res = {
         "outpost": run_server("outpost", [a.outpost, "serve", "--model", a.model, "--port", str(po),
                                           "--threads", str(a.threads), "--parallel", "1", "--ctx-size", "1024"],
-                              f"http://127.0.0.1:{po}", a.rounds),
+                              f"http://127.0.0.1:{po}", a.rounds, schema, prompts),
         "llama-server": run_server("llama-server", [a.llama_server, "-m", a.model, "--port", str(pl),
                                                     "-t", str(a.threads), "-np", "1", "-c", "1024"],
-                                   f"http://127.0.0.1:{pl}", a.rounds),
+                                   f"http://127.0.0.1:{pl}", a.rounds, schema, prompts),
     }
     print(f"{'server':<14}{'plain tok/s':>13}{'schema tok/s':>14}{'schema/plain':>14}"
           f"{'TTFT plain':>12}{'TTFT schema':>13}")
