@@ -597,8 +597,11 @@ Status ParsePromptEnd(const json& j, bool for_tokenize, ParsedRequest* r) {
   if (against != nullptr) {
     return Status::InvalidArgument(
         std::string("'continue_final_message' cannot be combined with '") + against +
-            "': the constraint would apply from the continuation on, not from the start of the "
-            "message it continues",
+            (r->tools.active()
+                 ? "': the calls' format (its grammar and parser) starts where an assistant "
+                   "message starts, not in the middle of one"
+                 : "': the constraint would apply from the continuation on, not from the start "
+                   "of the message it continues"),
         "continue_final_message");
   }
   const bool thinking =
