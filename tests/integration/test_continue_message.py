@@ -104,6 +104,9 @@ BAD = [
     ({"continue_final_message": "both"}, "continue_final_message", "'reasoning_content'"),
     ({"continue_final_message": True, "response_format": {"type": "json_object"}},
      "continue_final_message", "'response_format'"),
+    ({"continue_final_message": True, "tools": [{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]},
+     "continue_final_message", "the calls' format"),
     ({"continue_final_message": "reasoning_content"}, "messages[1].content", "content empty"),
     ({"continue_final_message": True, "messages": [MESSAGES[0]]}, "messages[0].role",
      "must be the assistant's"),
