@@ -32,6 +32,26 @@ inline bool StartsWith(const std::string& s, const std::string& head) {
   return s.compare(0, head.size(), head) == 0;
 }
 
+// What a streamed answer's parser gives for every prefix of `answer` (a
+// partial parse) is a prefix of `whole`'s parts and of the next prefix's, so
+// deltas only ever append; the last equals the whole.
+inline void ExpectStreamedPartsGrow(const AnswerParser& parser, const std::string& answer,
+                                    const ParsedAnswer& whole) {
+  std::string last_reasoning, last_content;
+  for (size_t i = 0; i <= answer.size(); ++i) {
+    auto part = parser.Parse(answer.substr(0, i), /*partial=*/true);
+    ASSERT_TRUE(part.ok()) << i;
+    EXPECT_TRUE(StartsWith(whole.reasoning, part->reasoning)) << i << ": " << part->reasoning;
+    EXPECT_TRUE(StartsWith(whole.content, part->content)) << i << ": " << part->content;
+    EXPECT_TRUE(StartsWith(part->reasoning, last_reasoning)) << i;
+    EXPECT_TRUE(StartsWith(part->content, last_content)) << i;
+    last_reasoning = part->reasoning;
+    last_content = part->content;
+  }
+  EXPECT_EQ(last_reasoning, whole.reasoning);
+  EXPECT_EQ(last_content, whole.content);
+}
+
 inline bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
