@@ -64,3 +64,34 @@ def set_uint32(path, key, value):
                 f.write(struct.pack("<I", value))
                 return
     raise KeyError(key)
+
+
+def copy_with_uint32(src, dst, entries):
+    """Writes `src` to `dst` with the uint32 metadata entries `entries`
+    ({key: value}, keys it does not have) added after its own: the tensor
+    infos follow as they were, the data after them realigned (their offsets
+    are from the data's start, so they hold)."""
+    data = open(src, "rb").read()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<4sIQQ", data, 0)
+    alignment = 32
+    kv_end = 24
+    for key, vtype, off in _fields(data):
+        if key in entries:
+            raise ValueError(f"{src} already has {key}")
+        if key == "general.alignment":
+            (alignment,) = struct.unpack_from("<I", data, off)
+        kv_end = _skip(data, off, vtype)
+    off = kv_end
+    for _ in range(n_tensors):  # name, n_dims, dims, type, offset
+        (n,) = struct.unpack_from("<Q", data, off)
+        (n_dims,) = struct.unpack_from("<I", data, off + 8 + n)
+        off += 8 + n + 4 + 8 * n_dims + 4 + 8
+    data_start = -(-off // alignment) * alignment
+    added = b"".join(struct.pack("<Q", len(k)) + k.encode() + struct.pack("<II", 4, v)
+                     for k, v in entries.items())
+    head = struct.pack("<4sIQQ", magic, version, n_tensors, n_kv + len(entries))
+    infos = head + data[24:kv_end] + added + data[kv_end:off]
+    with open(dst, "wb") as f:
+        f.write(infos)
+        f.write(b"\0" * (-len(infos) % alignment))
+        f.write(data[data_start:])

@@ -181,6 +181,30 @@ TEST(ParseRequest, CompletionPromptForms) {
   EXPECT_EQ(mct->max_tokens, 5);
 }
 
+TEST(ParseRequest, ASuffixAsksToFillInTheMiddle) {
+  auto r = ParseRequest(Endpoint::kCompletion, R"({"prompt": "int f() {", "suffix": "}"})", kVocab);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->infill.has_value());
+  EXPECT_EQ(r->prompt, "int f() {");
+  EXPECT_EQ(r->infill->suffix, "}");
+  // The cursor at the start of a file: nothing before the gap.
+  auto start = ParseRequest(Endpoint::kCompletion, R"({"prompt": "", "suffix": "}"})", kVocab);
+  ASSERT_TRUE(start.ok()) << start.status().ToString();
+  EXPECT_EQ(start->prompt, "");
+  // Each of several prompts before the same suffix.
+  auto several =
+      ParseRequest(Endpoint::kCompletion, R"({"prompt": ["a", "b"], "suffix": "}"})", kVocab);
+  ASSERT_TRUE(several.ok());
+  EXPECT_EQ(several->batch_prompts.size(), 2u);
+  EXPECT_TRUE(several->infill.has_value());
+  // null, or not given: a plain completion.
+  for (const char* body : {R"({"prompt": "x", "suffix": null})", R"({"prompt": "x"})"}) {
+    auto plain = ParseRequest(Endpoint::kCompletion, body, kVocab);
+    ASSERT_TRUE(plain.ok());
+    EXPECT_FALSE(plain->infill.has_value()) << body;
+  }
+}
+
 struct BadCase {
   Endpoint endpoint;
   std::string body;
@@ -310,7 +334,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{kComp, R"({"prompt": [[1], []]})", "prompt[1]", "must not be empty"},
         BadCase{kComp, R"({"prompt": [1, -4]})", "prompt[1]",
                 "token id -4 is negative (ids start at 0)"},
-        BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"}));
+        BadCase{kComp, R"({"prompt": "x", "echo": 1})", "echo", "must be a boolean"},
+        BadCase{kComp, R"({"prompt": "x", "suffix": 5})", "suffix", "must be a string"},
+        BadCase{kComp, R"({"prompt": [1, 2], "suffix": "}"})", "suffix",
+                "needs the prompt as text"},
+        BadCase{kComp, R"({"prompt": ["a", [1, 2]], "suffix": "}"})", "suffix",
+                "needs the prompt as text"},
+        BadCase{kComp, R"({"prompt": "x", "suffix": "}", "echo": true})", "echo",
+                "cannot be combined with 'suffix'"},
+        BadCase{kComp, R"({"prompt": "", "suffix": ""})", "prompt", "must not be empty"}));
 
 TEST(ParseRequest, ToolsAreFlaggedForTheRouter) {
   auto t = ParseRequest(Endpoint::kChat,

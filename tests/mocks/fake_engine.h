@@ -170,6 +170,7 @@ class FakeEngine final : public engine::Engine {
     return true;
   }
   int32_t SlidingWindow() const override { return sliding_window; }
+  const engine::InfillTokens& Infill() const override { return infill; }
   // A sliding window keeps the last `sliding_window` positions (0 = all).
   int32_t SequencePosMin(engine::SeqId seq) const override {
     const int32_t n = kv_[static_cast<size_t>(seq)];
@@ -236,6 +237,7 @@ class FakeEngine final : public engine::Engine {
   int saves = 0;  // SaveSequence calls
   int loads = 0;  // LoadSequence calls
   int32_t sliding_window = 0;
+  engine::InfillTokens infill;  // none: the toy model is not trained to fill in
   // Sample() gives kNoToken (a grammar that allows nothing) from this token on.
   std::optional<size_t> dead_end_at;
   // Sample() throws (as llama.cpp's grammar did) from this token on.

@@ -106,5 +106,33 @@ TEST(Scheduler, PrepareTakesAClientsGrammarAsItIsOrSaysWhereItIsWrong) {
       << st.message();
 }
 
+TEST(Scheduler, PrepareFillsInTheMiddleOnlyOnAModelTrainedForIt) {
+  Fixture f(Opts(1, 0));  // 128 tokens a session: the window is the context
+  PromptInput in;
+  in.infill.emplace();
+  in.infill->prefix = "ab";
+  in.infill->suffix = "yz";
+  GenerationRequest req;
+  const Status none = f.sched->Prepare(in, false, &req);
+  EXPECT_EQ(none.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(none.param(), "suffix");
+  EXPECT_NE(none.message().find("no fill-in-the-middle tokens"), std::string::npos)
+      << none.message();
+  in.infill_field = "input_suffix";
+  EXPECT_EQ(f.sched->Prepare(in, false, &req).param(), "input_suffix");
+
+  f.engine->infill.pre = 250;
+  f.engine->infill.suf = 251;
+  f.engine->infill.mid = 252;
+  ASSERT_TRUE(f.sched->Prepare(in, false, &req).ok());
+  EXPECT_EQ(req.prompt, (std::vector<engine::Token>{250, 'a', 'b', 251, 'y', 'z', 252}));
+  // A long prefix keeps its end (3/4 of the 128-token window).
+  in.infill->prefix = std::string(200, 'p') + "END";
+  GenerationRequest cut;
+  ASSERT_TRUE(f.sched->Prepare(in, false, &cut).ok());
+  EXPECT_EQ(cut.prompt.size(), 1 + 96 + 1 + 2 + 1u);
+  EXPECT_EQ(std::string(cut.prompt.begin() + 94, cut.prompt.begin() + 97), "END");
+}
+
 }  // namespace
 }  // namespace outpost::scheduler

@@ -270,7 +270,12 @@ Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
   const json& p = *it;
   if (p.is_string()) {
     r->prompt = p.get<std::string>();
-    if (r->prompt.empty()) return Status::InvalidArgument("'prompt' must not be empty", "prompt");
+    // Filling in the middle, the text before the gap may be empty (the
+    // cursor at the start of a file).
+    const bool gap = r->infill && !r->infill->suffix.empty();
+    if (r->prompt.empty() && !gap) {
+      return Status::InvalidArgument("'prompt' must not be empty", "prompt");
+    }
     return Status::Ok();
   }
   if (!p.is_array()) {
@@ -304,6 +309,36 @@ Status ParsePrompt(const json& body, int32_t n_vocab, ParsedRequest* r) {
     r->prompt_tokens = std::move(list[0].tokens);
   } else {
     r->batch_prompts = std::move(list);
+  }
+  return Status::Ok();
+}
+
+// OpenAI's `suffix`: the text after the completion, which a model trained
+// to fill in the middle writes toward (engine/infill.h). Text prompts only.
+Status ParseSuffix(const json& body, ParsedRequest* r) {
+  auto it = body.find("suffix");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_string()) return WrongType("suffix", "a string", *it);
+  r->infill.emplace();
+  r->infill->suffix = it->get<std::string>();
+  return Status::Ok();
+}
+
+// What a suffix cannot go with, once the prompt is read.
+Status CheckSuffix(const ParsedRequest& r) {
+  if (!r.infill) return Status::Ok();
+  const bool tokens = !r.prompt_tokens.empty() ||
+                      std::any_of(r.batch_prompts.begin(), r.batch_prompts.end(),
+                                  [](const router::BatchPrompt& p) { return !p.tokens.empty(); });
+  if (tokens) {
+    return Status::InvalidArgument(
+        "'suffix' needs the prompt as text: the gap's surroundings are tokenized around the "
+        "model's fill-in-the-middle tokens",
+        "suffix");
+  }
+  if (r.echo) {
+    return Status::InvalidArgument(
+        "'echo' cannot be combined with 'suffix' (the answer is the middle alone)", "echo");
   }
   return Status::Ok();
 }
@@ -570,8 +605,10 @@ StatusOr<ParsedRequest> ParseRequest(Endpoint endpoint, std::string_view body, i
   if (endpoint == Endpoint::kChat) {
     OUTPOST_RETURN_IF_ERROR(ParseMessages(j, &r));
   } else {
+    OUTPOST_RETURN_IF_ERROR(ParseSuffix(j, &r));
     OUTPOST_RETURN_IF_ERROR(ParsePrompt(j, n_vocab, &r));
     OUTPOST_RETURN_IF_ERROR(GetBool(j, "echo", "echo", &r.echo));
+    OUTPOST_RETURN_IF_ERROR(CheckSuffix(r));
   }
   OUTPOST_RETURN_IF_ERROR(GetBool(j, "stream", "stream", &r.stream));
   if (auto it = j.find("user"); it != j.end() && !it->is_null()) {

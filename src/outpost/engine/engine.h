@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "outpost/engine/infill.h"
 #include "outpost/engine/types.h"
 #include "outpost/util/status.h"
 
@@ -50,6 +51,9 @@ class Engine {
   // Such layers keep only a window of cells, so a sequence cut back to an
   // earlier position may lack the cells its next token needs.
   virtual int32_t SlidingWindow() const = 0;
+  // The fill-in-the-middle tokens (engine/infill.h); none of them for a
+  // model not trained for it.
+  virtual const InfillTokens& Infill() const = 0;
   virtual const std::vector<Token>& EndOfGenerationTokens() const = 0;
   virtual bool IsEndOfGeneration(Token token) const = 0;
   // Sampling defaults for knobs a request leaves unset (config, else GGUF,

@@ -32,6 +32,7 @@ class LlamaEngine final : public Engine {
   }
   bool NativeToolCalls() const override { return model_->NativeToolCalls(); }
   int32_t SlidingWindow() const override { return model_->SlidingWindow(); }
+  const InfillTokens& Infill() const override { return model_->Infill(); }
   const std::vector<Token>& EndOfGenerationTokens() const override {
     return model_->EndOfGenerationTokens();
   }

@@ -124,6 +124,13 @@ StatusOr<std::unique_ptr<Model>> Model::Load(const ModelOptions& options) {
   }
   m->sampling_defaults_ = LoadSamplingDefaults(raw, options.sampling);
   m->split_reasoning_ = options.split_reasoning;
+  // LLAMA_TOKEN_NULL is -1, as kNoToken.
+  m->infill_.pre = llama_vocab_fim_pre(m->vocab_);
+  m->infill_.suf = llama_vocab_fim_suf(m->vocab_);
+  m->infill_.mid = llama_vocab_fim_mid(m->vocab_);
+  m->infill_.rep = llama_vocab_fim_rep(m->vocab_);
+  m->infill_.sep = llama_vocab_fim_sep(m->vocab_);
+  if (llama_vocab_get_add_bos(m->vocab_)) m->infill_.bos = llama_vocab_bos(m->vocab_);
 
   try {
     std::string override_tmpl = options.chat_template;

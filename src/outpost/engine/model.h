@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "outpost/engine/infill.h"
 #include "outpost/engine/model_info.h"
 #include "outpost/engine/types.h"
 #include "outpost/util/status.h"
@@ -76,6 +77,8 @@ class Model {
   bool NativeToolCalls() const { return native_tools_; }
   // Tokens a sliding-window attention layer sees (Gemma 3: 512); 0 = none.
   int32_t SlidingWindow() const;
+  // The fill-in-the-middle tokens (none for a model not trained for it).
+  const InfillTokens& Infill() const { return infill_; }
 
   // Sampling defaults for knobs a request leaves unset: the config's, else
   // the GGUF's general.sampling.* keys, else llama.cpp's (SamplingDefaults{}).
@@ -101,6 +104,7 @@ class Model {
   const llama_vocab* vocab_ = nullptr;
   common_chat_templates* templates_ = nullptr;
   std::vector<Token> eog_tokens_;
+  InfillTokens infill_;
   SamplingDefaults sampling_defaults_;
   bool native_tools_ = false;
   bool add_bos_ = false;  // the tokenizer adds BOS (so templates must not)

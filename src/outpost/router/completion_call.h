@@ -43,7 +43,11 @@ struct CompletionRequest {
   engine::ResponseFormat response_format;
   int32_t max_tokens = -1;  // -1: not given
   std::vector<std::string> stop;
-  bool echo = false;          // completions only
+  bool echo = false;  // completions only
+  // Completions: fill in the middle (OpenAI's `suffix`; llama-server's
+  // /infill also its cursor text and other files). The text before the gap
+  // is `prompt` (or each of batch_prompts); infill->prefix is unused here.
+  std::optional<engine::InfillInput> infill;
   int32_t top_logprobs = -1;  // per-token logprobs with this many alternatives; -1 = none
   int32_t n = 1;              // choices
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate max_tokens whatever comes

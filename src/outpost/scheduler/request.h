@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "outpost/engine/infill.h"
 #include "outpost/engine/types.h"
 #include "outpost/util/status.h"
 
@@ -44,7 +45,13 @@ struct PromptInput {
   std::vector<engine::ChatMessage> messages;  // chat
   std::string text;                           // plain completion
   std::vector<engine::Token> tokens;          // completion given as token ids
-  engine::ResponseFormat response_format;     // json_object / json_schema: grammar-constrained
+  // Fill in the middle (a completion with a suffix; llama-server's /infill):
+  // the prompt is the model's FIM layout of this (engine/infill.h), not
+  // `text`. `infill_field` names the request field a model without FIM
+  // tokens refuses.
+  std::optional<engine::InfillInput> infill;
+  std::string infill_field = "suffix";
+  engine::ResponseFormat response_format;  // json_object / json_schema: grammar-constrained
   // Tools rendered in the chat template's own format (REQUIRES chat and
   // engine().NativeToolCalls()); the calls are grammar-constrained.
   std::optional<engine::ChatTools> tools;

@@ -86,6 +86,9 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
     chat = std::move(rendered).value();
     req->prompt = e.Tokenize(chat.text, /*add_special=*/true, /*parse_special=*/true);
     for (auto& s : chat.stops) req->stop.push_back(std::move(s));
+  } else if (in.infill) {
+    OUTPOST_ASSIGN_OR_RETURN(req->prompt,
+                             InfillPrompt(*in.infill, in.infill_field, req->max_tokens));
   } else if (!in.tokens.empty()) {
     for (size_t i = 0; i < in.tokens.size(); ++i) {
       OUTPOST_RETURN_IF_ERROR(
@@ -140,6 +143,30 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
       req->sampling.logit_bias.emplace_back(t, -100.0f);
   }
   return Status::Ok();
+}
+
+StatusOr<std::vector<engine::Token>> Scheduler::InfillPrompt(const engine::InfillInput& in,
+                                                             const std::string& field,
+                                                             int32_t max_tokens) const {
+  const engine::Engine& e = *engine_;
+  const engine::InfillTokens& fim = e.Infill();
+  if (!fim.supported()) {
+    return Status::InvalidArgument(
+        "'" + field +
+            "' asks to fill in the middle, and this model has no fill-in-the-middle tokens (its "
+            "GGUF names no fim_pre, fim_suf and fim_mid): serve a code model trained for it "
+            "(Qwen2.5-Coder, CodeLlama, StarCoder 2, DeepSeek-Coder, ...)",
+        field);
+  }
+  // llama-server's bounds with its default batch of 2048: the gap's
+  // surroundings within one such window, the other files in what is left of
+  // the context after room for the answer.
+  const int32_t window = std::min(kInfillWindow, options_.ctx_per_session);
+  const int32_t room = options_.ctx_per_session - window - 2 * std::max(0, max_tokens);
+  return engine::BuildInfillPrompt(fim, in, window, room,
+                                   [&e](std::string_view text, bool special) {
+                                     return e.Tokenize(text, /*add_special=*/false, special);
+                                   });
 }
 
 bool Scheduler::WaitForWork() {

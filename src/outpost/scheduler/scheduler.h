@@ -205,6 +205,10 @@ struct SchedulerSnapshot {
 
 class Scheduler {
  public:
+  // Tokens a fill-in-the-middle prompt keeps around the gap (the prefix 3/4,
+  // the suffix 1/4): llama-server's default batch, which bounds its /infill
+  // the same way.
+  static constexpr int32_t kInfillWindow = 2048;
   // The smallest prefill chunk a step budget leaves, so that a prompt still
   // advances when decoding alone fills the budget.
   static constexpr int32_t kMinBudgetChunk = 16;
@@ -248,7 +252,8 @@ class Scheduler {
   // chat format's stop strings, resolves unset sampling knobs against the
   // model's defaults, compiles a JSON response format into a grammar, bans
   // every end-of-generation token when ignore_eos, and checks token ids
-  // against the vocabulary. Errors: InvalidArgument naming "prompt",
+  // against the vocabulary; a fill-in-the-middle input becomes the model's
+  // FIM prompt. Errors: InvalidArgument naming "prompt", input.infill_field,
   // "prompt[i]", "logit_bias" or "response_format". Thread-safe.
   Status Prepare(const PromptInput& input, bool ignore_eos, GenerationRequest* req) const;
 
@@ -275,6 +280,12 @@ class Scheduler {
 
  private:
   enum class SlotState { kIdle, kPrefill, kFork, kWait, kDecode };
+
+  // Prepare()'s prompt for a fill-in-the-middle request. Errors:
+  // InvalidArgument naming `field` when the model has no FIM tokens.
+  StatusOr<std::vector<engine::Token>> InfillPrompt(const engine::InfillInput& in,
+                                                    const std::string& field,
+                                                    int32_t max_tokens) const;
 
   // The choices of one request: one sink, one OnDone when all have ended.
   struct Group {
