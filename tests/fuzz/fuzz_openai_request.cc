@@ -1,10 +1,12 @@
 // libFuzzer: the OpenAI request parsers and validators (api/openai_request.h,
-// api/responses_request.h) on arbitrary bodies and header values. Any outcome but a crash, a
-// sanitizer report or an uncaught exception is fine.
+// api/responses_request.h; llama-server's /infill, api/infill_request.h) on
+// arbitrary bodies and header values. Any outcome but a crash, a sanitizer
+// report or an uncaught exception is fine.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "outpost/api/infill_request.h"
 #include "outpost/api/openai_request.h"
 #include "outpost/api/responses_request.h"
 
@@ -46,6 +48,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int32_t n_vocab = (sel & 2) ? 49152 : INT32_MAX;
   auto parsed = outpost::api::ParseRequest(endpoint, in.substr(size > 0 ? 1 : 0), n_vocab);
   (void)parsed;
+  // The same body as llama-server's /infill, and its response_fields on
+  // the body itself.
+  auto infill = outpost::api::ParseInfillRequest(in.substr(size > 0 ? 1 : 0));
+  if (infill.ok() && !infill->response_fields.empty()) {
+    auto body = nlohmann::json::parse(in.substr(1), nullptr, false);
+    if (!body.is_discarded())
+      (void)outpost::api::SelectResponseFields(body, infill->response_fields);
+  }
   // Header values share the input.
   (void)outpost::api::ParsePriority(in);
   (void)outpost::api::ParseDataClassHeader(in);

@@ -122,7 +122,7 @@ def test_a_model_without_fim_tokens_refuses_a_suffix(server):
     assert r.status_code == 400, r.text
     err = r.json()["error"]
     assert err["param"] == "suffix" and err["type"] == "invalid_request_error"
-    assert "no fill-in-the-middle tokens" in err["message"], err
+    assert "cannot fill in the middle" in err["message"], err
     # An empty suffix: nothing follows the gap, so a plain completion is
     # the same request.
     plain = complete(server, prompt=PREFIX)
@@ -145,3 +145,83 @@ def test_bad_suffix_requests_are_refused_by_name(fim, body, param, says):
     assert err["param"] == param and says in err["message"], err
     # And the server serves on.
     assert complete(fim, prompt=PREFIX, suffix=SUFFIX, max_tokens=2)["choices"][0]["text"] is not None
+
+
+# llama-server's own /infill, as code editors call it (llama.vscode,
+# llama.vim): its fields, its native answer.
+EDITOR_BODY = {
+    "input_prefix": "import math\n\ndef area(r):\n",
+    "prompt": "    return ",
+    "input_suffix": "\n\nprint(area(2))\n",
+    "input_extra": [{"filename": "shapes.py", "text": "def square(a):\n    return a * a\n"},
+                    {"text": "PI = 3.14159\n"}],
+    "n_predict": 24, "temperature": 0, "cache_prompt": False,
+}
+
+
+def test_infill_answers_as_llama_server_does(fim, peer):
+    ours = fim.post("/infill", json=EDITOR_BODY)
+    theirs = httpx.post(peer + "/infill", json=EDITOR_BODY, timeout=120)
+    assert ours.status_code == 200 and theirs.status_code == 200, (ours.text, theirs.text)
+    ours, theirs = ours.json(), theirs.json()
+    # The other files, the cursor's text and the gap: the same prompt.
+    assert ours["tokens_evaluated"] == theirs["tokens_evaluated"], (ours, theirs)
+    assert ours["content"] == theirs["content"], (ours, theirs)
+    assert ours["stop"] is True and ours["stop_type"] in ("eos", "limit")
+    assert ours["stop_type"] == theirs["stop_type"] or theirs["stop_type"] == "word"
+    assert set(theirs) - set(ours) <= {"generation_settings", "prompt", "id_slot"} | set(ours)
+    for key in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second"):
+        assert key in ours["timings"], ours["timings"]
+    assert ours["timings"]["prompt_n"] == ours["tokens_evaluated"]  # nothing cached
+    # The same gap through /v1/completions: the files and the cursor's text
+    # are /infill's own, so that prompt is shorter, but llama-server's layout
+    # of what both carry is the same (test above).
+    assert fim.get("/infill").status_code == 405
+
+
+def test_infill_streams_its_content_then_the_whole_answer(fim):
+    whole = fim.post("/infill", json=EDITOR_BODY).json()
+    with httpx.stream("POST", fim.base + "/infill", json={**EDITOR_BODY, "stream": True},
+                      timeout=120) as r:
+        assert r.status_code == 200
+        lines = [l[len("data: "):] for l in r.iter_lines() if l.startswith("data: ")]
+    import json
+    events = [json.loads(l) for l in lines]
+    assert "[DONE]" not in lines  # llama-server's native stream has none
+    assert all(e["stop"] is False for e in events[:-1]) and events[-1]["stop"] is True
+    assert "".join(e["content"] for e in events) == whole["content"]
+    assert events[-1]["tokens_predicted"] == whole["tokens_predicted"]
+
+
+def test_infill_response_fields_pick_paths(fim):
+    r = fim.post("/infill", json={**EDITOR_BODY, "response_fields": [
+        "content", "timings/prompt_n", "tokens_cached", "no/such"]})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert set(got) == {"content", "timings/prompt_n", "tokens_cached"}, got
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"input_suffix": ""}, "input_prefix"),
+    ({"input_prefix": "", "input_suffix": 3}, "input_suffix"),
+    ({"input_prefix": "", "input_suffix": "", "input_extra": [{"filename": "a"}]},
+     "input_extra[0].text"),
+    ({"input_prefix": "", "input_suffix": "", "input_extra": [{"text": "", "filename": 1}]},
+     "input_extra[0].filename"),
+    ({"input_prefix": "", "input_suffix": "", "n_predict": 0}, "n_predict"),
+    ({"input_prefix": "", "input_suffix": "", "repeat_penalty": -1}, "repeat_penalty"),
+    # Past the session context: the limit named where the text came from.
+    ({"input_prefix": "x", "input_suffix": "", "n_predict": 5000}, "n_predict"),
+])
+def test_bad_infill_bodies_are_refused_by_name(fim, body, param):
+    r = fim.post("/infill", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == param, r.text
+    assert fim.post("/infill", json={**EDITOR_BODY, "n_predict": 2}).status_code == 200
+
+
+def test_infill_on_a_model_without_fim_tokens_is_refused(server):
+    r = server.post("/infill", json={"input_prefix": "a", "input_suffix": "b"})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == "input_suffix" and "cannot fill in the middle" in err["message"], err

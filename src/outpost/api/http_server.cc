@@ -52,6 +52,7 @@ std::string RouteLabel(const std::string& path) {
                                         "/dashboard/history",
                                         "/v1/chat/completions",
                                         "/v1/completions",
+                                        "/infill",
                                         "/v1/responses",
                                         "/v1/embeddings",
                                         "/tokenize",
@@ -228,6 +229,10 @@ void HttpServer::Route(const HttpRequest& req, HttpResponse& res) {
       return HandleCompletion(
           path == "/v1/chat/completions" ? Endpoint::kChat : Endpoint::kCompletion, req, res);
     }
+    return SendNotAllowed(res, req, "POST");
+  }
+  if (path == "/infill") {
+    if (post) return HandleInfill(req, res);
     return SendNotAllowed(res, req, "POST");
   }
   if (path == "/v1/responses") {

@@ -170,6 +170,9 @@ class HttpServer {
   void Serve(const HttpRequest& req, HttpResponse& res, bool in_process = false);
   void Route(const HttpRequest& req, HttpResponse& res);
   void HandleCompletion(Endpoint endpoint, const HttpRequest& req, HttpResponse& res);
+  // POST /infill: llama-server's fill-in-the-middle endpoint, in its native
+  // shape (infill_handler.cc).
+  void HandleInfill(const HttpRequest& req, HttpResponse& res);
   // POST /v1/responses: OpenAI's Responses API over the chat path.
   void HandleResponses(const HttpRequest& req, HttpResponse& res);
   struct ResponseTurn;  // responses_turn.h

@@ -75,8 +75,11 @@ struct CompletionCall {
   Tier tier = Tier::kAny;                    // X-Outpost-Tier
   std::optional<int64_t> latency_budget_ms;  // X-Latency-Budget-Ms: overrides the tenant's
   bool forwarded = false;                    // another Outpost sent it: never forward again
-  std::string session_id;                    // X-Session-Id: a conversation, for sticky canaries
-  int64_t max_queue_wait_ms = 0;             // GenerationRequest's: 0 = the scheduler's
+  // Answered on this node whatever the routing: an endpoint whose answer
+  // shape no upstream's OpenAI answer gives (llama-server's /infill).
+  bool local_only = false;
+  std::string session_id;         // X-Session-Id: a conversation, for sticky canaries
+  int64_t max_queue_wait_ms = 0;  // GenerationRequest's: 0 = the scheduler's
 
   // What keeps a conversation on one model version during a canary: the
   // session id, else the user field, else the API key ("" = none: any).

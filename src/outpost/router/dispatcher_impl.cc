@@ -35,9 +35,10 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
   std::optional<UpstreamId> cascade_to;
   RouteReason local_reason;
 
-  if (router_ != nullptr && call.forwarded) {
-    // Another Outpost forwarded it: answer here, never forward again.
-    local_reason.cause = RouteCause::kForwarded;
+  if (router_ != nullptr && (call.forwarded || call.local_only)) {
+    // Another Outpost forwarded it: answer here, never forward again. Or
+    // only this node can give its answer's shape.
+    local_reason.cause = call.forwarded ? RouteCause::kForwarded : RouteCause::kLocalOnly;
     const RouteReport report{"local", local_reason.ToString()};
     Count(report.route, report.reason);
     sink->OnRoute(report);

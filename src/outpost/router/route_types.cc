@@ -51,6 +51,9 @@ std::string RouteReason::ToString() const {
     case RouteCause::kForwarded:
       s = "forwarded";
       break;
+    case RouteCause::kLocalOnly:
+      s = "local_only";
+      break;
     case RouteCause::kDataClass:
       s = std::string("data_class:") + DataClassName(data_class);
       break;

@@ -47,6 +47,7 @@ struct Target {
 enum class RouteCause {
   kDefault,               // nothing special: local
   kForwarded,             // another Outpost forwarded it: answered here
+  kLocalOnly,             // its endpoint is answered here only (/infill)
   kDataClass,             // the data class kept it here
   kModel,                 // the model is only served upstream
   kModelAlias,            // an alias names an upstream

@@ -47,10 +47,8 @@ struct PromptInput {
   std::vector<engine::Token> tokens;          // completion given as token ids
   // Fill in the middle (a completion with a suffix; llama-server's /infill):
   // the prompt is the model's FIM layout of this (engine/infill.h), not
-  // `text`. `infill_field` names the request field a model without FIM
-  // tokens refuses.
+  // `text`.
   std::optional<engine::InfillInput> infill;
-  std::string infill_field = "suffix";
   engine::ResponseFormat response_format;  // json_object / json_schema: grammar-constrained
   // Tools rendered in the chat template's own format (REQUIRES chat and
   // engine().NativeToolCalls()); the calls are grammar-constrained.

@@ -87,8 +87,7 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
     req->prompt = e.Tokenize(chat.text, /*add_special=*/true, /*parse_special=*/true);
     for (auto& s : chat.stops) req->stop.push_back(std::move(s));
   } else if (in.infill) {
-    OUTPOST_ASSIGN_OR_RETURN(req->prompt,
-                             InfillPrompt(*in.infill, in.infill_field, req->max_tokens));
+    OUTPOST_ASSIGN_OR_RETURN(req->prompt, InfillPrompt(*in.infill, req->max_tokens));
   } else if (!in.tokens.empty()) {
     for (size_t i = 0; i < in.tokens.size(); ++i) {
       OUTPOST_RETURN_IF_ERROR(
@@ -146,17 +145,15 @@ Status Scheduler::Prepare(const PromptInput& in, bool ignore_eos, GenerationRequ
 }
 
 StatusOr<std::vector<engine::Token>> Scheduler::InfillPrompt(const engine::InfillInput& in,
-                                                             const std::string& field,
                                                              int32_t max_tokens) const {
   const engine::Engine& e = *engine_;
   const engine::InfillTokens& fim = e.Infill();
   if (!fim.supported()) {
     return Status::InvalidArgument(
-        "'" + field +
-            "' asks to fill in the middle, and this model has no fill-in-the-middle tokens (its "
-            "GGUF names no fim_pre, fim_suf and fim_mid): serve a code model trained for it "
-            "(Qwen2.5-Coder, CodeLlama, StarCoder 2, DeepSeek-Coder, ...)",
-        field);
+        "this model cannot fill in the middle: its GGUF names no fill-in-the-middle tokens "
+        "(fim_pre, fim_suf, fim_mid); serve a code model trained for it (Qwen2.5-Coder, "
+        "CodeLlama, StarCoder 2, DeepSeek-Coder, ...)",
+        "suffix");
   }
   // llama-server's bounds with its default batch of 2048: the gap's
   // surroundings within one such window, the other files in what is left of

@@ -253,7 +253,7 @@ class Scheduler {
   // model's defaults, compiles a JSON response format into a grammar, bans
   // every end-of-generation token when ignore_eos, and checks token ids
   // against the vocabulary; a fill-in-the-middle input becomes the model's
-  // FIM prompt. Errors: InvalidArgument naming "prompt", input.infill_field,
+  // FIM prompt. Errors: InvalidArgument naming "prompt", "suffix",
   // "prompt[i]", "logit_bias" or "response_format". Thread-safe.
   Status Prepare(const PromptInput& input, bool ignore_eos, GenerationRequest* req) const;
 
@@ -282,9 +282,8 @@ class Scheduler {
   enum class SlotState { kIdle, kPrefill, kFork, kWait, kDecode };
 
   // Prepare()'s prompt for a fill-in-the-middle request. Errors:
-  // InvalidArgument naming `field` when the model has no FIM tokens.
+  // InvalidArgument naming "suffix" when the model has no FIM tokens.
   StatusOr<std::vector<engine::Token>> InfillPrompt(const engine::InfillInput& in,
-                                                    const std::string& field,
                                                     int32_t max_tokens) const;
 
   // The choices of one request: one sink, one OnDone when all have ended.

@@ -1,0 +1,154 @@
+#include "outpost/api/infill_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "outpost/api/json_fields.h"
+#include "outpost/util/status_macros.h"
+
+namespace outpost::api {
+namespace {
+
+using json = nlohmann::json;
+
+// The fields /infill shares with /v1/completions under the same name and meaning.
+constexpr const char* kSameFields[] = {
+    "temperature",       "top_k", "top_p",  "min_p",        "seed",       "presence_penalty",
+    "frequency_penalty", "stop",  "stream", "cache_prompt", "ignore_eos", "model"};
+
+// OpenAI's field name in an error from ParseRequest → the one the client sent.
+Status Renamed(const Status& st, bool n_predict) {
+  const std::pair<const char*, const char*> kNames[] = {
+      {"max_tokens", n_predict ? "n_predict" : "max_tokens"},
+      {"repetition_penalty", "repeat_penalty"},
+      {"prompt", "input_prefix"},
+      {"suffix", "input_suffix"},
+  };
+  for (const auto& [from, to] : kNames) {
+    if (st.param() != from) continue;
+    std::string message = st.message();
+    const std::string quoted = std::string("'") + from + "'";
+    for (size_t at = message.find(quoted); at != std::string::npos;
+         at = message.find(quoted, at + 1)) {
+      message.replace(at, quoted.size(), std::string("'") + to + "'");
+    }
+    return Status(st.code(), message).WithParam(to);
+  }
+  return st;
+}
+
+StatusOr<std::string> RequiredText(const json& body, const char* field) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) {
+    return Status::InvalidArgument(std::string("'") + field + "' is required", field);
+  }
+  if (!it->is_string()) return WrongType(field, "a string", *it);
+  return it->get<std::string>();
+}
+
+Status ReadExtra(const json& body, std::vector<engine::InfillChunk>* out) {
+  auto it = body.find("input_extra");
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) {
+    return WrongType("input_extra", "an array of {\"filename\": string, \"text\": string}", *it);
+  }
+  if (it->size() > kMaxInfillFiles) {
+    return Status::InvalidArgument("'input_extra' may hold at most " +
+                                       std::to_string(kMaxInfillFiles) + " files, got " +
+                                       std::to_string(it->size()),
+                                   "input_extra");
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& chunk = (*it)[i];
+    const std::string at = "input_extra[" + std::to_string(i) + "]";
+    if (!chunk.is_object()) return WrongType(at, "an object", chunk);
+    engine::InfillChunk c;
+    auto text = chunk.find("text");
+    if (text == chunk.end() || !text->is_string()) {
+      return text == chunk.end()
+                 ? Status::InvalidArgument("'" + at + ".text' is required", at + ".text")
+                 : WrongType(at + ".text", "a string", *text);
+    }
+    c.text = text->get<std::string>();
+    if (auto name = chunk.find("filename"); name != chunk.end() && !name->is_null()) {
+      if (!name->is_string()) return WrongType(at + ".filename", "a string", *name);
+      c.filename = name->get<std::string>();
+    }
+    out->push_back(std::move(c));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<InfillRequest> ParseInfillRequest(std::string_view body) {
+  json j;
+  OUTPOST_ASSIGN_OR_RETURN(j, ParseObjectBody(body));
+  std::string prefix, suffix;
+  OUTPOST_ASSIGN_OR_RETURN(prefix, RequiredText(j, "input_prefix"));
+  OUTPOST_ASSIGN_OR_RETURN(suffix, RequiredText(j, "input_suffix"));
+  std::string cursor;
+  if (auto it = j.find("prompt"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return WrongType("prompt", "a string", *it);
+    cursor = it->get<std::string>();
+  }
+  std::vector<engine::InfillChunk> extra;
+  OUTPOST_RETURN_IF_ERROR(ReadExtra(j, &extra));
+
+  // The completion it means, checked by /v1/completions' rules. The prompt
+  // there must not be empty; the text before the cursor here may be (the
+  // cursor at a file's start), and is put back after.
+  json oai = json::object();
+  oai["prompt"] = prefix.empty() ? std::string(" ") : prefix;
+  oai["suffix"] = suffix;
+  for (const char* field : kSameFields) {
+    if (auto it = j.find(field); it != j.end()) oai[field] = *it;
+  }
+  if (auto it = j.find("repeat_penalty"); it != j.end()) oai["repetition_penalty"] = *it;
+  const auto limit = j.find("n_predict") != j.end() ? j.find("n_predict") : j.find("max_tokens");
+  const bool n_predict = limit != j.end() && j.find("n_predict") != j.end();
+  // -1 (llama-server's default): until the context is full.
+  if (limit != j.end() && !(limit->is_number_integer() && limit->get<int64_t>() == -1)) {
+    oai["max_tokens"] = *limit;
+  }
+  auto parsed = ParseRequest(Endpoint::kCompletion, oai.dump(), INT32_MAX);
+  if (!parsed.ok()) return Renamed(parsed.status(), n_predict);
+
+  InfillRequest out;
+  out.request = std::move(parsed).value();
+  out.request.prompt = std::move(prefix);
+  out.request.infill->prompt = std::move(cursor);
+  out.request.infill->extra = std::move(extra);
+  if (!n_predict) out.limit_field = "max_tokens";
+  if (auto it = j.find("response_fields"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return WrongType("response_fields", "an array of strings", *it);
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) {
+        return WrongType("response_fields[" + std::to_string(i) + "]", "a string", (*it)[i]);
+      }
+      out.response_fields.push_back((*it)[i].get<std::string>());
+    }
+  }
+  return out;
+}
+
+json SelectResponseFields(const json& answer, const std::vector<std::string>& fields) {
+  if (fields.empty()) return answer;
+  json out = json::object();
+  for (const std::string& path : fields) {
+    const json* at = &answer;
+    bool found = true;
+    for (size_t start = 0; found;) {
+      const size_t slash = path.find('/', start);
+      const std::string key = path.substr(start, slash - start);
+      const auto it = at->is_object() ? at->find(key) : at->end();
+      found = at->is_object() && it != at->end();
+      if (found) at = &*it;
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    if (found) out[path] = *at;
+  }
+  return out;
+}
+
+}  // namespace outpost::api
