@@ -90,6 +90,33 @@ def test_difficult_request_goes_central_unless_restricted(pair):
     assert central_requests(central) == before + 1
 
 
+def test_infill_is_answered_here_whatever_the_routing(pair):
+    edge, _ = pair
+    # llama-server's native shape comes from no upstream: /infill stays here,
+    # even when asked for central (this model has no FIM tokens: a 400 from
+    # this node, naming the field).
+    body = {"input_prefix": "def f():\n", "input_suffix": "\n"}
+    r = edge.post("/infill", json=body, headers={"X-Outpost-Tier": "central"})
+    assert r.status_code == 400, r.text
+    assert r.headers["X-Outpost-Route"] == "local"
+    assert r.headers["X-Outpost-Route-Reason"] == "local_only"
+    assert r.json()["error"]["param"] == "input_suffix"
+    # A model only central serves: not here, so not at all.
+    r = edge.post("/infill", json={**body, "model": "large"})
+    assert r.status_code == 404 and r.json()["error"]["param"] == "model", r.text
+    # The OpenAI-shaped way to the same gap is routed as any completion: to
+    # central for central's model (which, here, cannot fill in the middle
+    # either: its 400 comes back as it came) ...
+    gap = {"prompt": "def f():\n", "suffix": "\n", "max_tokens": 4}
+    r = edge.post("/v1/completions", json={**gap, "model": "large"})
+    assert r.headers["X-Outpost-Route"] == "central:hq", r.headers
+    assert r.status_code == 400 and r.json()["error"]["param"] == "suffix", r.text
+    # ... while a request for the local model is prepared here first, and
+    # refused here when this model cannot take it.
+    r = edge.post("/v1/completions", json=gap, headers={"X-Outpost-Tier": "central"})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "suffix", r.text
+
+
 def test_restricted_never_reaches_central_under_load(pair):
     """Local is saturated (1 session, queue 1); restricted traffic must still
     never leave the node: it is queued locally or refused, never proxied."""
