@@ -35,6 +35,7 @@ TEST(ParseInfillRequest, ReadsTheGapAndTheSharedKnobs) {
   EXPECT_TRUE(q.stream);
   EXPECT_FALSE(q.cache_prompt);
   EXPECT_EQ(r->response_fields, (std::vector<std::string>{"content", "timings/prompt_n"}));
+  EXPECT_EQ(r->max_predict_ms, 500);
 
   // The cursor at a file's start, nothing after it; no limit (-1, as
   // llama-server's default); max_tokens in place of n_predict.
@@ -89,6 +90,10 @@ TEST(ParseInfillRequest, BadBodiesAreRefusedByTheirOwnNames) {
                "response_fields", "an array of strings"},
            Bad{R"({"input_prefix": "", "input_suffix": "", "response_fields": [1]})",
                "response_fields[0]", "must be a string"},
+           Bad{R"({"input_prefix": "", "input_suffix": "", "t_max_predict_ms": 1.5})",
+               "t_max_predict_ms", "must be an integer"},
+           Bad{R"({"input_prefix": "", "input_suffix": "", "t_max_predict_ms": -1})",
+               "t_max_predict_ms", "between 0 (no limit) and 3600000"},
        }) {
     auto r = ParseInfillRequest(b.body);
     ASSERT_FALSE(r.ok()) << b.body;

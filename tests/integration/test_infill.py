@@ -225,3 +225,27 @@ def test_infill_on_a_model_without_fim_tokens_is_refused(server):
     assert r.status_code == 400, r.text
     err = r.json()["error"]
     assert err["param"] == "input_suffix" and "cannot fill in the middle" in err["message"], err
+
+
+def test_t_max_predict_ms_ends_the_answer_once_a_line_is_complete(fim):
+    # An editor's time limit: past it, once a line is complete, the answer
+    # ends where it is (llama-server's rule). ignore_eos keeps the model
+    # writing, so only the limit or n_predict can end it.
+    body = {**EDITOR_BODY, "n_predict": 400, "ignore_eos": True, "temperature": 1.0,
+            "seed": 7, "t_max_predict_ms": 1}
+    got = fim.post("/infill", json=body).json()
+    assert got["stop_type"] == "limit" and "\n" in got["content"], got
+    assert got["tokens_predicted"] < 400, got
+    # The limit cuts at the first piece past it that completes a line, or
+    # later: the content does not run on after a line once it has passed.
+    assert got["content"].count("\n") <= 2, got["content"]
+    # Without the limit the same request runs to n_predict.
+    full = fim.post("/infill", json={**body, "t_max_predict_ms": 0}).json()
+    assert full["tokens_predicted"] == 400 and full["stop_type"] == "limit", full
+    # Streamed, the chunks add up to the content and end with the answer.
+    with httpx.stream("POST", fim.base + "/infill", json={**body, "stream": True},
+                      timeout=120) as r:
+        import json
+        events = [json.loads(l[6:]) for l in r.iter_lines() if l.startswith("data: ")]
+    assert events[-1]["stop"] is True and events[-1]["stop_type"] == "limit"
+    assert "".join(e["content"] for e in events) == got["content"]

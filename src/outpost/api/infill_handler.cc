@@ -36,6 +36,23 @@ struct Native {
   std::string content;
   util::Clock::TimePoint arrived, first, ended;
   bool has_first = false;
+  int64_t max_predict_ms = 0;  // t_max_predict_ms; 0: none
+  bool timed_out = false;      // ended by it: what came after is dropped
+
+  // Takes one piece of text received at `now`; false once the answer is to
+  // end here (t_max_predict_ms passed with a line complete), as
+  // llama-server ends it.
+  bool Take(std::string text, util::Clock::TimePoint now) {
+    if (timed_out) return false;
+    if (!has_first) {
+      first = now;
+      has_first = true;
+    }
+    content += text;
+    timed_out = max_predict_ms > 0 && content.find('\n') != std::string::npos &&
+                Ms(first, now) > static_cast<double>(max_predict_ms);
+    return !timed_out;
+  }
 };
 
 json Timings(const Native& a, const scheduler::Usage& u) {
@@ -69,7 +86,7 @@ json FinalObject(const Native& a, const scheduler::GenerationResult& r,
               {"has_new_line", a.content.find('\n') != std::string::npos},
               {"truncated", false},
               // A stop string and the end of generation are one finish here.
-              {"stop_type", r.finish == FinishReason::kLength ? "limit" : "eos"},
+              {"stop_type", r.finish == FinishReason::kLength || a.timed_out ? "limit" : "eos"},
               {"stopping_word", ""},
               {"tokens_cached", r.usage.cached_tokens},
               {"timings", Timings(a, r.usage)}};
@@ -107,6 +124,7 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
   router::CompletionCall call;
   call.request = std::move(parsed->request);
   const std::vector<std::string> fields = std::move(parsed->response_fields);
+  native->max_predict_ms = parsed->max_predict_ms;
   const auto for_infill = [limit = parsed->limit_field](const Status& st) {
     return ForInfill(st, limit);
   };
@@ -121,17 +139,15 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
   if (!stream) {
     for (bool ended = false; !ended;) {
       for (auto& p : sink->TakePieces(&ended)) {
-        if (!native->has_first) {
-          native->first = clock_->Now();
-          native->has_first = true;
-        }
-        native->content += p.text;
+        if (!native->Take(std::move(p.text), clock_->Now())) sink->Cancel();
       }
     }
     native->ended = clock_->Now();
     sink->Cancel();
     const scheduler::GenerationResult& r = sink->result();
-    if (r.finish == FinishReason::kError) return fail(for_infill(r.error));
+    if (r.finish == FinishReason::kError && !native->timed_out) {
+      return fail(for_infill(r.error));
+    }
     res.set_content(
         DumpLossy(SelectResponseFields(FinalObject(*native, r, native->content), fields)),
         "application/json");
@@ -149,14 +165,11 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
         if (*finished) return false;
         bool ended = false;
         for (auto& p : sink->TakePieces(&ended)) {
-          if (p.text.empty()) continue;
-          if (!native->has_first) {
-            native->first = clock->Now();
-            native->has_first = true;
-          }
-          native->content += p.text;
+          if (p.text.empty() || native->timed_out) continue;
+          const std::string text = p.text;
+          if (!native->Take(std::move(p.text), clock->Now())) sink->Cancel();
           const json chunk{{"index", 0},
-                           {"content", p.text},
+                           {"content", text},
                            {"tokens", json::array()},
                            {"stop", false},
                            {"id_slot", -1}};
@@ -166,7 +179,7 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
         *finished = true;
         native->ended = clock->Now();
         const scheduler::GenerationResult& r = sink->result();
-        if (r.finish == FinishReason::kError) {
+        if (r.finish == FinishReason::kError && !native->timed_out) {
           // Headers are gone: the error in-band, as llama-server sends it.
           out.Write(SseData(ErrorBody(for_infill(r.error))));
           stats.requests.With({"/infill", std::to_string(HttpStatusFor(r.error.code()))}).Add();

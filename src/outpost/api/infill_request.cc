@@ -119,6 +119,15 @@ StatusOr<InfillRequest> ParseInfillRequest(std::string_view body) {
   out.request.infill->prompt = std::move(cursor);
   out.request.infill->extra = std::move(extra);
   if (!n_predict) out.limit_field = "max_tokens";
+  if (auto it = j.find("t_max_predict_ms"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return WrongType("t_max_predict_ms", "an integer", *it);
+    if (it->get<int64_t>() < 0 || it->get<int64_t>() > 3'600'000) {
+      return Status::InvalidArgument(
+          "'t_max_predict_ms' must be between 0 (no limit) and 3600000, got " + it->dump(),
+          "t_max_predict_ms");
+    }
+    out.max_predict_ms = it->get<int64_t>();
+  }
   if (auto it = j.find("response_fields"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("response_fields", "an array of strings", *it);
     for (size_t i = 0; i < it->size(); ++i) {

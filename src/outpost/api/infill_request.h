@@ -28,6 +28,10 @@ struct InfillRequest {
   // The name the answer's length came under ("n_predict", or llama-server's
   // alias "max_tokens"): errors about it name that.
   std::string limit_field = "n_predict";
+  // llama-server's t_max_predict_ms (0: none): once a line is complete and
+  // this long has passed since the first text, the answer ends there
+  // (stop_type "limit"), so an editor's suggestion arrives in time.
+  int64_t max_predict_ms = 0;
 };
 
 // Errors: InvalidArgument naming the /infill field (`input_prefix`,
@@ -36,7 +40,8 @@ struct InfillRequest {
 // input_extra ({text, filename}), n_predict or max_tokens (-1: no limit),
 // temperature, top_k, top_p, min_p, seed, presence_penalty,
 // frequency_penalty, repeat_penalty, stop, stream, cache_prompt, ignore_eos,
-// model, response_fields. Other llama-server knobs are ignored.
+// model, response_fields, t_max_predict_ms. Other llama-server knobs are
+// ignored.
 StatusOr<InfillRequest> ParseInfillRequest(std::string_view body);
 
 // `answer` with only the members `fields` name ("a/b" reaches into objects),
