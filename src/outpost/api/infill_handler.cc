@@ -36,6 +36,7 @@ struct Native {
   std::string content;
   util::Clock::TimePoint arrived, first, ended;
   bool has_first = false;
+  bool has_new_line = false;   // content holds a complete line
   int64_t max_predict_ms = 0;  // t_max_predict_ms; 0: none
   bool timed_out = false;      // ended by it: what came after is dropped
 
@@ -48,9 +49,10 @@ struct Native {
       first = now;
       has_first = true;
     }
+    has_new_line = has_new_line || text.find('\n') != std::string::npos;
     content += text;
-    timed_out = max_predict_ms > 0 && content.find('\n') != std::string::npos &&
-                Ms(first, now) > static_cast<double>(max_predict_ms);
+    timed_out =
+        max_predict_ms > 0 && has_new_line && Ms(first, now) > static_cast<double>(max_predict_ms);
     return !timed_out;
   }
 };
@@ -83,7 +85,7 @@ json FinalObject(const Native& a, const scheduler::GenerationResult& r,
               {"model", a.model},
               {"tokens_predicted", r.usage.completion_tokens},
               {"tokens_evaluated", r.usage.prompt_tokens},
-              {"has_new_line", a.content.find('\n') != std::string::npos},
+              {"has_new_line", a.has_new_line},
               {"truncated", false},
               // A stop string and the end of generation are one finish here.
               {"stop_type", r.finish == FinishReason::kLength || a.timed_out ? "limit" : "eos"},
