@@ -117,6 +117,13 @@ TEST(Scheduler, PrepareFillsInTheMiddleOnlyOnAModelTrainedForIt) {
   EXPECT_EQ(none.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(none.param(), "suffix");
   EXPECT_NE(none.message().find("cannot fill in the middle"), std::string::npos) << none.message();
+  // Nothing after the gap: the same request as a plain completion.
+  PromptInput prefix_only;
+  prefix_only.infill.emplace();
+  prefix_only.infill->prefix = "ab";
+  GenerationRequest plain;
+  ASSERT_TRUE(f.sched->Prepare(prefix_only, false, &plain).ok());
+  EXPECT_EQ(std::string(plain.prompt.begin(), plain.prompt.end()), "ab");
 
   f.engine->infill.pre = 250;
   f.engine->infill.suf = 251;

@@ -141,10 +141,7 @@ Status LocalTarget::Prepare(const models::ServedModel& model, const CompletionCa
   in.messages = r.messages;
   in.text = r.prompt;
   in.tokens = r.prompt_tokens;
-  // An empty suffix on a model that cannot fill in the middle: nothing
-  // follows the gap, so a plain completion is the same request.
-  if (r.infill && (model.scheduler->engine().Infill().supported() || !r.infill->suffix.empty() ||
-                   !r.infill->prompt.empty() || !r.infill->extra.empty())) {
+  if (r.infill) {
     in.infill = *r.infill;
     in.infill->prefix = r.prompt;
   }

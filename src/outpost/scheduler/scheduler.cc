@@ -148,6 +148,11 @@ StatusOr<std::vector<engine::Token>> Scheduler::InfillPrompt(const engine::Infil
                                                              int32_t max_tokens) const {
   const engine::Engine& e = *engine_;
   const engine::InfillTokens& fim = e.Infill();
+  // Nothing around the gap but the text before it: a plain completion is
+  // the same request, and any model can answer that.
+  if (!fim.supported() && in.suffix.empty() && in.prompt.empty() && in.extra.empty()) {
+    return e.Tokenize(in.prefix, /*add_special=*/true, /*parse_special=*/true);
+  }
   if (!fim.supported()) {
     return Status::InvalidArgument(
         "this model cannot fill in the middle: its GGUF names no fill-in-the-middle tokens "
