@@ -110,6 +110,26 @@ TEST(ParseInfillRequest, BadBodiesAreRefusedByTheirOwnNames) {
   EXPECT_EQ(r.status().param(), "input_extra");
 }
 
+TEST(ForInfill, NamesTheFieldsAsTheClientSentThem) {
+  Status too_long = Status::InvalidArgument(
+      "the context per session is 4096 tokens, but 5004 were requested; lower max_tokens or "
+      "shorten the prompt",
+      "max_tokens");
+  too_long.WithErrorCode("context_length_exceeded");
+  const Status n = ForInfill(too_long, "n_predict");
+  EXPECT_EQ(n.param(), "n_predict");
+  EXPECT_EQ(n.error_code(), "context_length_exceeded");
+  EXPECT_NE(n.message().find("lower n_predict or shorten the prompt"), std::string::npos)
+      << n.message();
+  EXPECT_EQ(ForInfill(too_long, "max_tokens").message(), too_long.message());
+  // A prose word stays; only the field's name changes.
+  const Status prompt = ForInfill(Status::InvalidArgument("the prompt has 9 tokens", "prompt"), "");
+  EXPECT_EQ(prompt.param(), "input_prefix");
+  EXPECT_EQ(prompt.message(), "the prompt has 9 tokens");
+  EXPECT_EQ(ForInfill(Status::InvalidArgument("no", "suffix"), "").param(), "input_suffix");
+  EXPECT_EQ(ForInfill(Status::InvalidArgument("no", "seed"), "").param(), "seed");
+}
+
 TEST(SelectResponseFields, KeepsThePathsAskedFor) {
   const auto answer = nlohmann::json::parse(
       R"({"content": "x", "stop": true, "timings": {"prompt_n": 3, "predicted_ms": 1.5}})");

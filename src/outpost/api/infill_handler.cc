@@ -39,11 +39,12 @@ struct Native {
   bool has_new_line = false;   // content holds a complete line
   int64_t max_predict_ms = 0;  // t_max_predict_ms; 0: none
   bool timed_out = false;      // ended by it: what came after is dropped
+  bool finished = false;       // streamed: the last object is written
 
   // Takes one piece of text received at `now`; false once the answer is to
   // end here (t_max_predict_ms passed with a line complete), as
   // llama-server ends it.
-  bool Take(std::string text, util::Clock::TimePoint now) {
+  bool Take(const std::string& text, util::Clock::TimePoint now) {
     if (timed_out) return false;
     if (!has_first) {
       first = now;
@@ -94,24 +95,6 @@ json FinalObject(const Native& a, const scheduler::GenerationResult& r,
               {"timings", Timings(a, r.usage)}};
 }
 
-// /v1/completions' names in the scheduler's errors → /infill's
-// (`limit_field`: where the answer's length came from).
-Status ForInfill(const Status& st, const std::string& limit_field) {
-  if (st.param() == "prompt") return st.WithParam("input_prefix");
-  if (st.param() == "suffix") return st.WithParam("input_suffix");
-  if (st.param() == "max_tokens" && limit_field != "max_tokens") {
-    std::string message = st.message();
-    for (size_t at = message.find("max_tokens"); at != std::string::npos;
-         at = message.find("max_tokens", at)) {
-      message.replace(at, 10, limit_field);
-    }
-    Status renamed(st.code(), message);
-    renamed.WithErrorCode(st.error_code());
-    return renamed.WithParam(limit_field);
-  }
-  return st;
-}
-
 }  // namespace
 
 void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
@@ -141,7 +124,7 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
   if (!stream) {
     for (bool ended = false; !ended;) {
       for (auto& p : sink->TakePieces(&ended)) {
-        if (!native->Take(std::move(p.text), clock_->Now())) sink->Cancel();
+        if (!native->Take(p.text, clock_->Now())) sink->Cancel();
       }
     }
     native->ended = clock_->Now();
@@ -158,27 +141,25 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
 
   const ApiStats stats = stats_;
   const util::Clock* clock = clock_;
-  auto finished = std::make_shared<bool>(false);
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_stream(
       "text/event-stream",
-      [sink, native, finished, stats, clock, for_infill](ChunkWriter& out) {
-        if (*finished) return false;
+      [sink, native, stats, clock, for_infill](ChunkWriter& out) {
+        if (native->finished) return false;
         bool ended = false;
         for (auto& p : sink->TakePieces(&ended)) {
           if (p.text.empty() || native->timed_out) continue;
-          const std::string text = p.text;
-          if (!native->Take(std::move(p.text), clock->Now())) sink->Cancel();
+          if (!native->Take(p.text, clock->Now())) sink->Cancel();
           const json chunk{{"index", 0},
-                           {"content", text},
+                           {"content", p.text},
                            {"tokens", json::array()},
                            {"stop", false},
                            {"id_slot", -1}};
           if (!out.Write(SseData(DumpLossy(chunk)))) return false;
         }
         if (!ended) return true;
-        *finished = true;
+        native->finished = true;
         native->ended = clock->Now();
         const scheduler::GenerationResult& r = sink->result();
         if (r.finish == FinishReason::kError && !native->timed_out) {

@@ -15,27 +15,6 @@ constexpr const char* kSameFields[] = {
     "temperature",       "top_k", "top_p",  "min_p",        "seed",       "presence_penalty",
     "frequency_penalty", "stop",  "stream", "cache_prompt", "ignore_eos", "model"};
 
-// OpenAI's field name in an error from ParseRequest → the one the client sent.
-Status Renamed(const Status& st, bool n_predict) {
-  const std::pair<const char*, const char*> kNames[] = {
-      {"max_tokens", n_predict ? "n_predict" : "max_tokens"},
-      {"repetition_penalty", "repeat_penalty"},
-      {"prompt", "input_prefix"},
-      {"suffix", "input_suffix"},
-  };
-  for (const auto& [from, to] : kNames) {
-    if (st.param() != from) continue;
-    std::string message = st.message();
-    const std::string quoted = std::string("'") + from + "'";
-    for (size_t at = message.find(quoted); at != std::string::npos;
-         at = message.find(quoted, at + 1)) {
-      message.replace(at, quoted.size(), std::string("'") + to + "'");
-    }
-    return Status(st.code(), message).WithParam(to);
-  }
-  return st;
-}
-
 StatusOr<std::string> RequiredText(const json& body, const char* field) {
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) {
@@ -111,7 +90,7 @@ StatusOr<InfillRequest> ParseInfillRequest(std::string_view body) {
     oai["max_tokens"] = *limit;
   }
   auto parsed = ParseRequest(Endpoint::kCompletion, oai.dump(), INT32_MAX);
-  if (!parsed.ok()) return Renamed(parsed.status(), n_predict);
+  if (!parsed.ok()) return ForInfill(parsed.status(), n_predict ? "n_predict" : "max_tokens");
 
   InfillRequest out;
   out.request = std::move(parsed).value();
@@ -138,6 +117,30 @@ StatusOr<InfillRequest> ParseInfillRequest(std::string_view body) {
     }
   }
   return out;
+}
+
+Status ForInfill(const Status& st, const std::string& limit_field) {
+  const std::pair<std::string, std::string> kNames[] = {
+      {"max_tokens", limit_field},
+      {"repetition_penalty", "repeat_penalty"},
+      {"prompt", "input_prefix"},
+      {"suffix", "input_suffix"},
+  };
+  for (const auto& [from, to] : kNames) {
+    if (st.param() != from || from == to) continue;
+    const bool identifier = from.find('_') != std::string::npos;
+    const std::string find = identifier ? from : "'" + from + "'";
+    const std::string put = identifier ? to : "'" + to + "'";
+    std::string message = st.message();
+    for (size_t at = message.find(find); at != std::string::npos;
+         at = message.find(find, at + put.size())) {
+      message.replace(at, find.size(), put);
+    }
+    Status renamed(st.code(), message);
+    renamed.WithErrorCode(st.error_code());
+    return renamed.WithParam(to);
+  }
+  return st;
 }
 
 json SelectResponseFields(const json& answer, const std::vector<std::string>& fields) {

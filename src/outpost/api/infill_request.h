@@ -44,6 +44,13 @@ struct InfillRequest {
 // ignored.
 StatusOr<InfillRequest> ParseInfillRequest(std::string_view body);
 
+// An error about the /v1/completions call an /infill body means, with the
+// fields named as the client sent them: prompt → input_prefix, suffix →
+// input_suffix, repetition_penalty → repeat_penalty, max_tokens →
+// `limit_field`; in the message too (a quoted name, or an identifier with
+// an underscore, never a prose word such as "the prompt").
+Status ForInfill(const Status& st, const std::string& limit_field);
+
 // `answer` with only the members `fields` name ("a/b" reaches into objects),
 // each under its path; paths the answer lacks are left out (llama-server's
 // json_get_nested_values). Empty `fields`: `answer` as it is.
