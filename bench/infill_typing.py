@@ -58,14 +58,6 @@ LINES = [  # typed at the cursor, one per round
 ]
 
 
-def fim_model(src, dst):
-    ids = {key: gguf_edit.token_id(src, text) for key, text in (
-        ("tokenizer.ggml.fim_pre_token_id", "<issue_start>"),
-        ("tokenizer.ggml.fim_suf_token_id", "<issue_comment>"),
-        ("tokenizer.ggml.fim_mid_token_id", "<issue_closed>"))}
-    gguf_edit.copy_with_uint32(src, dst, ids)
-
-
 def keystroke(base, prefix, typed, suffix, n_predict):
     body = {"input_prefix": prefix, "prompt": typed, "input_suffix": suffix, "input_extra": EXTRA,
             "n_predict": n_predict, "temperature": 0, "cache_prompt": True}
@@ -118,7 +110,7 @@ def main():
     a = ap.parse_args()
     model = os.path.join(tempfile.mkdtemp(prefix="infill-typing-"), "fim.gguf")
     print(f"[infill-typing] writing {model} (the model with FIM markers)", file=sys.stderr)
-    fim_model(a.model, model)
+    gguf_edit.copy_with_fim_markers(a.model, model)
     po, pl = free_port(), free_port()
     res = {
         "outpost": run_server("outpost", [a.outpost, "serve", "--model", model, "--port", str(po),

@@ -95,3 +95,14 @@ def copy_with_uint32(src, dst, entries):
         f.write(infos)
         f.write(b"\0" * (-len(infos) % alignment))
         f.write(data[data_start:])
+
+
+def copy_with_fim_markers(src, dst):
+    """A copy of `src` (the default model's vocabulary) whose metadata names
+    three of its unused control tokens as fill-in-the-middle markers, so
+    llama.cpp prompts it as a code model (tests and benchmarks of /infill;
+    no code model is available offline)."""
+    copy_with_uint32(src, dst, {key: token_id(src, text) for key, text in (
+        ("tokenizer.ggml.fim_pre_token_id", "<issue_start>"),
+        ("tokenizer.ggml.fim_suf_token_id", "<issue_comment>"),
+        ("tokenizer.ggml.fim_mid_token_id", "<issue_closed>"))})

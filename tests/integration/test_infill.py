@@ -22,11 +22,7 @@ SUFFIX = "\n    return c\n"
 @pytest.fixture(scope="module")
 def fim_model(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("fim") / "smollm2-fim.gguf")
-    ids = {key: gguf_edit.token_id(MODEL, text) for key, text in (
-        ("tokenizer.ggml.fim_pre_token_id", "<issue_start>"),
-        ("tokenizer.ggml.fim_suf_token_id", "<issue_comment>"),
-        ("tokenizer.ggml.fim_mid_token_id", "<issue_closed>"))}
-    gguf_edit.copy_with_uint32(MODEL, path, ids)
+    gguf_edit.copy_with_fim_markers(MODEL, path)
     return path
 
 
