@@ -36,6 +36,7 @@ TEST(ParseInfillRequest, ReadsTheGapAndTheSharedKnobs) {
   EXPECT_FALSE(q.cache_prompt);
   EXPECT_EQ(r->response_fields, (std::vector<std::string>{"content", "timings/prompt_n"}));
   EXPECT_EQ(r->max_predict_ms, 500);
+  EXPECT_EQ(r->n_indent, 4);
 
   // The cursor at a file's start, nothing after it; no limit (-1, as
   // llama-server's default); max_tokens in place of n_predict.
@@ -94,6 +95,12 @@ TEST(ParseInfillRequest, BadBodiesAreRefusedByTheirOwnNames) {
                "t_max_predict_ms", "must be an integer"},
            Bad{R"({"input_prefix": "", "input_suffix": "", "t_max_predict_ms": -1})",
                "t_max_predict_ms", "between 0 (no limit) and 3600000"},
+           Bad{R"({"input_prefix": "", "input_suffix": "", "n_indent": "4"})", "n_indent",
+               "must be an integer"},
+           Bad{R"({"input_prefix": "", "input_suffix": "", "n_indent": -1})", "n_indent",
+               "between 0 (no limit) and 4096"},
+           Bad{R"({"input_prefix": "", "input_suffix": "", "n_indent": 5000})", "n_indent",
+               "between 0 (no limit) and 4096"},
        }) {
     auto r = ParseInfillRequest(b.body);
     ASSERT_FALSE(r.ok()) << b.body;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "outpost/api/indent_limit.h"
 #include "outpost/api/infill_request.h"
 #include "outpost/api/openai_request.h"
 #include "outpost/api/responses_request.h"
@@ -55,6 +56,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto body = nlohmann::json::parse(in.substr(1), nullptr, false);
     if (!body.is_discarded())
       (void)outpost::api::SelectResponseFields(body, infill->response_fields);
+  }
+  // n_indent's cut over the input as an answer that grows a byte at a time:
+  // the end it gives never passes the text.
+  if (infill.ok() && infill->n_indent > 0) {
+    outpost::api::IndentLimit limit(infill->n_indent);
+    const std::string_view text = in.substr(0, 4096);
+    for (size_t i = 0; i <= text.size() && !limit.cut(); ++i) {
+      if (limit.End(text.substr(0, i)) > i) __builtin_trap();
+    }
   }
   // Header values share the input.
   (void)outpost::api::ParsePriority(in);

@@ -248,3 +248,32 @@ def test_t_max_predict_ms_ends_the_answer_once_a_line_is_complete(fim):
         events = [json.loads(l[6:]) for l in r.iter_lines() if l.startswith("data: ")]
     assert events[-1]["stop"] is True and events[-1]["stop_type"] == "limit"
     assert "".join(e["content"] for e in events) == got["content"]
+
+
+def test_n_indent_ends_the_answer_at_a_line_left_of_the_cursor(fim, peer):
+    # An editor sends the cursor line's indentation: a suggestion inside a
+    # method ends where a line would start further left (here the model's
+    # second line, "The …", at indentation 0), cut as llama-server cuts it.
+    body = {"input_prefix": "class Point:\n    def __init__(self, x, y):\n", "prompt": "        ",
+            "input_suffix": "\n", "n_predict": 24, "temperature": 0, "cache_prompt": False,
+            "n_indent": 4}
+    ours = fim.post("/infill", json=body).json()
+    theirs = httpx.post(peer + "/infill", json=body, timeout=120).json()
+    assert ours["content"] == theirs["content"] == "assistant\n", (ours, theirs)
+    assert ours["stop_type"] == theirs["stop_type"] == "limit", (ours, theirs)
+    assert ours["tokens_predicted"] < 24, ours
+    # Without it the answer runs on past that line.
+    free = fim.post("/infill", json={**body, "n_indent": 0}).json()
+    assert free["content"].startswith("assistant\nThe"), free
+    assert free["tokens_predicted"] == 24, free
+    # Streamed, the dropped line's first text is never sent (llama-server
+    # sends the piece that ends it before cutting).
+    with httpx.stream("POST", fim.base + "/infill", json={**body, "stream": True},
+                      timeout=120) as r:
+        import json
+        events = [json.loads(l[6:]) for l in r.iter_lines() if l.startswith("data: ")]
+    assert "".join(e["content"] for e in events) == "assistant\n", events
+    assert events[-1]["stop"] is True and events[-1]["stop_type"] == "limit", events[-1]
+    # A bad value is refused by name.
+    bad = fim.post("/infill", json={**body, "n_indent": -2})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "n_indent", bad.text

@@ -12,6 +12,7 @@
 #include "outpost/api/errors.h"
 #include "outpost/api/http_server.h"
 #include "outpost/api/http_sink.h"
+#include "outpost/api/indent_limit.h"
 #include "outpost/api/infill_request.h"
 #include "outpost/api/json_fields.h"
 #include "outpost/api/openai_response.h"
@@ -38,23 +39,28 @@ struct Native {
   bool has_first = false;
   bool has_new_line = false;   // content holds a complete line
   int64_t max_predict_ms = 0;  // t_max_predict_ms; 0: none
-  bool timed_out = false;      // ended by it: what came after is dropped
+  IndentLimit indent{0};       // n_indent
+  bool limited = false;        // ended by one of the two: what came after is dropped
   bool finished = false;       // streamed: the last object is written
 
-  // Takes one piece of text received at `now`; false once the answer is to
-  // end here (t_max_predict_ms passed with a line complete), as
-  // llama-server ends it.
-  bool Take(const std::string& text, util::Clock::TimePoint now) {
-    if (timed_out) return false;
+  // Takes one piece of text received at `now`; returns how much of it the
+  // answer keeps: all of it, or less where a line starts left of n_indent
+  // (the answer ends before that line's first character). Once `limited`
+  // (that, or t_max_predict_ms passed with a line complete), nothing more
+  // is kept: the answer ends, as llama-server ends it.
+  size_t Take(const std::string& text, util::Clock::TimePoint now) {
+    if (limited) return 0;
     if (!has_first) {
       first = now;
       has_first = true;
     }
-    has_new_line = has_new_line || text.find('\n') != std::string::npos;
+    const size_t before = content.size();
     content += text;
-    timed_out =
-        max_predict_ms > 0 && has_new_line && Ms(first, now) > static_cast<double>(max_predict_ms);
-    return !timed_out;
+    content.resize(indent.End(content));
+    has_new_line = has_new_line || content.find('\n', before) != std::string::npos;
+    limited = indent.cut() || (max_predict_ms > 0 && has_new_line &&
+                               Ms(first, now) > static_cast<double>(max_predict_ms));
+    return content.size() > before ? content.size() - before : 0;
   }
 };
 
@@ -89,7 +95,7 @@ json FinalObject(const Native& a, const scheduler::GenerationResult& r,
               {"has_new_line", a.has_new_line},
               {"truncated", false},
               // A stop string and the end of generation are one finish here.
-              {"stop_type", r.finish == FinishReason::kLength || a.timed_out ? "limit" : "eos"},
+              {"stop_type", r.finish == FinishReason::kLength || a.limited ? "limit" : "eos"},
               {"stopping_word", ""},
               {"tokens_cached", r.usage.cached_tokens},
               {"timings", Timings(a, r.usage)}};
@@ -110,6 +116,7 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
   call.request = std::move(parsed->request);
   const std::vector<std::string> fields = std::move(parsed->response_fields);
   native->max_predict_ms = parsed->max_predict_ms;
+  native->indent = IndentLimit(parsed->n_indent);
   const auto for_infill = [limit = parsed->limit_field](const Status& st) {
     return ForInfill(st, limit);
   };
@@ -124,13 +131,14 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
   if (!stream) {
     for (bool ended = false; !ended;) {
       for (auto& p : sink->TakePieces(&ended)) {
-        if (!native->Take(p.text, clock_->Now())) sink->Cancel();
+        native->Take(p.text, clock_->Now());
+        if (native->limited) sink->Cancel();
       }
     }
     native->ended = clock_->Now();
     sink->Cancel();
     const scheduler::GenerationResult& r = sink->result();
-    if (r.finish == FinishReason::kError && !native->timed_out) {
+    if (r.finish == FinishReason::kError && !native->limited) {
       return fail(for_infill(r.error));
     }
     res.set_content(
@@ -149,10 +157,12 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
         if (native->finished) return false;
         bool ended = false;
         for (auto& p : sink->TakePieces(&ended)) {
-          if (p.text.empty() || native->timed_out) continue;
-          if (!native->Take(p.text, clock->Now())) sink->Cancel();
+          if (p.text.empty() || native->limited) continue;
+          const size_t kept = native->Take(p.text, clock->Now());
+          if (native->limited) sink->Cancel();
+          if (kept == 0) continue;
           const json chunk{{"index", 0},
-                           {"content", p.text},
+                           {"content", p.text.substr(0, kept)},
                            {"tokens", json::array()},
                            {"stop", false},
                            {"id_slot", -1}};
@@ -162,7 +172,7 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
         native->finished = true;
         native->ended = clock->Now();
         const scheduler::GenerationResult& r = sink->result();
-        if (r.finish == FinishReason::kError && !native->timed_out) {
+        if (r.finish == FinishReason::kError && !native->limited) {
           // Headers are gone: the error in-band, as llama-server sends it.
           out.Write(SseData(ErrorBody(for_infill(r.error))));
           stats.requests.With({"/infill", std::to_string(HttpStatusFor(r.error.code()))}).Add();

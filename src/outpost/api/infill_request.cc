@@ -107,6 +107,15 @@ StatusOr<InfillRequest> ParseInfillRequest(std::string_view body) {
     }
     out.max_predict_ms = it->get<int64_t>();
   }
+  if (auto it = j.find("n_indent"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return WrongType("n_indent", "an integer", *it);
+    if (it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxIndent) {
+      return Status::InvalidArgument("'n_indent' must be between 0 (no limit) and " +
+                                         std::to_string(kMaxIndent) + ", got " + it->dump(),
+                                     "n_indent");
+    }
+    out.n_indent = it->get<int32_t>();
+  }
   if (auto it = j.find("response_fields"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("response_fields", "an array of strings", *it);
     for (size_t i = 0; i < it->size(); ++i) {

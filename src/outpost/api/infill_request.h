@@ -19,6 +19,8 @@ namespace outpost::api {
 
 // The most `input_extra` files one request may carry.
 inline constexpr size_t kMaxInfillFiles = 256;
+// The largest n_indent: blanks at a line's start.
+inline constexpr int64_t kMaxIndent = 4096;
 
 struct InfillRequest {
   ParsedRequest request;  // a /v1/completions call with `infill` set
@@ -32,6 +34,10 @@ struct InfillRequest {
   // this long has passed since the first text, the answer ends there
   // (stop_type "limit"), so an editor's suggestion arrives in time.
   int64_t max_predict_ms = 0;
+  // llama-server's n_indent (0: none): every line after the answer's first
+  // starts with at least this many blanks, or the answer ends before it
+  // (api/indent_limit.h).
+  int32_t n_indent = 0;
 };
 
 // Errors: InvalidArgument naming the /infill field (`input_prefix`,
@@ -40,8 +46,8 @@ struct InfillRequest {
 // input_extra ({text, filename}), n_predict or max_tokens (-1: no limit),
 // temperature, top_k, top_p, min_p, seed, presence_penalty,
 // frequency_penalty, repeat_penalty, stop, stream, cache_prompt, ignore_eos,
-// model, response_fields, t_max_predict_ms. Other llama-server knobs are
-// ignored.
+// model, response_fields, t_max_predict_ms, n_indent. Other llama-server
+// knobs are ignored.
 StatusOr<InfillRequest> ParseInfillRequest(std::string_view body);
 
 // An error about the /v1/completions call an /infill body means, with the
