@@ -29,9 +29,9 @@ class IndentLimit {
 
  private:
   int32_t n_;
-  size_t scan_ = 0;                   // the next newline is looked for from here
-  size_t line_ = std::string::npos;   // start of a line whose indent is still open
-  size_t cut_ = std::string::npos;    // where the answer ends, once known
+  size_t scan_ = 0;                  // the next newline is looked for from here
+  size_t line_ = std::string::npos;  // start of a line whose indent is still open
+  size_t cut_ = std::string::npos;   // where the answer ends, once known
 };
 
 }  // namespace outpost::api
