@@ -157,7 +157,7 @@ void HttpServer::HandleInfill(const HttpRequest& req, HttpResponse& res) {
         if (native->finished) return false;
         bool ended = false;
         for (auto& p : sink->TakePieces(&ended)) {
-          if (p.text.empty() || native->limited) continue;
+          if (p.text.empty()) continue;
           const size_t kept = native->Take(p.text, clock->Now());
           if (native->limited) sink->Cancel();
           if (kept == 0) continue;

@@ -15,6 +15,21 @@ constexpr const char* kSameFields[] = {
     "temperature",       "top_k", "top_p",  "min_p",        "seed",       "presence_penalty",
     "frequency_penalty", "stop",  "stream", "cache_prompt", "ignore_eos", "model"};
 
+// An integer limit of llama-server's, 0 (none, also when absent or null)
+// to `max`. Errors: InvalidArgument naming `field`.
+StatusOr<int64_t> OptionalLimit(const json& body, const char* field, int64_t max) {
+  auto it = body.find(field);
+  if (it == body.end() || it->is_null()) return int64_t{0};
+  if (!it->is_number_integer()) return WrongType(field, "an integer", *it);
+  if (it->get<int64_t>() < 0 || it->get<int64_t>() > max) {
+    return Status::InvalidArgument(std::string("'") + field +
+                                       "' must be between 0 (no limit) and " + std::to_string(max) +
+                                       ", got " + it->dump(),
+                                   field);
+  }
+  return it->get<int64_t>();
+}
+
 StatusOr<std::string> RequiredText(const json& body, const char* field) {
   auto it = body.find(field);
   if (it == body.end() || it->is_null()) {
@@ -98,24 +113,10 @@ StatusOr<InfillRequest> ParseInfillRequest(std::string_view body) {
   out.request.infill->prompt = std::move(cursor);
   out.request.infill->extra = std::move(extra);
   if (!n_predict) out.limit_field = "max_tokens";
-  if (auto it = j.find("t_max_predict_ms"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return WrongType("t_max_predict_ms", "an integer", *it);
-    if (it->get<int64_t>() < 0 || it->get<int64_t>() > 3'600'000) {
-      return Status::InvalidArgument(
-          "'t_max_predict_ms' must be between 0 (no limit) and 3600000, got " + it->dump(),
-          "t_max_predict_ms");
-    }
-    out.max_predict_ms = it->get<int64_t>();
-  }
-  if (auto it = j.find("n_indent"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return WrongType("n_indent", "an integer", *it);
-    if (it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxIndent) {
-      return Status::InvalidArgument("'n_indent' must be between 0 (no limit) and " +
-                                         std::to_string(kMaxIndent) + ", got " + it->dump(),
-                                     "n_indent");
-    }
-    out.n_indent = it->get<int32_t>();
-  }
+  OUTPOST_ASSIGN_OR_RETURN(out.max_predict_ms, OptionalLimit(j, "t_max_predict_ms", 3'600'000));
+  int64_t n_indent = 0;
+  OUTPOST_ASSIGN_OR_RETURN(n_indent, OptionalLimit(j, "n_indent", kMaxIndent));
+  out.n_indent = static_cast<int32_t>(n_indent);
   if (auto it = j.find("response_fields"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return WrongType("response_fields", "an array of strings", *it);
     for (size_t i = 0; i < it->size(); ++i) {
