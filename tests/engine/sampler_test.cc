@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "mocks/cpu_slot.h"
 #include "mocks/test_model.h"
 
 #include <algorithm>
@@ -210,6 +211,7 @@ TEST_F(SamplerTest, BiasesListedTwiceForATokenAddUp) {
 // copies of four sequences — greedy, top-k, top-p under the cap, and one with
 // a penalty (the general path) — decoded side by side for 16 steps.
 TEST_F(SamplerTest, SampleManyMatchesSamplingOneAfterAnother) {
+  outpost::testing::UseEveryCpu();  // a team of two threads
   ContextOptions co;
   co.sessions = 8;
   co.ctx_per_session = 128;
