@@ -123,8 +123,8 @@ const std::vector<ConfigKeyDoc>& ConfigKeyDocs() {
        "bound on <state_dir>/pinned, the saved pinned_prompts: each start removes the least "
        "recently used files of other models or settings past it (default 1GiB)"},
       {"state_dir",
-       "directory for the uplink spool, the Batch API's store and the saved pinned prompts "
-       "(default $STATE_DIRECTORY, else "
+       "directory for the uplink spool, the Batch API's store, the stored responses and "
+       "conversations, and the saved pinned prompts (default $STATE_DIRECTORY, else "
        "~/.local/state/outpost)"},
       {"box_id", "this box's name at the centre (default: the host name)"},
       {"audit_dir",

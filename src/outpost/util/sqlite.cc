@@ -52,6 +52,10 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
       return Status::Unavailable(what + " " + path + ": " + st.message());
     }
   }
+  // A file made before its store asked for incremental vacuum: the mode
+  // changes only by rewriting the file. Best effort (a full disk leaves it
+  // as it was, to be tried at the next Open).
+  if (incremental_vacuum && d->AutoVacuumMode() == 0) (void)d->Exec("VACUUM");
   // The schema's and the mode's pages out of the WAL into the file: a new
   // store's WAL would otherwise keep ~60 KB until the 1000-page checkpoint,
   // on a disk that may be small. Best effort (another reader may hold it).
@@ -62,6 +66,12 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, cons
 SqliteDb::~SqliteDb() {
   sqlite3_close(db_);
   if (lock_fd_ >= 0) close(lock_fd_);  // releases the lock
+}
+
+int SqliteDb::AutoVacuumMode() {
+  Stmt q(db_, "PRAGMA auto_vacuum");
+  if (!q.ok() || sqlite3_step(q.get()) != SQLITE_ROW) return -1;
+  return sqlite3_column_int(q.get(), 0);
 }
 
 void SqliteDb::IncrementalVacuum() {

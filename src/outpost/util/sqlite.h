@@ -26,7 +26,10 @@ class SqliteDb {
   // IF NOT EXISTS). Errors: Unavailable naming `what` and the path (and,
   // when another process holds the lock, saying so).
   // `incremental_vacuum`: a new file is made with auto_vacuum=INCREMENTAL
-  // (see IncrementalVacuum(); an existing file keeps its mode).
+  // (see IncrementalVacuum()); a file made without it (by an older version)
+  // is rewritten once to take it (VACUUM: it needs free disk about the
+  // file's size, and time in proportion; when that fails — a full disk —
+  // the file keeps reusing its free pages and the next Open tries again).
   static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, const std::string& what,
                                                   bool exclusive = false,
                                                   std::span<const char* const> schema = {},
@@ -50,14 +53,15 @@ class SqliteDb {
     return st;
   }
   // Returns the file's free pages to the file system, after deletes of
-  // bulk data — in a file opened new with `incremental_vacuum` (the mode can
-  // only be chosen before the file is first written); elsewhere a no-op
-  // (free pages are reused). Best effort. Not for the uplink spool, whose
+  // bulk data — in a file opened with `incremental_vacuum`; elsewhere a
+  // no-op (free pages are reused). Best effort. Not for the uplink spool, whose
   // full-disk handling relies on reusing free pages.
   void IncrementalVacuum();
   sqlite3* get() { return db_; }
   int64_t LastInsertRowId() { return sqlite3_last_insert_rowid(db_); }
   int Changes() { return sqlite3_changes(db_); }
+  // PRAGMA auto_vacuum: 0 none, 1 full, 2 incremental; -1 on error.
+  int AutoVacuumMode();
 
  private:
   SqliteDb(sqlite3* db, int lock_fd) : db_(db), lock_fd_(lock_fd) {}
