@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "mocks/seeded_random.h"
@@ -19,8 +17,7 @@ using nlohmann::json;
 class BatchApiTest : public ::testing::Test {
  protected:
   BatchApiTest() : random_(7) {
-    const std::string path = testing::TempFile("", ".db");
-    std::filesystem::remove(path);
+    const std::string path = testing::TempPath(".db");
     store_ = std::move(batch::BatchStore::Open(path)).value();
     api_ = std::make_unique<BatchApi>(store_.get(), nullptr, BatchApiOptions{}, &clock_, &random_);
   }

@@ -10,9 +10,7 @@ namespace outpost::api {
 namespace {
 
 std::string NewDbPath() {
-  const std::string path = testing::TempFile("", ".db");
-  std::filesystem::remove(path);
-  return path;
+  return testing::TempPath(".db");
 }
 
 StoredConversation Conv(const std::string& id, const std::string& owner) {

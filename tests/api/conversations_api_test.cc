@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <vector>
@@ -19,13 +18,11 @@ using nlohmann::json;
 class ConversationsApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = testing::TempFile("", ".db");
-    std::filesystem::remove(path);
+    const std::string path = testing::TempPath(".db");
     auto s = ConversationStore::Open(path, 3600);
     ASSERT_TRUE(s.ok()) << s.status().message();
     store_ = std::move(s).value();
-    const std::string rpath = testing::TempFile("", ".db");
-    std::filesystem::remove(rpath);
+    const std::string rpath = testing::TempPath(".db");
     auto r = ResponseStore::Open(rpath);
     ASSERT_TRUE(r.ok()) << r.status().message();
     responses_ = std::move(r).value();

@@ -11,9 +11,7 @@ namespace outpost::api {
 namespace {
 
 std::string NewDbPath() {
-  const std::string path = testing::TempFile("", ".db");
-  std::filesystem::remove(path);
-  return path;
+  return testing::TempPath(".db");
 }
 
 StoredResponse Record(const std::string& id, const std::string& owner, int64_t expires_at) {

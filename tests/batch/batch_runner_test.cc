@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -32,8 +31,7 @@ bool Eventually(F done) {
 
 struct Fixture {
   Fixture() {
-    path = testing::TempFile("", ".db");
-    std::filesystem::remove(path);
+    path = testing::TempPath(".db");
     store = std::move(BatchStore::Open(path)).value();
   }
   void AddBatch(const std::string& id, int lines, int64_t expires_at = 1'800'000'000) {

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <map>
 
 #include <sqlite3.h>
@@ -16,9 +15,7 @@ namespace {
 using nlohmann::json;
 
 std::string NewDbPath() {
-  const std::string path = testing::TempFile("", ".db");
-  std::filesystem::remove(path);
-  return path;
+  return testing::TempPath(".db");
 }
 
 std::unique_ptr<BatchStore> OpenStore(const std::string& path) {

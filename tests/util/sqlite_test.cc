@@ -37,14 +37,8 @@ int64_t Rows(SqliteDb& db) {
   return sqlite3_column_int64(q.get(), 0);
 }
 
-std::string NewDbPath() {
-  const std::string path = testing::TempFile("", ".db");
-  std::filesystem::remove(path);
-  return path;
-}
-
 TEST(SqliteDb, ANewFileTakesIncrementalVacuumAndGivesDeletedPagesBack) {
-  const std::string path = NewDbPath();
+  const std::string path = testing::TempPath(".db");
   {
     auto db = SqliteDb::Open(path, "test store", false, kSchema, /*incremental_vacuum=*/true);
     ASSERT_TRUE(db.ok()) << db.status().message();
@@ -56,7 +50,7 @@ TEST(SqliteDb, ANewFileTakesIncrementalVacuumAndGivesDeletedPagesBack) {
 }
 
 TEST(SqliteDb, WithoutItAFileKeepsItsFreePages) {
-  const std::string path = NewDbPath();
+  const std::string path = testing::TempPath(".db");
   {
     auto db = SqliteDb::Open(path, "test store", false, kSchema);
     ASSERT_TRUE(db.ok());
@@ -72,7 +66,7 @@ TEST(SqliteDb, WithoutItAFileKeepsItsFreePages) {
 // its free pages go back at once, its rows stay, and later deletes give
 // theirs back too.
 TEST(SqliteDb, AnOlderFileIsRewrittenOnceToTakeIncrementalVacuum) {
-  const std::string path = NewDbPath();
+  const std::string path = testing::TempPath(".db");
   {
     auto db = SqliteDb::Open(path, "test store", false, kSchema);
     ASSERT_TRUE(db.ok());
