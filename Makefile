@@ -28,8 +28,10 @@ image: build
 	scripts/build_image $(IMAGE_TAG)
 
 # Unit, integration (real model over HTTP) and end-to-end (official openai client) tests.
+# TEST_FLAGS: more ctest flags (CI's `-LE ^unit$$`: the unit tests ran in the lane before, on the same build).
+TEST_FLAGS ?=
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800 -j $(JOBS)
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800 -j $(JOBS) $(TEST_FLAGS)
 
 # The fast lane: unit tests only (seconds; the fake engine and the real model).
 unit: build
