@@ -3,6 +3,7 @@ Outpost as "central" (and a deliberately broken fake central for garbage)."""
 import concurrent.futures as cf
 import http.server
 import os
+import re
 import signal
 import socketserver
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from outpost_harness import chat_body, free_port, serve, wait_upstream, yaml_file
 
 CHAT = "/v1/chat/completions"
+GREETING = re.compile(r"\b(hello|hi|hey|greet\w*|welcome|glad|nice to meet)\b", re.I)
 
 
 def routing_file(central_port, extra=""):
@@ -44,7 +46,8 @@ def central_requests(central):
 @pytest.fixture(scope="module")
 def pair():
     central_port = free_port()
-    with serve("--model-id", "central-model", "--parallel", "4", "--ctx-size", "1024", port=central_port) as central:
+    # Central's sessions hold twice the edge's: what does not fit here fits there.
+    with serve("--model-id", "central-model", "--parallel", "4", "--ctx-size", "2048", port=central_port) as central:
         with serve("--parallel", "1", "--queue-length", "1", "--ctx-size", "1024",
                    "--routing-file", routing_file(central_port)) as edge:
             wait_upstream(edge, True)
@@ -88,6 +91,41 @@ def test_difficult_request_goes_central_unless_restricted(pair):
     assert r.headers["X-Outpost-Route"] == "local"
     assert "kept_local" in r.headers["X-Outpost-Route-Reason"]
     assert central_requests(central) == before + 1
+
+
+def test_what_does_not_fit_a_local_session_goes_central(pair):
+    """A request under every routing setting's limit (a short prompt, no
+    max_local_max_tokens) whose prompt plus max_tokens is more than one of the
+    edge's 1,024-token sessions holds: the edge could only refuse it, so it
+    goes to central like a difficult one, and comes back from there answered.
+    Kept here by the client or its data class, it gets this node's 400 naming
+    the limit, as before."""
+    edge, central = pair
+    body = chat_body(content="Say hello", max_tokens=1010)
+    before = central_requests(central)
+    r = edge.post(CHAT, json=body)
+    assert r.status_code == 200, r.text
+    assert r.headers["X-Outpost-Route"] == "central:hq", r.headers
+    assert r.headers["X-Outpost-Route-Reason"] == "difficulty:max_tokens"
+    assert central_requests(central) == before + 1
+    answer = r.json()
+    assert answer["model"] == "central-model"
+    assert answer["choices"][0]["finish_reason"] == "stop", answer  # it ended by itself
+    assert GREETING.search(answer["choices"][0]["message"]["content"]), answer
+    for headers, reason in (({"X-Outpost-Tier": "local"}, "default"),
+                            ({"X-Data-Class": "restricted"},
+                             "difficulty:max_tokens;data_class:restricted;kept_local")):
+        r = edge.post(CHAT, json=body, headers=headers)
+        assert r.status_code == 400, r.text
+        assert r.headers["X-Outpost-Route"] == "local"
+        assert r.headers["X-Outpost-Route-Reason"] == reason
+        err = r.json()["error"]
+        assert err["code"] == "context_length_exceeded" and err["param"] == "max_tokens", err
+        assert "1024" in err["message"], err
+    assert central_requests(central) == before + 1
+    # What fits stays here.
+    r = edge.post(CHAT, json=chat_body(content="Say hello", max_tokens=900))
+    assert r.status_code == 200 and r.headers["X-Outpost-Route"] == "local", r.headers
 
 
 def test_infill_is_answered_here_whatever_the_routing(pair):

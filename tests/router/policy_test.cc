@@ -246,6 +246,52 @@ INSTANTIATE_TEST_SUITE_P(
                           StatusCode::kPermissionDenied}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// Under both settings' limits (2,000 prompt tokens, 1,000 max_tokens) but past
+// what one local session holds: this node could only refuse such a request.
+RouteInput Past(const char* cls, int32_t prompt, int32_t max_tokens, Tier tier = Tier::kAny) {
+  RouteInput in = In(cls);
+  in.prompt_tokens = prompt;
+  in.max_tokens = max_tokens;
+  in.local_context = 1024;
+  in.tier = tier;
+  return in;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LocalContext, RoutingTable,
+    ::testing::Values(Row{"prompt_filling_the_session_goes_central",
+                          Past("internal", 1024, 0),
+                          true,
+                          true,
+                          "node",
+                          {"hq", "local"},
+                          "difficulty:prompt_tokens"},
+                      Row{"prompt_plus_max_tokens_past_the_session_goes_central",
+                          Past("internal", 600, 425),
+                          true,
+                          true,
+                          "node",
+                          {"hq", "local"},
+                          "difficulty:max_tokens"},
+                      Row{"exactly_filling_the_session_stays_local", Past("internal", 600, 424),
+                          true, true, "node", kLocal, "default"},
+                      Row{"room_for_one_token_stays_local", Past("internal", 1023, 0), true, true,
+                          "node", kLocal, "default"},
+                      Row{"restricted_kept_local", Past("restricted", 1500, 0), true, true, "node",
+                          kLocal, "difficulty:prompt_tokens;data_class:restricted;kept_local"},
+                      Row{"tier_local_stays_local", Past("internal", 1500, 0, Tier::kLocal), true,
+                          true, "node", kLocal, "default"},
+                      Row{"central_down_falls_back_local", Past("internal", 1500, 0), true, false,
+                          "node", kLocal, "difficulty:prompt_tokens;link_down;local_fallback"},
+                      Row{"unknown_context_stays_local",
+                          [] {
+                            RouteInput in = Past("internal", 1500, 0);
+                            in.local_context = 0;
+                            return in;
+                          }(),
+                          true, true, "node", kLocal, "default"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 TEST(Cascade, OfferedForLocalNonStreamingAnswersWhenCentralIsAllowedAndUp) {
   PolicyConfig p;
   p.cascade = true;

@@ -55,6 +55,9 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
       }
       prepared = true;
       in.prompt_tokens = static_cast<int32_t>(gen.prompt.size());
+      // What does not fit a local session goes up like a difficult request
+      // (policy.h); kept here, the scheduler refuses it naming the limit.
+      in.local_context = served->scheduler->options().ctx_per_session;
       const auto snap = served->scheduler->Snapshot();
       in.local_full = snap.full;
       in.local_wait_ms = snap.estimated_wait_ms;

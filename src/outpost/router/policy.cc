@@ -118,6 +118,10 @@ RouteDecision Decide(const RouteInput& in, const PolicyConfig& policy,
     up = RouteCause::kPromptTokens;
   else if (policy.max_local_max_tokens > 0 && in.max_tokens > policy.max_local_max_tokens)
     up = RouteCause::kMaxTokens;
+  else if (in.local_context > 0 && in.prompt_tokens >= in.local_context)
+    up = RouteCause::kPromptTokens;  // no room left here for one answer token
+  else if (in.local_context > 0 && in.prompt_tokens + int64_t{in.max_tokens} > in.local_context)
+    up = RouteCause::kMaxTokens;
   if (up && in.tier != Tier::kLocal) {
     if (!allow.central) return Go({Target::Local()}, why(*up, RouteFallback::kKeptLocalDataClass));
     bool any = false;

@@ -11,7 +11,10 @@
 //                   serves → that upstream; nobody → 404.
 //   3. difficulty   tier header, prompt tokens, max_tokens, tools/JSON schema →
 //                   central (when the data class allows and central is up;
-//                   else local with the reason recorded).
+//                   else local with the reason recorded). A prompt, or a
+//                   prompt plus max_tokens, that does not fit the local
+//                   session context counts as difficult with no setting: this
+//                   node could only refuse it.
 //   4. load         local queueing longer than the latency budget (or the queue
 //                   full) → peer, then central, then the local queue, then 503.
 //   5. link down    central unhealthy: requests that could stay local do; those
@@ -35,6 +38,7 @@ struct RouteInput {
   bool local_serves_model = true;
   int32_t prompt_tokens = 0;      // estimate for remote-only models
   int32_t max_tokens = 0;         // 0 = not given
+  int32_t local_context = 0;      // tokens one local session holds (0 = not known)
   bool wants_tools = false;       // tools
   bool stream = false;            // cascades apply to non-streaming requests only
   Tier tier = Tier::kAny;         // X-Outpost-Tier
