@@ -10,9 +10,10 @@ import subprocess
 import threading
 import time
 
+import gguf_edit
 import httpx
 import pytest
-from outpost_harness import chat_body, free_port, serve, wait_upstream, yaml_file
+from outpost_harness import MODEL, chat_body, free_port, serve, wait_upstream, yaml_file
 
 CHAT = "/v1/chat/completions"
 GREETING = re.compile(r"\b(hello|hi|hey|greet\w*|welcome|glad|nice to meet)\b", re.I)
@@ -149,10 +150,48 @@ def test_infill_is_answered_here_whatever_the_routing(pair):
     r = edge.post("/v1/completions", json={**gap, "model": "large"})
     assert r.headers["X-Outpost-Route"] == "central:hq", r.headers
     assert r.status_code == 400 and r.json()["error"]["param"] == "suffix", r.text
-    # ... while a request for the local model is prepared here first, and
-    # refused here when this model cannot take it.
+    # ... and for the local model when the client asks for central (which
+    # refuses it too here; test_a_gap_this_model_cannot_fill_goes_to_a_central_that_can
+    # has one that can), while kept here it is this node's 400.
     r = edge.post("/v1/completions", json=gap, headers={"X-Outpost-Tier": "central"})
+    assert r.headers["X-Outpost-Route"] == "central:hq", r.headers
     assert r.status_code == 400 and r.json()["error"]["param"] == "suffix", r.text
+    r = edge.post("/v1/completions", json=gap)
+    assert "X-Outpost-Route" not in r.headers, r.headers
+    assert r.status_code == 400 and r.json()["error"]["param"] == "suffix", r.text
+
+
+def test_a_gap_this_model_cannot_fill_goes_to_a_central_that_can(tmp_path):
+    """A request this node's model cannot take as asked (a `suffix`, and its
+    GGUF names no fill-in-the-middle tokens) that the client sends to central
+    is answered there, by a model that can (the default model with FIM markers
+    named, as in test_infill.py); kept here — no tier header, or restricted
+    data — it gets this node's 400 naming the field."""
+    fim_model = str(tmp_path / "smollm2-fim.gguf")
+    gguf_edit.copy_with_fim_markers(MODEL, fim_model)
+    central_port = free_port()
+    with serve("--model-id", "central-model", "--parallel", "1", "--ctx-size", "1024",
+               models=[fim_model], port=central_port) as central:
+        with serve("--parallel", "1", "--ctx-size", "1024",
+                   "--routing-file", routing_file(central_port)) as edge:
+            wait_upstream(edge, True)
+            gap = {"prompt": "def add(a, b):\n    c = ", "suffix": "\n    return c\n", "max_tokens": 8,
+                   "temperature": 0}
+            r = edge.post("/v1/completions", json=gap, headers={"X-Outpost-Tier": "central"})
+            assert r.status_code == 200, r.text
+            assert r.headers["X-Outpost-Route"] == "central:hq", r.headers
+            assert r.headers["X-Outpost-Route-Reason"] == "difficulty:tier"
+            assert r.json()["model"] == "central-model"
+            assert r.json()["usage"]["completion_tokens"] > 0, r.json()
+            # The same gap asked of central directly: the same answer.
+            direct = central.post("/v1/completions", json={**gap, "model": "central-model"})
+            assert direct.json()["choices"][0]["text"] == r.json()["choices"][0]["text"]
+            for headers in ({}, {"X-Outpost-Tier": "central", "X-Data-Class": "restricted"}):
+                r = edge.post("/v1/completions", json=gap, headers=headers)
+                assert r.status_code == 400, r.text
+                err = r.json()["error"]
+                assert err["param"] == "suffix" and "fill in the middle" in err["message"], err
+            assert central.metric("outpost_requests_total", endpoint="/v1/completions", status="200") == 2
 
 
 def test_restricted_never_reaches_central_under_load(pair):

@@ -32,6 +32,7 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
   const auto served = local_.Find(call);
   scheduler::GenerationRequest gen;
   bool prepared = false;
+  Status local_error;  // Prepare's, when this node's model cannot take the request
   std::optional<UpstreamId> cascade_to;
   RouteReason local_reason;
 
@@ -49,15 +50,20 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     in.local_serves_model = served != nullptr;
     if (served) {
       // Prompt tokens feed the difficulty rules; the local answer reuses them.
-      if (Status st = LocalTarget::Prepare(*served, call, &gen); !st.ok()) {
-        sink->OnError(st);
-        return nullptr;
+      local_error = LocalTarget::Prepare(*served, call, &gen);
+      prepared = local_error.ok();
+      if (prepared) {
+        in.prompt_tokens = static_cast<int32_t>(gen.prompt.size());
+        // What does not fit a local session goes up like a difficult request
+        // (policy.h); kept here, the scheduler refuses it naming the limit.
+        in.local_context = served->scheduler->options().ctx_per_session;
+      } else {
+        // This model cannot take it as asked (a `suffix` and no FIM tokens, a
+        // template with no tool-call format, ...): what the policy sends up
+        // anyway (X-Outpost-Tier: central, tools_go_central, ...) may still be
+        // answered there; what would stay here gets this node's error.
+        in.prompt_tokens = static_cast<int32_t>(call.body.size() / 4);
       }
-      prepared = true;
-      in.prompt_tokens = static_cast<int32_t>(gen.prompt.size());
-      // What does not fit a local session goes up like a difficult request
-      // (policy.h); kept here, the scheduler refuses it naming the limit.
-      in.local_context = served->scheduler->options().ctx_per_session;
       const auto snap = served->scheduler->Snapshot();
       in.local_full = snap.full;
       in.local_wait_ms = snap.estimated_wait_ms;
@@ -71,6 +77,10 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     in.latency_budget_ms =
         call.latency_budget_ms ? *call.latency_budget_ms : router_->TenantBudgetMs(call.api_key);
     const RouteDecision d = router_->Decide(in);
+    if (!local_error.ok() && (d.targets.empty() || d.targets.front().local())) {
+      sink->OnError(local_error);
+      return nullptr;
+    }
     const std::string reason = d.reason.ToString();
     if (d.targets.empty()) {
       Count("reject", reason);
