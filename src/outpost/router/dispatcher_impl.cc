@@ -48,6 +48,9 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     in.data_class = router_->ResolveDataClass(call.api_key, call.data_class);
     in.model = req.model;
     in.local_serves_model = served != nullptr;
+    // An estimate for a request not prepared here (a model only upstream
+    // serves, or one this model cannot take); a prepared one counts exactly.
+    in.prompt_tokens = static_cast<int32_t>(call.body.size() / 4);
     if (served) {
       // Prompt tokens feed the difficulty rules; the local answer reuses them.
       local_error = LocalTarget::Prepare(*served, call, &gen);
@@ -57,18 +60,10 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
         // What does not fit a local session goes up like a difficult request
         // (policy.h); kept here, the scheduler refuses it naming the limit.
         in.local_context = served->scheduler->options().ctx_per_session;
-      } else {
-        // This model cannot take it as asked (a `suffix` and no FIM tokens, a
-        // template with no tool-call format, ...): what the policy sends up
-        // anyway (X-Outpost-Tier: central, tools_go_central, ...) may still be
-        // answered there; what would stay here gets this node's error.
-        in.prompt_tokens = static_cast<int32_t>(call.body.size() / 4);
       }
       const auto snap = served->scheduler->Snapshot();
       in.local_full = snap.full;
       in.local_wait_ms = snap.estimated_wait_ms;
-    } else {
-      in.prompt_tokens = static_cast<int32_t>(call.body.size() / 4);
     }
     in.max_tokens = req.max_tokens > 0 ? req.max_tokens : 0;
     in.wants_tools = req.tools.active();
@@ -77,6 +72,10 @@ std::unique_ptr<InFlight> DispatcherImpl::Dispatch(CompletionCall call,
     in.latency_budget_ms =
         call.latency_budget_ms ? *call.latency_budget_ms : router_->TenantBudgetMs(call.api_key);
     const RouteDecision d = router_->Decide(in);
+    // Prepare failing means this model cannot take it as asked (a `suffix` and
+    // no FIM tokens, a template with no tool-call format, ...): what the policy
+    // sends up anyway (X-Outpost-Tier: central, tools_go_central, ...) may
+    // still be answered there; what would stay here gets this node's error.
     if (!local_error.ok() && (d.targets.empty() || d.targets.front().local())) {
       sink->OnError(local_error);
       return nullptr;
